@@ -1,0 +1,42 @@
+// A tenant (one game) as configured: its keys, limits and namespaces.
+// Immutable after start-up; shared read-only by every thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parley::auth {
+
+struct NamespaceConfig {
+  bool durable = true;
+  uint32_t history = 1000;        // latest messages reachable by since/history
+  uint32_t tick_ms = 20;          // 0: send at once
+  bool presence = true;
+  uint32_t dedupe_window_s = 120;
+  std::string upstream;           // empty: none (forwarding is a later issue)
+};
+
+struct TenantConfig {
+  std::string id;
+  std::string secret;             // HS256 key of client tokens
+  std::string api_key;            // Bearer key of the HTTP API
+  uint32_t max_connections = 50000;
+  uint32_t publish_per_sec = 20000;       // tenant-wide
+  uint32_t publish_per_conn_sec = 100;
+  uint32_t max_message_bytes = 64 * 1024;
+  uint32_t max_channels_per_conn = 128;
+  uint64_t max_queue_bytes = 4ull << 20;
+  std::vector<std::string> allowed_origins;  // empty: any origin
+  std::map<std::string, NamespaceConfig, std::less<>> namespaces;
+  NamespaceConfig default_namespace;          // for namespaces not listed
+
+  const NamespaceConfig& ns(std::string_view name) const {
+    auto it = namespaces.find(name);
+    return it == namespaces.end() ? default_namespace : it->second;
+  }
+};
+
+}  // namespace parley::auth

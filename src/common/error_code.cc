@@ -1,0 +1,35 @@
+#include "common/error_code.h"
+
+namespace parley {
+
+std::string_view wire_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest: return "bad_request";
+    case ErrorCode::kUnauthorized: return "unauthorized";
+    case ErrorCode::kForbidden: return "forbidden";
+    case ErrorCode::kTooLarge: return "too_large";
+    case ErrorCode::kRateLimited: return "rate_limited";
+    case ErrorCode::kBackpressure: return "backpressure";
+    case ErrorCode::kQuotaExceeded: return "quota_exceeded";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+int http_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBadRequest: return 400;
+    case ErrorCode::kUnauthorized: return 401;
+    case ErrorCode::kForbidden: return 403;
+    case ErrorCode::kTooLarge: return 413;
+    case ErrorCode::kRateLimited: return 429;
+    case ErrorCode::kQuotaExceeded: return 429;
+    case ErrorCode::kBackpressure: return 503;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+}  // namespace parley

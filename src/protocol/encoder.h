@@ -1,0 +1,51 @@
+// Encodes server frames of PROTOCOL.md. Pure functions appending to a string.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace parley::protocol {
+
+// A sequenced message as stored and delivered.
+struct MsgView {
+  std::string_view ch;
+  uint64_t seq = 0;
+  std::string_view from;
+  std::string_view id;
+  int64_t ts_ms = 0;
+  std::string_view body;  // valid JSON text
+};
+
+// {"op":"msg","ch","seq","from","id","ts","body"}
+void encode_msg(std::string& out, const MsgView& m);
+// {"op":"state","ch","from","key","body"}
+void encode_state(std::string& out, std::string_view ch, std::string_view from,
+                  std::string_view key, std::string_view body);
+// {"op":"presence","ch","join":[...],"leave":[...]} (empty lists omitted)
+void encode_presence(std::string& out, std::string_view ch,
+                     std::span<const std::string> join, std::span<const std::string> leave);
+// {"op":"direct","from":"server","body"}
+void encode_direct(std::string& out, std::string_view body);
+
+// Replies. `rid` is ClientOp::rid (JSON text or empty: then no rid field).
+void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
+                    std::string_view user, std::string_view tenant, int heartbeat_ms);
+void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
+                   bool recovered, const std::span<const std::string>* members);
+void encode_left(std::string& out, std::string_view rid, std::string_view ch);
+void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
+                uint64_t seq, bool dup);
+// {"op":"history","rid","ch","msgs":[...]}: `msgs_json` is the comma-joined encoded msgs.
+void encode_history(std::string& out, std::string_view rid, std::string_view ch,
+                    std::string_view msgs_json);
+void encode_pong(std::string& out, std::string_view rid);
+// {"op":"error","rid"?,"code","msg","retry_ms"?}
+void encode_error(std::string& out, std::string_view rid, const Error& e);
+// {"op":"bye","code","reconnect_ms"?}
+void encode_bye(std::string& out, std::string_view code, int reconnect_ms);
+
+}  // namespace parley::protocol

@@ -1,0 +1,38 @@
+// The server's configuration, read from TOML (PROTOCOL.md "Configuration file").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "auth/tenant.h"
+#include "common/status.h"
+
+namespace parley::server {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:7700";  // WebSocket + HTTP
+  std::string tcp_listen;                 // optional
+  std::string unix_listen;                // optional, a socket path
+  std::string store = "embedded";         // embedded | memory (valkey: later)
+  std::string data_dir = "./data";
+  std::string fsync = "never";            // never | always
+  uint32_t threads = 0;                   // event loops; 0: one per core
+  uint32_t heartbeat_ms = 25000;
+  uint32_t hello_timeout_ms = 10000;
+  uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
+  uint32_t max_connections = 19000;       // whole process, below the fd limit
+  std::string log_level = "info";
+  std::map<std::string, auth::TenantConfig, std::less<>> tenants;
+};
+
+// Parses a TOML document. Unknown keys are errors (a typo must not silently
+// fall back to a default). Error messages name the key.
+Result<ServerConfig> parse_config(std::string_view toml_text);
+Result<ServerConfig> load_config_file(const std::string& path);
+
+// The configuration `parley serve` uses without --config: 127.0.0.1:7700, the
+// embedded store in ./data and a tenant "demo" with fixed development keys.
+ServerConfig demo_config();
+
+}  // namespace parley::server
