@@ -21,9 +21,29 @@ struct DecodeFailure {
   std::string rid;  // as in ClientOp::rid
 };
 
+// PROTOCOL.md: a frame over 4x max_message_bytes closes the connection (1009)
+// without an answer. Transports check this before reading such a frame whole
+// (LengthPrefixedReader takes it as its cap); the decoder never sees one.
+inline constexpr size_t kHardFrameLimitFactor = 4;
+inline size_t hard_frame_limit(const DecodeLimits& limits) {
+  return limits.max_message_bytes * kHardFrameLimitFactor;
+}
+
 // Thread-safe: each thread uses its own parser internally.
 // Frames over max_message_bytes but within 4x are parsed so the error carries
-// the rid (too_large); larger frames must be rejected by the transport first.
+// the rid (too_large); larger frames must be rejected by the transport first
+// (if one slips through, it gets too_large without rid and is never parsed).
+//
+// Choices where PROTOCOL.md is silent:
+// - A known field given twice is bad_request: which copy wins is otherwise
+//   up to each reader, and ambiguity in hostile input is a smuggling vector.
+// - Lengths of `id`, `key` and a string `rid` (1-64 / 0-64 chars) count
+//   Unicode code points, not bytes.
+// - Fields an op does not use are ignored, as unknown fields are.
+// - Numbers must fit simdjson's range (int64, uint64 or a finite double),
+//   anywhere in the frame, body included: others make the frame "not JSON".
+// - `body` keeps the client's exact text minus insignificant whitespace.
+// Error messages name the offending field but never echo token or body text.
 std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
                                                        const DecodeLimits& limits);
 

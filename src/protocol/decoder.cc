@@ -1,0 +1,309 @@
+#include "protocol/decoder.h"
+
+#include <simdjson.h>
+
+#include <array>
+#include <charconv>
+#include <optional>
+#include <utility>
+
+#include "common/json_writer.h"
+#include "protocol/raw_member.h"
+
+namespace parley::protocol {
+
+namespace {
+
+using simdjson::dom::element;
+
+// The fields any op reads. Everything else in a frame is ignored.
+enum Field : size_t {
+  kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kFieldCount
+};
+constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
+    "op", "rid", "v", "token", "ch", "since", "id", "key", "body", "after", "before", "limit"};
+
+std::optional<Field> field_of(std::string_view name) {
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    if (kFieldNames[f] == name) return static_cast<Field>(f);
+  }
+  return std::nullopt;
+}
+
+// The known fields of one frame, gathered in a single pass over the object.
+struct Fields {
+  std::array<element, kFieldCount> value;
+  std::array<bool, kFieldCount> present{};
+  std::array<bool, kFieldCount> duplicated{};
+  size_t body_member = 0;  // index of `body` among all members, for raw_member_value
+  std::optional<Field> first_duplicate;
+
+  bool has(Field f) const { return present[f]; }
+  const element& operator[](Field f) const { return value[f]; }
+};
+
+Fields gather(const simdjson::dom::object& obj) {
+  Fields fields;
+  size_t member = 0;
+  for (const auto& [name, value] : obj) {
+    if (const auto f = field_of(name)) {
+      if (fields.present[*f]) {
+        fields.duplicated[*f] = true;
+        if (!fields.first_duplicate) fields.first_duplicate = *f;
+      } else {
+        fields.present[*f] = true;
+        fields.value[*f] = value;
+        if (*f == kBody) fields.body_member = member;
+      }
+    }
+    ++member;
+  }
+  return fields;
+}
+
+Error bad_request(std::string msg) { return Error{ErrorCode::kBadRequest, std::move(msg)}; }
+
+std::string field_msg(Field f, std::string_view what) {
+  std::string msg(kFieldNames[f]);
+  msg += ' ';
+  msg += what;
+  return msg;
+}
+
+Error missing(Field f) { return bad_request("missing " + std::string(kFieldNames[f])); }
+
+Error too_large(std::string_view what, size_t limit) {
+  return Error{ErrorCode::kTooLarge,
+               std::string(what) + " exceeds max_message_bytes (" + std::to_string(limit) + ")"};
+}
+
+// Input is validated UTF-8, so code points are the bytes that do not continue one.
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+void append_integer(std::string& out, auto v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// rid: an integer (any sign) or a string of at most 64 chars, re-encoded as JSON.
+std::optional<Error> read_rid(const Fields& fields, std::string& rid) {
+  static const std::string kMsg = "rid must be an integer or a string of at most 64 chars";
+  if (!fields.has(kRid)) return std::nullopt;
+  const element& e = fields[kRid];
+  switch (e.type()) {
+    case simdjson::dom::element_type::INT64: {
+      int64_t v = 0;
+      if (e.get_int64().get(v)) return bad_request(kMsg);
+      append_integer(rid, v);
+      return std::nullopt;
+    }
+    case simdjson::dom::element_type::UINT64: {
+      uint64_t v = 0;
+      if (e.get_uint64().get(v)) return bad_request(kMsg);
+      append_integer(rid, v);
+      return std::nullopt;
+    }
+    case simdjson::dom::element_type::STRING: {
+      std::string_view s;
+      if (e.get_string().get(s) || code_points(s) > kMaxIdLength) return bad_request(kMsg);
+      append_json_string(rid, s);
+      return std::nullopt;
+    }
+    default:
+      return bad_request(kMsg);
+  }
+}
+
+std::optional<Error> read_string(const Fields& fields, Field f, std::string& out) {
+  if (!fields.has(f)) return missing(f);
+  std::string_view s;
+  if (fields[f].get_string().get(s)) return bad_request(field_msg(f, "must be a string"));
+  out.assign(s);
+  return std::nullopt;
+}
+
+// A client-chosen identifier (pub id, state key): 1-64 chars.
+std::optional<Error> read_id(const Fields& fields, Field f, std::string& out) {
+  if (!fields.has(f)) return missing(f);
+  std::string_view s;
+  if (fields[f].get_string().get(s) || s.empty() || code_points(s) > kMaxIdLength) {
+    return bad_request(field_msg(f, "must be a string of 1-64 chars"));
+  }
+  out.assign(s);
+  return std::nullopt;
+}
+
+std::optional<Error> read_channel(const Fields& fields, std::string& ch) {
+  if (!fields.has(kCh)) return missing(kCh);
+  std::string_view s;
+  if (fields[kCh].get_string().get(s)) return bad_request("ch must be a string");
+  if (!is_valid_channel(s)) return bad_request("bad channel name");
+  ch.assign(s);
+  return std::nullopt;
+}
+
+// A seq: an integer in [0, 2^63-1]. simdjson types larger ones as uint64, which
+// get_int64 refuses, and floats as double, which it refuses too.
+std::optional<Error> read_seq(const Fields& fields, Field f, std::optional<uint64_t>& out) {
+  if (!fields.has(f)) return std::nullopt;
+  int64_t v = 0;
+  if (fields[f].get_int64().get(v) || v < 0) {
+    return bad_request(field_msg(f, "must be a non-negative integer"));
+  }
+  out = static_cast<uint64_t>(v);
+  return std::nullopt;
+}
+
+std::optional<Error> read_limit(const Fields& fields, uint32_t& limit) {
+  limit = kHistoryDefaultLimit;
+  if (!fields.has(kLimit)) return std::nullopt;
+  // Any positive integer, beyond int64 too: all larger than the max cap to it.
+  uint64_t v = 0;
+  if (!fields[kLimit].get_uint64().get(v) && v > 0) {
+    limit = v > kHistoryMaxLimit ? kHistoryMaxLimit : static_cast<uint32_t>(v);
+    return std::nullopt;
+  }
+  return bad_request("limit must be a positive integer");
+}
+
+// The body's original text, minified. Its raw span is found again in `frame`
+// because the DOM cannot say where it was (see raw_member.h).
+std::optional<Error> read_body(const Fields& fields, std::string_view frame,
+                               const DecodeLimits& limits, std::string& body) {
+  if (!fields.has(kBody)) return missing(kBody);
+  const auto raw = raw_member_value(frame, fields.body_member);
+  if (!raw) return Error{ErrorCode::kInternal, "body not found in a validated frame"};
+  body.resize(raw->size());
+  size_t len = 0;
+  if (simdjson::minify(raw->data(), raw->size(), body.data(), len) != simdjson::SUCCESS) {
+    return Error{ErrorCode::kInternal, "minifying a validated body failed"};
+  }
+  body.resize(len);
+  // Implied by the frame check today (the body is part of the frame and
+  // minifying only shrinks it), but it is the rule PROTOCOL.md states.
+  if (body.size() > limits.max_message_bytes) {
+    return too_large("body", limits.max_message_bytes);
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
+  if (!fields.has(kV)) return missing(kV);
+  // Any integer: the session, not the decoder, answers an unsupported version.
+  if (fields[kV].get_int64().get(op.v)) return bad_request("v must be an integer");
+  return read_string(fields, kToken, op.token);
+}
+
+std::optional<Error> read_history(const Fields& fields, ClientOp& op) {
+  if (auto e = read_channel(fields, op.ch)) return e;
+  if (fields.has(kAfter) == fields.has(kBefore)) {
+    return bad_request("history needs exactly one of after and before");
+  }
+  if (auto e = read_seq(fields, kAfter, op.after)) return e;
+  if (auto e = read_seq(fields, kBefore, op.before)) return e;
+  return read_limit(fields, op.limit);
+}
+
+std::optional<OpKind> op_kind(std::string_view name) {
+  static constexpr std::pair<std::string_view, OpKind> kOps[] = {
+      {"hello", OpKind::kHello}, {"join", OpKind::kJoin},   {"leave", OpKind::kLeave},
+      {"pub", OpKind::kPub},     {"state", OpKind::kState}, {"up", OpKind::kUp},
+      {"history", OpKind::kHistory}, {"ping", OpKind::kPing}};
+  for (const auto& [n, kind] : kOps) {
+    if (n == name) return kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> read_op(const Fields& fields, std::string_view frame,
+                             const DecodeLimits& limits, ClientOp& op) {
+  if (!fields.has(kOp)) return bad_request("missing op");
+  std::string_view name;
+  if (fields[kOp].get_string().get(name)) return bad_request("op must be a string");
+  const auto kind = op_kind(name);
+  if (!kind) return bad_request("unknown op");
+  op.kind = *kind;
+
+  switch (op.kind) {
+    case OpKind::kHello:
+      return read_hello(fields, op);
+    case OpKind::kJoin:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      return read_seq(fields, kSince, op.since);
+    case OpKind::kLeave:
+      return read_channel(fields, op.ch);
+    case OpKind::kPub:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      if (auto e = read_id(fields, kId, op.id)) return e;
+      return read_body(fields, frame, limits, op.body);
+    case OpKind::kState:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      if (auto e = read_id(fields, kKey, op.key)) return e;
+      return read_body(fields, frame, limits, op.body);
+    case OpKind::kUp:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      return read_body(fields, frame, limits, op.body);
+    case OpKind::kHistory:
+      return read_history(fields, op);
+    case OpKind::kPing:
+      return std::nullopt;
+  }
+  return bad_request("unknown op");
+}
+
+DecodeFailure fail(Error e, std::string rid = {}) {
+  return DecodeFailure{std::move(e), std::move(rid)};
+}
+
+}  // namespace
+
+std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
+                                                       const DecodeLimits& limits) {
+  const bool oversized = frame.size() > limits.max_message_bytes;
+  if (frame.size() > hard_frame_limit(limits)) {
+    return fail(too_large("frame", limits.max_message_bytes));
+  }
+
+  // One parser per thread: it keeps its buffers between frames, so steady-state
+  // decoding allocates nothing in simdjson. Its capacity is bounded by the
+  // hard frame limit checked above.
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (const auto err = parser.parse(frame.data(), frame.size()).get(root)) {
+    if (oversized) return fail(too_large("frame", limits.max_message_bytes));
+    return fail(bad_request(err == simdjson::UTF8_ERROR ? "frame is not valid UTF-8"
+                                                        : "frame is not valid JSON"));
+  }
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) {
+    if (oversized) return fail(too_large("frame", limits.max_message_bytes));
+    return fail(bad_request("frame is not a JSON object"));
+  }
+
+  const Fields fields = gather(obj);
+  ClientOp op;
+  const bool rid_duplicated = fields.duplicated[kRid];
+  const auto rid_error = rid_duplicated ? std::nullopt : read_rid(fields, op.rid);
+  const bool rid_ok = !rid_duplicated && !rid_error;
+  // The size verdict beats every other one, but carries the rid when it is readable.
+  if (oversized) {
+    return fail(too_large("frame", limits.max_message_bytes), rid_ok ? op.rid : std::string());
+  }
+  if (rid_duplicated) return fail(bad_request("duplicate field rid"));
+  if (rid_error) return fail(*rid_error);
+  if (fields.first_duplicate) {
+    return fail(bad_request("duplicate field " + std::string(kFieldNames[*fields.first_duplicate])),
+                std::move(op.rid));
+  }
+  if (auto e = read_op(fields, frame, limits, op)) {
+    return fail(std::move(*e), std::move(op.rid));
+  }
+  return op;
+}
+
+}  // namespace parley::protocol

@@ -1,0 +1,396 @@
+#include "protocol/decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace parley::protocol {
+namespace {
+
+ClientOp decode_ok(std::string_view frame, DecodeLimits limits = {}) {
+  auto r = decode_client_op(frame, limits);
+  if (const auto* f = std::get_if<DecodeFailure>(&r)) {
+    ADD_FAILURE() << "decoding " << frame << " failed: " << wire_name(f->error.code) << ": "
+                  << f->error.msg;
+    return {};
+  }
+  return std::get<ClientOp>(std::move(r));
+}
+
+DecodeFailure decode_fail(std::string_view frame, DecodeLimits limits = {}) {
+  auto r = decode_client_op(frame, limits);
+  if (std::holds_alternative<ClientOp>(r)) {
+    ADD_FAILURE() << "decoding " << frame << " succeeded";
+    return {};
+  }
+  return std::get<DecodeFailure>(std::move(r));
+}
+
+void expect_bad_request(std::string_view frame, std::string_view msg, std::string_view rid = "") {
+  SCOPED_TRACE(std::string(frame));
+  const auto f = decode_fail(frame);
+  EXPECT_EQ(f.error.code, ErrorCode::kBadRequest);
+  EXPECT_EQ(f.error.msg, msg);
+  EXPECT_EQ(f.rid, rid);
+}
+
+// --- happy paths, one per op ---------------------------------------------
+
+TEST(DecodeHello, ReadsVersionTokenAndRid) {
+  const auto op = decode_ok(R"({"op":"hello","v":1,"token":"a.b.c","rid":1})");
+  EXPECT_EQ(op.kind, OpKind::kHello);
+  EXPECT_EQ(op.v, 1);
+  EXPECT_EQ(op.token, "a.b.c");
+  EXPECT_EQ(op.rid, "1");
+}
+
+TEST(DecodeHello, ReturnsAnUnsupportedVersionForTheSessionToAnswer) {
+  EXPECT_EQ(decode_ok(R"({"op":"hello","v":2,"token":"t"})").v, 2);
+  EXPECT_EQ(decode_ok(R"({"op":"hello","v":-7,"token":"t"})").v, -7);
+}
+
+TEST(DecodeJoin, ReadsChannelWithoutSince) {
+  const auto op = decode_ok(R"({"op":"join","ch":"chat:lobby"})");
+  EXPECT_EQ(op.kind, OpKind::kJoin);
+  EXPECT_EQ(op.ch, "chat:lobby");
+  EXPECT_FALSE(op.since.has_value());
+  EXPECT_TRUE(op.rid.empty());
+}
+
+TEST(DecodeJoin, ReadsSinceUpToInt64Max) {
+  EXPECT_EQ(decode_ok(R"({"op":"join","ch":"a","since":0})").since, 0u);
+  EXPECT_EQ(decode_ok(R"({"op":"join","ch":"a","since":57})").since, 57u);
+  EXPECT_EQ(decode_ok(R"({"op":"join","ch":"a","since":9223372036854775807})").since,
+            9223372036854775807u);
+}
+
+TEST(DecodeLeave, ReadsChannel) {
+  const auto op = decode_ok(R"({"op":"leave","ch":"world:7","rid":"x"})");
+  EXPECT_EQ(op.kind, OpKind::kLeave);
+  EXPECT_EQ(op.ch, "world:7");
+  EXPECT_EQ(op.rid, R"("x")");
+}
+
+TEST(DecodePub, ReadsChannelIdAndMinifiedBody) {
+  const auto op = decode_ok(
+      R"({"op":"pub","ch":"chat:lobby","id":"c-81",)"
+      R"("body":{ "text" : "hi  there", "n" : [1, 2] },"rid":3})");
+  EXPECT_EQ(op.kind, OpKind::kPub);
+  EXPECT_EQ(op.ch, "chat:lobby");
+  EXPECT_EQ(op.id, "c-81");
+  EXPECT_EQ(op.body, R"({"text":"hi  there","n":[1,2]})");
+  EXPECT_EQ(op.rid, "3");
+}
+
+TEST(DecodePub, KeepsTheBodyTextExactlyAsWrittenApartFromWhitespace) {
+  const auto op = decode_ok(
+      "{\"op\":\"pub\",\"ch\":\"a\",\"id\":\"1\",\"body\":\n"
+      "  {\"p\": 1.50, \"e\": 1E2, \"s\": \"\\u00e9\\n\\\"}\", \"z\": -0}\n}");
+  EXPECT_EQ(op.body, R"({"p":1.50,"e":1E2,"s":"\u00e9\n\"}","z":-0})");
+}
+
+TEST(DecodePub, AcceptsAnyJsonValueAsBody) {
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"1","body":null})").body, "null");
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"1","body":"s p"})").body, R"("s p")");
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"1","body":-12.5e3 })").body, "-12.5e3");
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"1","body":[ ]})").body, "[]");
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"1","body":true})").body, "true");
+}
+
+TEST(DecodePub, FindsTheBodyWhereverItIsAndWhateverPrecedesIt) {
+  const auto op = decode_ok(
+      R"({"x":{"body":[1,{"}":"]"}]},"y":"\"body\"",)"
+      R"("body" : [ "b" ] ,"op":"pub","ch":"a","id":"1"})");
+  EXPECT_EQ(op.body, R"(["b"])");
+}
+
+TEST(DecodePub, FindsABodyKeyWrittenWithEscapes) {
+  const auto op = decode_ok(R"({"op":"pub","ch":"a","id":"1","bod\u0079":{"k":1}})");
+  EXPECT_EQ(op.body, R"({"k":1})");
+}
+
+TEST(DecodePub, AcceptsA64CharIdCountedInCodePoints) {
+  const std::string ascii(64, 'i');
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","body":1,"id":")" + ascii + "\"}").id, ascii);
+  std::string accented;
+  for (int i = 0; i < 64; ++i) accented += "\xc3\xa9";
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","body":1,"id":")" + accented + "\"}").id,
+            accented);
+}
+
+TEST(DecodeState, ReadsChannelKeyAndBody) {
+  const auto op = decode_ok(R"({"op":"state","ch":"world:7","key":"pos","body":{"x": 1}})");
+  EXPECT_EQ(op.kind, OpKind::kState);
+  EXPECT_EQ(op.ch, "world:7");
+  EXPECT_EQ(op.key, "pos");
+  EXPECT_EQ(op.body, R"({"x":1})");
+}
+
+TEST(DecodeUp, ReadsChannelAndBody) {
+  const auto op = decode_ok(R"({"op":"up","ch":"world:7","body":[1, "two"]})");
+  EXPECT_EQ(op.kind, OpKind::kUp);
+  EXPECT_EQ(op.ch, "world:7");
+  EXPECT_EQ(op.body, R"([1,"two"])");
+}
+
+TEST(DecodeHistory, ReadsAfterWithDefaultLimit) {
+  const auto op = decode_ok(R"({"op":"history","ch":"a","after":10})");
+  EXPECT_EQ(op.kind, OpKind::kHistory);
+  EXPECT_EQ(op.after, 10u);
+  EXPECT_FALSE(op.before.has_value());
+  EXPECT_EQ(op.limit, kHistoryDefaultLimit);
+}
+
+TEST(DecodeHistory, ReadsBeforeAndLimit) {
+  const auto op = decode_ok(R"({"op":"history","ch":"a","before":0,"limit":7})");
+  EXPECT_EQ(op.before, 0u);
+  EXPECT_FALSE(op.after.has_value());
+  EXPECT_EQ(op.limit, 7u);
+}
+
+TEST(DecodeHistory, CapsLargeLimits) {
+  EXPECT_EQ(decode_ok(R"({"op":"history","ch":"a","after":1,"limit":1000})").limit, 1000u);
+  EXPECT_EQ(decode_ok(R"({"op":"history","ch":"a","after":1,"limit":1001})").limit, 1000u);
+  EXPECT_EQ(
+      decode_ok(R"({"op":"history","ch":"a","after":1,"limit":18446744073709551615})").limit,
+      1000u);
+}
+
+TEST(DecodePing, NeedsNothingButOp) {
+  const auto op = decode_ok(R"({"op":"ping"})");
+  EXPECT_EQ(op.kind, OpKind::kPing);
+  EXPECT_TRUE(op.rid.empty());
+}
+
+TEST(Decode, IgnoresUnknownFieldsAndFieldsTheOpDoesNotUse) {
+  const auto op = decode_ok(R"({"op":"ping","rid":2,"future":{"a":[1]},"ch":7,"body":1})");
+  EXPECT_EQ(op.kind, OpKind::kPing);
+  EXPECT_EQ(op.rid, "2");
+}
+
+TEST(Decode, AcceptsSurroundingWhitespace) {
+  EXPECT_EQ(decode_ok(" \n\t{ \"op\" : \"ping\" }\r\n ").kind, OpKind::kPing);
+}
+
+// --- rid -----------------------------------------------------------------
+
+TEST(DecodeRid, ReencodesIntegersAsDigits) {
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":0})").rid, "0");
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":-42})").rid, "-42");
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":18446744073709551615})").rid,
+            "18446744073709551615");
+}
+
+TEST(DecodeRid, ReencodesStringsAsJson) {
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":"abc"})").rid, R"("abc")");
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":""})").rid, R"("")");
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":"q\"\\\n\u0041"})").rid, R"("q\"\\\nA")");
+  const std::string longest(64, 'r');
+  EXPECT_EQ(decode_ok(R"({"op":"ping","rid":")" + longest + "\"}").rid, '"' + longest + '"');
+}
+
+TEST(DecodeRid, RejectsOtherShapesWithoutEchoingThem) {
+  const std::string msg = "rid must be an integer or a string of at most 64 chars";
+  expect_bad_request(R"({"op":"ping","rid":1.5})", msg);
+  expect_bad_request(R"({"op":"ping","rid":true})", msg);
+  expect_bad_request(R"({"op":"ping","rid":null})", msg);
+  expect_bad_request(R"({"op":"ping","rid":[1]})", msg);
+  expect_bad_request(R"({"op":"ping","rid":{"a":1}})", msg);
+  expect_bad_request(R"({"op":"ping","rid":")" + std::string(65, 'r') + "\"}", msg);
+}
+
+TEST(DecodeRid, IsEchoedWhenALaterFieldFails) {
+  expect_bad_request(R"({"rid":9,"op":"join","ch":"bad name"})", "bad channel name", "9");
+  expect_bad_request(R"({"op":"nope","rid":"r1"})", "unknown op", R"("r1")");
+  expect_bad_request(R"({"rid":5})", "missing op", "5");
+}
+
+// --- not a frame -----------------------------------------------------------
+
+TEST(DecodeFrame, RejectsNonJson) {
+  expect_bad_request("", "frame is not valid JSON");
+  expect_bad_request("{", "frame is not valid JSON");
+  expect_bad_request(R"({"op":"ping"} {"op":"ping"})", "frame is not valid JSON");
+  expect_bad_request(R"({"op":"ping",})", "frame is not valid JSON");
+  expect_bad_request(R"({'op':'ping'})", "frame is not valid JSON");
+  expect_bad_request("\xef\xbb\xbf{\"op\":\"ping\"}", "frame is not valid JSON");
+}
+
+TEST(DecodeFrame, RejectsInvalidUtf8AnywhereInTheFrame) {
+  expect_bad_request("{\"op\":\"ping\",\"x\":\"\xff\"}", "frame is not valid UTF-8");
+  expect_bad_request("{\"op\":\"pub\",\"ch\":\"a\",\"id\":\"1\",\"body\":\"\xc3\x28\"}",
+                     "frame is not valid UTF-8");
+  // An overlong encoding of '/' and a lone surrogate are invalid too.
+  expect_bad_request("{\"op\":\"ping\",\"x\":\"\xc0\xaf\"}", "frame is not valid UTF-8");
+  expect_bad_request("{\"op\":\"ping\",\"x\":\"\xed\xa0\x80\"}", "frame is not valid UTF-8");
+}
+
+TEST(DecodeFrame, RejectsNumbersOutsideTheParsersRange) {
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"1","body":1e400})", "frame is not valid JSON");
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"1","body":18446744073709551616})",
+                     "frame is not valid JSON");
+}
+
+TEST(DecodeFrame, RejectsNonObjects) {
+  expect_bad_request("[]", "frame is not a JSON object");
+  expect_bad_request(R"([{"op":"ping"}])", "frame is not a JSON object");
+  expect_bad_request(R"("ping")", "frame is not a JSON object");
+  expect_bad_request("42", "frame is not a JSON object");
+  expect_bad_request("null", "frame is not a JSON object");
+}
+
+TEST(DecodeFrame, RejectsMissingIllTypedOrUnknownOp) {
+  expect_bad_request("{}", "missing op");
+  expect_bad_request(R"({"op":1})", "op must be a string");
+  expect_bad_request(R"({"op":null})", "op must be a string");
+  expect_bad_request(R"({"op":"PING"})", "unknown op");
+  expect_bad_request(R"({"op":"welcome"})", "unknown op");
+  expect_bad_request(R"({"op":""})", "unknown op");
+}
+
+TEST(DecodeFrame, RejectsDuplicatedKnownFields) {
+  expect_bad_request(R"({"op":"join","ch":"a","ch":"b","rid":1})", "duplicate field ch", "1");
+  expect_bad_request(R"({"op":"ping","op":"ping"})", "duplicate field op");
+  expect_bad_request(R"({"op":"ping","rid":1,"rid":2})", "duplicate field rid");
+}
+
+TEST(DecodeFrame, IgnoresDuplicatedUnknownFields) {
+  EXPECT_EQ(decode_ok(R"({"op":"ping","x":1,"x":2})").kind, OpKind::kPing);
+}
+
+// --- op fields ---------------------------------------------------------------
+
+TEST(DecodeHello, RejectsMissingOrIllTypedFields) {
+  expect_bad_request(R"({"op":"hello","token":"t","rid":1})", "missing v", "1");
+  expect_bad_request(R"({"op":"hello","v":"1","token":"t"})", "v must be an integer");
+  expect_bad_request(R"({"op":"hello","v":1.0,"token":"t"})", "v must be an integer");
+  expect_bad_request(R"({"op":"hello","v":9223372036854775808,"token":"t"})",
+                     "v must be an integer");
+  expect_bad_request(R"({"op":"hello","v":1})", "missing token");
+  expect_bad_request(R"({"op":"hello","v":1,"token":null})", "token must be a string");
+}
+
+TEST(DecodeHello, NeverEchoesTheToken) {
+  const auto f = decode_fail(R"({"op":"hello","v":"x","token":"secret-jwt"})");
+  EXPECT_EQ(f.error.msg.find("secret"), std::string::npos);
+}
+
+TEST(DecodeChannel, RejectsMissingIllTypedAndBadNames) {
+  expect_bad_request(R"({"op":"join"})", "missing ch");
+  expect_bad_request(R"({"op":"leave","ch":5})", "ch must be a string");
+  expect_bad_request(R"({"op":"join","ch":""})", "bad channel name");
+  expect_bad_request(R"({"op":"join","ch":"a b"})", "bad channel name");
+  expect_bad_request(R"({"op":"join","ch":"caf\u00e9"})", "bad channel name");
+  expect_bad_request(R"({"op":"pub","ch":"a/b","id":"1","body":1})", "bad channel name");
+  expect_bad_request(R"({"op":"history","ch":"a\u0000","after":1})", "bad channel name");
+  expect_bad_request(R"({"op":"join","ch":")" + std::string(129, 'c') + "\"}",
+                     "bad channel name");
+  EXPECT_EQ(decode_ok(R"({"op":"join","ch":")" + std::string(128, 'c') + "\"}").ch.size(), 128u);
+}
+
+TEST(DecodeJoin, RejectsSinceThatIsNotANonNegativeInteger) {
+  const std::string msg = "since must be a non-negative integer";
+  expect_bad_request(R"({"op":"join","ch":"a","since":-1})", msg);
+  expect_bad_request(R"({"op":"join","ch":"a","since":1.0})", msg);
+  expect_bad_request(R"({"op":"join","ch":"a","since":1e3})", msg);
+  expect_bad_request(R"({"op":"join","ch":"a","since":"5"})", msg);
+  expect_bad_request(R"({"op":"join","ch":"a","since":null})", msg);
+  expect_bad_request(R"({"op":"join","ch":"a","since":9223372036854775808})", msg);
+}
+
+TEST(DecodePub, RejectsBadIdAndMissingBody) {
+  const std::string msg = "id must be a string of 1-64 chars";
+  expect_bad_request(R"({"op":"pub","ch":"a","body":1,"rid":4})", "missing id", "4");
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"","body":1})", msg);
+  expect_bad_request(R"({"op":"pub","ch":"a","id":7,"body":1})", msg);
+  expect_bad_request(R"({"op":"pub","ch":"a","id":")" + std::string(65, 'i') + R"(","body":1})",
+                     msg);
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"1"})", "missing body");
+}
+
+TEST(DecodeState, RejectsBadKeyAndMissingBody) {
+  const std::string msg = "key must be a string of 1-64 chars";
+  expect_bad_request(R"({"op":"state","ch":"a","body":1})", "missing key");
+  expect_bad_request(R"({"op":"state","ch":"a","key":"","body":1})", msg);
+  expect_bad_request(R"({"op":"state","ch":"a","key":["k"],"body":1})", msg);
+  expect_bad_request(R"({"op":"state","ch":"a","key":")" + std::string(65, 'k') + R"(","body":1})",
+                     msg);
+  expect_bad_request(R"({"op":"state","ch":"a","key":"k"})", "missing body");
+}
+
+TEST(DecodeUp, RejectsMissingBody) {
+  expect_bad_request(R"({"op":"up","ch":"a","rid":"u"})", "missing body", R"("u")");
+}
+
+TEST(DecodeHistory, NeedsExactlyOneOfAfterAndBefore) {
+  const std::string msg = "history needs exactly one of after and before";
+  expect_bad_request(R"({"op":"history","ch":"a"})", msg);
+  expect_bad_request(R"({"op":"history","ch":"a","after":1,"before":5})", msg);
+}
+
+TEST(DecodeHistory, RejectsBadSeqsAndLimits) {
+  expect_bad_request(R"({"op":"history","ch":"a","after":-1})",
+                     "after must be a non-negative integer");
+  expect_bad_request(R"({"op":"history","ch":"a","before":2.5})",
+                     "before must be a non-negative integer");
+  const std::string msg = "limit must be a positive integer";
+  expect_bad_request(R"({"op":"history","ch":"a","after":1,"limit":0})", msg);
+  expect_bad_request(R"({"op":"history","ch":"a","after":1,"limit":-5})", msg);
+  expect_bad_request(R"({"op":"history","ch":"a","after":1,"limit":10.0})", msg);
+  expect_bad_request(R"({"op":"history","ch":"a","after":1,"limit":"10"})", msg);
+}
+
+// --- too_large ---------------------------------------------------------------
+
+std::string pub_with_body_of(size_t body_chars, std::string_view rid) {
+  return R"({"op":"pub","rid":)" + std::string(rid) + R"(,"ch":"a","id":"1","body":")" +
+         std::string(body_chars, 'b') + "\"}";
+}
+
+TEST(DecodeTooLarge, AcceptsAFrameOfExactlyTheLimit) {
+  std::string frame = pub_with_body_of(0, "1");
+  const DecodeLimits limits{.max_message_bytes = 100};
+  frame = pub_with_body_of(100 - frame.size(), "1");
+  ASSERT_EQ(frame.size(), 100u);
+  decode_ok(frame, limits);
+}
+
+TEST(DecodeTooLarge, AnswersAFrameOverTheLimitWithItsRid) {
+  const DecodeLimits limits{.max_message_bytes = 100};
+  for (std::string_view rid : {"12", R"("r-7")"}) {
+    const auto f = decode_fail(pub_with_body_of(200, rid), limits);
+    EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+    EXPECT_EQ(f.error.msg, "frame exceeds max_message_bytes (100)");
+    EXPECT_EQ(f.rid, rid);
+  }
+}
+
+TEST(DecodeTooLarge, WinsOverOtherFaultsOfTheFrame) {
+  const DecodeLimits limits{.max_message_bytes = 10};
+  auto f = decode_fail(R"({"op":"join","rid":3,"ch":"bad name!"})", limits);
+  EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+  EXPECT_EQ(f.rid, "3");
+  f = decode_fail(R"({"op":"join","rid":3,"ch":"a",)", limits);
+  EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+  EXPECT_EQ(f.rid, "");
+  f = decode_fail(R"({"op":"ping","rid":1.5,"x":"......"})", limits);
+  EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+  EXPECT_EQ(f.rid, "");
+}
+
+TEST(DecodeTooLarge, DoesNotParseFramesOverFourTimesTheLimit) {
+  const DecodeLimits limits{.max_message_bytes = 100};
+  EXPECT_EQ(hard_frame_limit(limits), 400u);
+  const auto f = decode_fail(pub_with_body_of(400, "5"), limits);
+  EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+  EXPECT_EQ(f.rid, "");
+}
+
+TEST(DecodeTooLarge, NeverEchoesTheBody) {
+  const DecodeLimits limits{.max_message_bytes = 50};
+  const auto f = decode_fail(pub_with_body_of(60, "1"), limits);
+  EXPECT_EQ(f.error.msg.find("bbb"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parley::protocol

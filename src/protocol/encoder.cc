@@ -1,0 +1,124 @@
+#include "protocol/encoder.h"
+
+#include "common/json_writer.h"
+
+namespace parley::protocol {
+
+namespace {
+
+// Starts {"op":<op>[,"rid":<rid>]; replies omit rid when the request had none.
+JsonWriter& begin(JsonWriter& w, std::string_view op, std::string_view rid = {}) {
+  w.begin_object().field("op", op);
+  if (!rid.empty()) w.field_raw("rid", rid);
+  return w;
+}
+
+void string_array(JsonWriter& w, std::string_view key, std::span<const std::string> items) {
+  w.key(key).begin_array();
+  for (const auto& item : items) w.str(item);
+  w.end_array();
+}
+
+}  // namespace
+
+void encode_msg(std::string& out, const MsgView& m) {
+  JsonWriter w(out);
+  begin(w, "msg")
+      .field("ch", m.ch)
+      .field_unum("seq", m.seq)
+      .field("from", m.from)
+      .field("id", m.id)
+      .field_num("ts", m.ts_ms)
+      .field_raw("body", m.body)
+      .end_object();
+}
+
+void encode_state(std::string& out, std::string_view ch, std::string_view from,
+                  std::string_view key, std::string_view body) {
+  JsonWriter w(out);
+  begin(w, "state")
+      .field("ch", ch)
+      .field("from", from)
+      .field("key", key)
+      .field_raw("body", body)
+      .end_object();
+}
+
+void encode_presence(std::string& out, std::string_view ch, std::span<const std::string> join,
+                     std::span<const std::string> leave) {
+  JsonWriter w(out);
+  begin(w, "presence").field("ch", ch);
+  if (!join.empty()) string_array(w, "join", join);
+  if (!leave.empty()) string_array(w, "leave", leave);
+  w.end_object();
+}
+
+void encode_direct(std::string& out, std::string_view body) {
+  JsonWriter w(out);
+  begin(w, "direct").field("from", "server").field_raw("body", body).end_object();
+}
+
+void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
+                    std::string_view user, std::string_view tenant, int heartbeat_ms) {
+  JsonWriter w(out);
+  begin(w, "welcome", rid)
+      .field("conn", conn)
+      .field("user", user)
+      .field("tenant", tenant)
+      .field_num("heartbeat_ms", heartbeat_ms)
+      .end_object();
+}
+
+void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
+                   bool recovered, const std::span<const std::string>* members) {
+  JsonWriter w(out);
+  begin(w, "joined", rid).field("ch", ch).field_unum("seq", seq).field_bool("recovered", recovered);
+  // Null means the namespace has no presence; an empty list means nobody is there.
+  if (members != nullptr) string_array(w, "members", *members);
+  w.end_object();
+}
+
+void encode_left(std::string& out, std::string_view rid, std::string_view ch) {
+  JsonWriter w(out);
+  begin(w, "left", rid).field("ch", ch).end_object();
+}
+
+void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
+                uint64_t seq, bool dup) {
+  JsonWriter w(out);
+  begin(w, "ack", rid)
+      .field("ch", ch)
+      .field("id", id)
+      .field_unum("seq", seq)
+      .field_bool("dup", dup)
+      .end_object();
+}
+
+void encode_history(std::string& out, std::string_view rid, std::string_view ch,
+                    std::string_view msgs_json) {
+  JsonWriter w(out);
+  begin(w, "history", rid).field("ch", ch).key("msgs").begin_array();
+  if (!msgs_json.empty()) w.raw(msgs_json);
+  w.end_array().end_object();
+}
+
+void encode_pong(std::string& out, std::string_view rid) {
+  JsonWriter w(out);
+  begin(w, "pong", rid).end_object();
+}
+
+void encode_error(std::string& out, std::string_view rid, const Error& e) {
+  JsonWriter w(out);
+  begin(w, "error", rid).field("code", wire_name(e.code)).field("msg", e.msg);
+  if (e.retry_ms > 0) w.field_num("retry_ms", e.retry_ms);
+  w.end_object();
+}
+
+void encode_bye(std::string& out, std::string_view code, int reconnect_ms) {
+  JsonWriter w(out);
+  begin(w, "bye").field("code", code);
+  if (reconnect_ms > 0) w.field_num("reconnect_ms", reconnect_ms);
+  w.end_object();
+}
+
+}  // namespace parley::protocol

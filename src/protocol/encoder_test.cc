@@ -1,0 +1,151 @@
+#include "protocol/encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace parley::protocol {
+namespace {
+
+TEST(EncodeMsg, WritesFieldsInProtocolOrder) {
+  std::string out;
+  encode_msg(out, {.ch = "chat:lobby", .seq = 57, .from = "u1", .id = "c-81",
+                   .ts_ms = 1764460800123, .body = R"({"t":"hi"})"});
+  EXPECT_EQ(out,
+            R"({"op":"msg","ch":"chat:lobby","seq":57,"from":"u1","id":"c-81",)"
+            R"("ts":1764460800123,"body":{"t":"hi"}})");
+}
+
+TEST(EncodeMsg, EscapesStringsButNotTheBody) {
+  std::string out;
+  encode_msg(out, {.ch = "a", .seq = 1, .from = "u\"1", .id = "x\ny", .ts_ms = 0,
+                   .body = R"("q\"")"});
+  EXPECT_EQ(out,
+            R"({"op":"msg","ch":"a","seq":1,"from":"u\"1","id":"x\ny","ts":0,"body":"q\""})");
+}
+
+TEST(EncodeMsg, WritesTheLargestSeq) {
+  std::string out;
+  encode_msg(out, {.ch = "a", .seq = 18446744073709551615u, .from = "f", .id = "i", .ts_ms = 1,
+                   .body = "1"});
+  EXPECT_NE(out.find(R"("seq":18446744073709551615,)"), std::string::npos);
+}
+
+TEST(Encode, AppendsToWhatIsAlreadyThere) {
+  std::string out = "[";
+  encode_pong(out, "1");
+  out += ',';
+  encode_pong(out, "");
+  out += ']';
+  EXPECT_EQ(out, R"([{"op":"pong","rid":1},{"op":"pong"}])");
+}
+
+TEST(EncodeState, WritesChFromKeyBody) {
+  std::string out;
+  encode_state(out, "world:7", "u1", "pos", R"({"x":1})");
+  EXPECT_EQ(out, R"({"op":"state","ch":"world:7","from":"u1","key":"pos","body":{"x":1}})");
+}
+
+TEST(EncodePresence, WritesBothLists) {
+  const std::vector<std::string> join{"u2"}, leave{"u3", "u4"};
+  std::string out;
+  encode_presence(out, "world:7", join, leave);
+  EXPECT_EQ(out, R"({"op":"presence","ch":"world:7","join":["u2"],"leave":["u3","u4"]})");
+}
+
+TEST(EncodePresence, OmitsEmptyLists) {
+  const std::vector<std::string> some{"u2"}, none;
+  std::string out;
+  encode_presence(out, "w", some, none);
+  EXPECT_EQ(out, R"({"op":"presence","ch":"w","join":["u2"]})");
+  out.clear();
+  encode_presence(out, "w", none, some);
+  EXPECT_EQ(out, R"({"op":"presence","ch":"w","leave":["u2"]})");
+}
+
+TEST(EncodeDirect, ComesFromServer) {
+  std::string out;
+  encode_direct(out, R"({"gift":3})");
+  EXPECT_EQ(out, R"({"op":"direct","from":"server","body":{"gift":3}})");
+}
+
+TEST(EncodeWelcome, WritesConnUserTenantHeartbeat) {
+  std::string out;
+  encode_welcome(out, "1", "c81", "u1", "demo", 25000);
+  EXPECT_EQ(out, R"({"op":"welcome","rid":1,"conn":"c81","user":"u1","tenant":"demo",)"
+                 R"("heartbeat_ms":25000})");
+}
+
+TEST(EncodeJoined, WritesMembersOnlyWithPresence) {
+  std::string out;
+  encode_joined(out, R"("j")", "chat:lobby", 57, true, nullptr);
+  EXPECT_EQ(out, R"({"op":"joined","rid":"j","ch":"chat:lobby","seq":57,"recovered":true})");
+
+  const std::vector<std::string> members{"u1", "u2"};
+  const std::span<const std::string> span(members);
+  out.clear();
+  encode_joined(out, "", "w", 0, false, &span);
+  EXPECT_EQ(out, R"({"op":"joined","ch":"w","seq":0,"recovered":false,"members":["u1","u2"]})");
+
+  const std::span<const std::string> empty;
+  out.clear();
+  encode_joined(out, "2", "w", 3, false, &empty);
+  EXPECT_EQ(out, R"({"op":"joined","rid":2,"ch":"w","seq":3,"recovered":false,"members":[]})");
+}
+
+TEST(EncodeLeft, WritesRidAndCh) {
+  std::string out;
+  encode_left(out, "4", "a");
+  EXPECT_EQ(out, R"({"op":"left","rid":4,"ch":"a"})");
+}
+
+TEST(EncodeAck, WritesFieldsInProtocolOrder) {
+  std::string out;
+  encode_ack(out, "3", "chat:lobby", "c-81", 57, false);
+  EXPECT_EQ(out, R"({"op":"ack","rid":3,"ch":"chat:lobby","id":"c-81","seq":57,"dup":false})");
+  out.clear();
+  encode_ack(out, "", "a", "i", 1, true);
+  EXPECT_EQ(out, R"({"op":"ack","ch":"a","id":"i","seq":1,"dup":true})");
+}
+
+TEST(EncodeHistory, WrapsTheEncodedMsgs) {
+  std::string msgs;
+  encode_msg(msgs, {.ch = "a", .seq = 1, .from = "u", .id = "1", .ts_ms = 5, .body = "1"});
+  msgs += ',';
+  encode_msg(msgs, {.ch = "a", .seq = 2, .from = "u", .id = "2", .ts_ms = 6, .body = "2"});
+  std::string out;
+  encode_history(out, "8", "a", msgs);
+  EXPECT_EQ(out, R"({"op":"history","rid":8,"ch":"a","msgs":[)" + msgs + "]}");
+  out.clear();
+  encode_history(out, "", "a", "");
+  EXPECT_EQ(out, R"({"op":"history","ch":"a","msgs":[]})");
+}
+
+TEST(EncodeError, WritesRetryOnlyWhenPositive) {
+  std::string out;
+  encode_error(out, "3", Error{ErrorCode::kRateLimited, "slow down", 200});
+  EXPECT_EQ(out,
+            R"({"op":"error","rid":3,"code":"rate_limited","msg":"slow down","retry_ms":200})");
+  out.clear();
+  encode_error(out, "", Error{ErrorCode::kBadRequest, "bad channel name"});
+  EXPECT_EQ(out, R"({"op":"error","code":"bad_request","msg":"bad channel name"})");
+}
+
+TEST(EncodeError, EscapesTheMessage) {
+  std::string out;
+  encode_error(out, "", Error{ErrorCode::kInternal, "a \"b\""});
+  EXPECT_EQ(out, R"({"op":"error","code":"internal","msg":"a \"b\""})");
+}
+
+TEST(EncodeBye, WritesReconnectOnlyWhenPositive) {
+  std::string out;
+  encode_bye(out, "draining", 500);
+  EXPECT_EQ(out, R"({"op":"bye","code":"draining","reconnect_ms":500})");
+  out.clear();
+  encode_bye(out, "slow_consumer", 0);
+  EXPECT_EQ(out, R"({"op":"bye","code":"slow_consumer"})");
+}
+
+}  // namespace
+}  // namespace parley::protocol
