@@ -24,6 +24,9 @@ struct TenantConfig {
   std::string secret;             // HS256 key of client tokens
   std::string api_key;            // Bearer key of the HTTP API
   uint32_t max_connections = 50000;
+  // Publish rates, token buckets holding one second of the rate. 0 means
+  // unlimited (a trusted tenant, a load test), not "publishing forbidden":
+  // forbidding is what the token's chans are for.
   uint32_t publish_per_sec = 20000;       // tenant-wide
   uint32_t publish_per_conn_sec = 100;
   uint32_t max_message_bytes = 64 * 1024;

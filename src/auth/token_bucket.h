@@ -1,4 +1,5 @@
 // Token buckets for publish rates: capacity = one second of the rate (the burst).
+// A rate of 0 is unlimited: take() always answers 0 (see TenantConfig).
 #pragma once
 
 #include <atomic>

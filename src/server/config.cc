@@ -1,0 +1,398 @@
+#include "server/config.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+// Debian's libtomlplusplus is a compiled library built with exceptions, and it
+// exports only that ABI (toml::v3::ex::parse); TOML_EXCEPTIONS=0 would not
+// link. So toml::parse throws, and parse_config catches at its boundary. Node
+// accessors used below (as_*, iteration) never throw.
+#include <toml++/toml.h>
+
+namespace parley::server {
+namespace {
+
+using auth::NamespaceConfig;
+using auth::TenantConfig;
+
+Error bad(std::string msg) { return Error{ErrorCode::kBadRequest, std::move(msg)}; }
+
+std::string join(std::string_view path, std::string_view key) {
+  std::string out(path);
+  if (!out.empty()) out += '.';
+  out += key;
+  return out;
+}
+
+Status unknown_key(const std::string& path) { return bad("unknown key " + path); }
+
+// ---- typed readers: each checks one value and names its key on failure ----
+
+Status read_string(const toml::node& n, const std::string& path, std::string& out) {
+  const auto* v = n.as_string();
+  if (!v) return bad(path + " must be a string");
+  out = v->get();
+  return Status::ok();
+}
+
+Status read_nonempty(const toml::node& n, const std::string& path, std::string& out) {
+  if (Status s = read_string(n, path, out); !s) return s;
+  if (out.empty()) return bad(path + " must not be empty");
+  return Status::ok();
+}
+
+Status read_bool(const toml::node& n, const std::string& path, bool& out) {
+  const auto* v = n.as_boolean();
+  if (!v) return bad(path + " must be true or false");
+  out = v->get();
+  return Status::ok();
+}
+
+template <typename T>
+Status read_uint(const toml::node& n, const std::string& path, uint64_t lo, uint64_t hi, T& out) {
+  static_assert(std::is_unsigned_v<T>);
+  const auto* v = n.as_integer();
+  int64_t x = v ? v->get() : -1;
+  if (!v || x < 0 || uint64_t(x) < lo || uint64_t(x) > hi ||
+      uint64_t(x) > std::numeric_limits<T>::max()) {
+    return bad(path + " must be an integer between " + std::to_string(lo) + " and " +
+               std::to_string(hi));
+  }
+  out = static_cast<T>(x);
+  return Status::ok();
+}
+
+Status read_one_of(const toml::node& n, const std::string& path,
+                   std::initializer_list<std::string_view> choices, std::string& out) {
+  std::string v;
+  if (Status s = read_string(n, path, v); !s) return s;
+  for (auto c : choices) {
+    if (v == c) {
+      out = std::move(v);
+      return Status::ok();
+    }
+  }
+  std::string list;
+  for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
+  return bad(path + " must be one of " + list);
+}
+
+Status read_string_array(const toml::node& n, const std::string& path,
+                         std::vector<std::string>& out) {
+  const auto* arr = n.as_array();
+  if (!arr) return bad(path + " must be an array of strings");
+  out.clear();
+  for (const auto& el : *arr) {
+    const auto* s = el.as_string();
+    if (!s || s->get().empty()) return bad(path + " must be an array of non-empty strings");
+    out.push_back(s->get());
+  }
+  return Status::ok();
+}
+
+const toml::table* as_table(const toml::node& n, const std::string& path, Status& err) {
+  const auto* t = n.as_table();
+  if (!t) err = bad(path + " must be a table");
+  return t;
+}
+
+// ---- value shapes ----
+
+// PROTOCOL.md's channel charset: tenant ids and namespaces end up in channel
+// keys, store keys and metrics labels, so they get the same restrictions.
+bool is_name(std::string_view s, bool allow_colon) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '@' || c == '-' || (allow_colon && c == ':');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "host:port" or "[v6]:port"; port 0 asks the OS for one (tests).
+bool is_host_port(std::string_view s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (host.find(':') != std::string_view::npos &&
+      (host.front() != '[' || host.back() != ']')) {
+    return false;
+  }
+  if (port.empty() || port.size() > 5) return false;
+  uint32_t p = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    p = p * 10 + uint32_t(c - '0');
+  }
+  return p <= 65535;
+}
+
+Status read_address(const toml::node& n, const std::string& path, bool optional,
+                    std::string& out) {
+  if (Status s = read_string(n, path, out); !s) return s;
+  if (optional && out.empty()) return Status::ok();
+  if (!is_host_port(out)) return bad(path + " must be host:port");
+  return Status::ok();
+}
+
+// ---- sections ----
+
+Status read_server(const toml::table& t, ServerConfig& c) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join("server", key);
+    Status s;
+    if (key == "listen") {
+      s = read_address(v, path, false, c.listen);
+    } else if (key == "tcp_listen") {
+      s = read_address(v, path, true, c.tcp_listen);
+    } else if (key == "unix_listen") {
+      s = read_string(v, path, c.unix_listen);
+      // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+      if (s && c.unix_listen.size() > 107) s = bad(path + " must be at most 107 bytes");
+    } else if (key == "store") {
+      std::string store;
+      s = read_string(v, path, store);
+      if (s && store == "valkey") {
+        s = bad(path + ": valkey store not available in this build");
+      } else if (s) {
+        s = read_one_of(v, path, {"embedded", "memory"}, c.store);
+      }
+    } else if (key == "data_dir") {
+      s = read_nonempty(v, path, c.data_dir);
+    } else if (key == "fsync") {
+      s = read_one_of(v, path, {"never", "always"}, c.fsync);
+    } else if (key == "threads") {
+      s = read_uint(v, path, 0, 1024, c.threads);
+    } else if (key == "heartbeat_ms") {
+      s = read_uint(v, path, 100, 3'600'000, c.heartbeat_ms);
+    } else if (key == "hello_timeout_ms") {
+      s = read_uint(v, path, 100, 600'000, c.hello_timeout_ms);
+    } else if (key == "append_queue_limit") {
+      s = read_uint(v, path, 1, 10'000'000, c.append_queue_limit);
+    } else if (key == "max_connections") {
+      s = read_uint(v, path, 1, 10'000'000, c.max_connections);
+    } else if (key == "log_level") {
+      s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
+                      c.log_level);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_namespace(const toml::table& t, const std::string& ns_path, NamespaceConfig& ns) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join(ns_path, key);
+    Status s;
+    if (key == "durable") {
+      s = read_bool(v, path, ns.durable);
+    } else if (key == "history") {
+      s = read_uint(v, path, 0, 1'000'000, ns.history);
+    } else if (key == "tick_ms") {
+      s = read_uint(v, path, 0, 10'000, ns.tick_ms);
+    } else if (key == "presence") {
+      s = read_bool(v, path, ns.presence);
+    } else if (key == "dedupe_window_s") {
+      s = read_uint(v, path, 0, 86'400, ns.dedupe_window_s);
+    } else if (key == "upstream") {
+      s = read_string(v, path, ns.upstream);
+      // Strict now so a later, wider forwarder never changes what a file means.
+      if (s && !ns.upstream.empty() && !ns.upstream.starts_with("http://")) {
+        s = bad(path + " must be an http:// URL");
+      }
+    } else if (key == "forward") {
+      // Checked but not stored until upstream forwarding exists.
+      std::vector<std::string> events;
+      s = read_string_array(v, path, events);
+      for (size_t i = 0; s && i < events.size(); ++i) {
+        const auto& e = events[i];
+        if (e != "join" && e != "leave" && e != "msg" && e != "state" && e != "up") {
+          s = bad(path + " entries must be join, leave, msg, state or up");
+        }
+      }
+    } else if (key == "upstream_queue") {
+      uint32_t ignored = 0;  // as forward
+      s = read_uint(v, path, 1, 10'000'000, ignored);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_namespaces(const toml::table& t, const std::string& path, TenantConfig& tenant) {
+  for (auto&& [k, v] : t) {
+    std::string_view name = k.str();
+    std::string ns_path = join(path, name);
+    if (!is_name(name, /*allow_colon=*/false)) {
+      return bad(ns_path + ": namespace names are 1-128 chars of [A-Za-z0-9_.@-]");
+    }
+    Status err;
+    const toml::table* nt = as_table(v, ns_path, err);
+    if (!nt) return err;
+    // Channels without ':' are in "default", which is also where unlisted
+    // namespaces fall back to: one struct serves both.
+    NamespaceConfig& ns = name == "default" ? tenant.default_namespace
+                                            : tenant.namespaces[std::string(name)];
+    if (Status s = read_namespace(*nt, ns_path, ns); !s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& tenant) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string kp = join(path, key);
+    Status s;
+    if (key == "secret") {
+      s = read_string(v, kp, tenant.secret);
+      // HMAC-SHA256 keys shorter than this are guessable offline from one token.
+      if (s && tenant.secret.size() < 16) s = bad(kp + " must be at least 16 bytes");
+    } else if (key == "api_key") {
+      s = read_nonempty(v, kp, tenant.api_key);
+    } else if (key == "max_connections") {
+      s = read_uint(v, kp, 1, 10'000'000, tenant.max_connections);
+    } else if (key == "publish_per_sec") {
+      s = read_uint(v, kp, 0, 1'000'000'000, tenant.publish_per_sec);
+    } else if (key == "publish_per_conn_sec") {
+      s = read_uint(v, kp, 0, 1'000'000'000, tenant.publish_per_conn_sec);
+    } else if (key == "max_message_bytes") {
+      s = read_uint(v, kp, 64, 16u << 20, tenant.max_message_bytes);
+    } else if (key == "max_channels_per_conn") {
+      s = read_uint(v, kp, 1, 100'000, tenant.max_channels_per_conn);
+    } else if (key == "max_queue_bytes") {
+      s = read_uint(v, kp, 1024, 64ull << 30, tenant.max_queue_bytes);
+    } else if (key == "allowed_origins") {
+      s = read_string_array(v, kp, tenant.allowed_origins);
+    } else if (key == "namespaces") {
+      const toml::table* nt = as_table(v, kp, s);
+      if (nt) s = read_namespaces(*nt, kp, tenant);
+    } else {
+      s = unknown_key(kp);
+    }
+    if (!s) return s;
+  }
+  if (tenant.secret.empty()) return bad(join(path, "secret") + " is required");
+  if (tenant.api_key.empty()) return bad(join(path, "api_key") + " is required");
+  // A queue smaller than one message would close every member on a big message.
+  if (tenant.max_queue_bytes < tenant.max_message_bytes) {
+    return bad(join(path, "max_queue_bytes") + " must be at least max_message_bytes (" +
+               std::to_string(tenant.max_message_bytes) + ")");
+  }
+  return Status::ok();
+}
+
+Status read_tenants(const toml::table& t, ServerConfig& c) {
+  for (auto&& [k, v] : t) {
+    std::string_view id = k.str();
+    std::string path = join("tenants", id);
+    if (!is_name(id, /*allow_colon=*/true)) {
+      return bad(path + ": tenant ids are 1-128 chars of [A-Za-z0-9_.:@-]");
+    }
+    Status err;
+    const toml::table* tt = as_table(v, path, err);
+    if (!tt) return err;
+    TenantConfig tenant;
+    tenant.id = std::string(id);
+    if (Status s = read_tenant(*tt, path, tenant); !s) return s;
+    // The api key names its tenant, and a shared secret would let one tenant
+    // mint tokens claiming the other: both must be unique.
+    for (const auto& [other_id, other] : c.tenants) {
+      if (other.api_key == tenant.api_key) {
+        return bad(path + ".api_key is the same as tenants." + other_id + ".api_key");
+      }
+      if (other.secret == tenant.secret) {
+        return bad(path + ".secret is the same as tenants." + other_id + ".secret");
+      }
+    }
+    c.tenants.emplace(tenant.id, std::move(tenant));
+  }
+  return Status::ok();
+}
+
+Status read_document(const toml::table& doc, ServerConfig& c) {
+  for (auto&& [k, v] : doc) {
+    std::string_view key = k.str();
+    std::string path(key);
+    Status s;
+    const toml::table* t = nullptr;
+    if (key == "server") {
+      if ((t = as_table(v, path, s))) s = read_server(*t, c);
+    } else if (key == "tenants") {
+      if ((t = as_table(v, path, s))) s = read_tenants(*t, c);
+    } else if (key == "valkey" || key == "postgres") {
+      // Settings of the valkey store and its persister: read by that build
+      // only, accepted here so one file serves both.
+      as_table(v, path, s);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  if (c.tenants.empty()) return bad("no tenants configured: add a [tenants.<id>] table");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ServerConfig> parse_config(std::string_view toml_text) {
+  toml::table doc;
+  try {
+    doc = toml::parse(toml_text);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    return bad("TOML syntax error at line " + std::to_string(at.line) + ", column " +
+               std::to_string(at.column) + ": " + std::string(e.description()));
+  }
+  ServerConfig c;
+  if (Status s = read_document(doc, c); !s) return s.error();
+  return c;
+}
+
+Result<ServerConfig> load_config_file(const std::string& path) {
+  // stdio rather than iostreams: its failures come with an errno to report.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return bad("cannot read config file " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[16384];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  int read_errno = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (read_errno) return bad("cannot read config file " + path + ": " + std::strerror(read_errno));
+  auto r = parse_config(text);
+  if (!r) return bad(path + ": " + r.error().msg);
+  return r;
+}
+
+ServerConfig demo_config() {
+  ServerConfig c;
+  c.listen = "127.0.0.1:7700";
+  c.store = "embedded";
+  c.data_dir = "./data";
+  TenantConfig demo;
+  demo.id = "demo";
+  demo.secret = "demo-secret-change-me-0123456789";
+  demo.api_key = "demo-api-key";
+  NamespaceConfig world;
+  world.durable = false;
+  world.tick_ms = 20;
+  world.presence = true;
+  demo.namespaces.emplace("world", world);
+  c.tenants.emplace(demo.id, std::move(demo));
+  return c;
+}
+
+}  // namespace parley::server

@@ -1,0 +1,391 @@
+#include "server/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace parley::server {
+namespace {
+
+// The smallest valid tenant; most tests add one key to it.
+constexpr std::string_view kDemo = R"(
+[tenants.demo]
+secret = "0123456789abcdef"
+api_key = "k1"
+)";
+
+std::string with_demo(std::string_view extra) { return std::string(kDemo) + std::string(extra); }
+
+// The error message of a document expected to be refused.
+std::string error_of(std::string_view toml) {
+  auto r = parse_config(toml);
+  if (r.is_ok()) return "<accepted>";
+  EXPECT_EQ(r.error().code, ErrorCode::kBadRequest);
+  return r.error().msg;
+}
+
+TEST(Config, ParsesEveryKey) {
+  auto r = parse_config(R"(
+[server]
+listen = "0.0.0.0:8800"
+tcp_listen = "127.0.0.1:8801"
+unix_listen = "/run/parley.sock"
+store = "memory"
+data_dir = "/var/lib/parley"
+fsync = "always"
+threads = 4
+heartbeat_ms = 15000
+hello_timeout_ms = 5000
+append_queue_limit = 500
+max_connections = 1000
+log_level = "debug"
+
+[tenants.game-1]
+secret = "0123456789abcdef0123"
+api_key = "key-1"
+max_connections = 10
+publish_per_sec = 300
+publish_per_conn_sec = 7
+max_message_bytes = 1024
+max_channels_per_conn = 16
+max_queue_bytes = 2048
+allowed_origins = ["https://game.example", "https://www.game.example"]
+
+[tenants.game-1.namespaces.world]
+durable = false
+history = 50
+tick_ms = 0
+presence = false
+dedupe_window_s = 30
+upstream = "http://127.0.0.1:9000/events"
+forward = ["join", "msg", "state"]
+upstream_queue = 5000
+
+[tenants.game-1.namespaces.default]
+history = 10
+
+[valkey]
+nodes = ["127.0.0.1:6379"]
+cluster = false
+partitions = 64
+
+[postgres]
+url = "postgresql://parley@127.0.0.1:5432/parley"
+)");
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  const ServerConfig& c = *r;
+  EXPECT_EQ(c.listen, "0.0.0.0:8800");
+  EXPECT_EQ(c.tcp_listen, "127.0.0.1:8801");
+  EXPECT_EQ(c.unix_listen, "/run/parley.sock");
+  EXPECT_EQ(c.store, "memory");
+  EXPECT_EQ(c.data_dir, "/var/lib/parley");
+  EXPECT_EQ(c.fsync, "always");
+  EXPECT_EQ(c.threads, 4u);
+  EXPECT_EQ(c.heartbeat_ms, 15000u);
+  EXPECT_EQ(c.hello_timeout_ms, 5000u);
+  EXPECT_EQ(c.append_queue_limit, 500u);
+  EXPECT_EQ(c.max_connections, 1000u);
+  EXPECT_EQ(c.log_level, "debug");
+
+  ASSERT_EQ(c.tenants.size(), 1u);
+  const auth::TenantConfig& t = c.tenants.at("game-1");
+  EXPECT_EQ(t.id, "game-1");
+  EXPECT_EQ(t.secret, "0123456789abcdef0123");
+  EXPECT_EQ(t.api_key, "key-1");
+  EXPECT_EQ(t.max_connections, 10u);
+  EXPECT_EQ(t.publish_per_sec, 300u);
+  EXPECT_EQ(t.publish_per_conn_sec, 7u);
+  EXPECT_EQ(t.max_message_bytes, 1024u);
+  EXPECT_EQ(t.max_channels_per_conn, 16u);
+  EXPECT_EQ(t.max_queue_bytes, 2048u);
+  EXPECT_EQ(t.allowed_origins,
+            (std::vector<std::string>{"https://game.example", "https://www.game.example"}));
+
+  ASSERT_EQ(t.namespaces.size(), 1u);  // "default" is not a listed namespace
+  const auth::NamespaceConfig& w = t.ns("world");
+  EXPECT_FALSE(w.durable);
+  EXPECT_EQ(w.history, 50u);
+  EXPECT_EQ(w.tick_ms, 0u);
+  EXPECT_FALSE(w.presence);
+  EXPECT_EQ(w.dedupe_window_s, 30u);
+  EXPECT_EQ(w.upstream, "http://127.0.0.1:9000/events");
+  EXPECT_EQ(t.default_namespace.history, 10u);
+  EXPECT_EQ(t.ns("chat").history, 10u);
+}
+
+TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
+  auto r = parse_config(kDemo);
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  const ServerConfig& c = *r;
+  EXPECT_EQ(c.listen, "127.0.0.1:7700");
+  EXPECT_EQ(c.tcp_listen, "");
+  EXPECT_EQ(c.unix_listen, "");
+  EXPECT_EQ(c.store, "embedded");
+  EXPECT_EQ(c.data_dir, "./data");
+  EXPECT_EQ(c.fsync, "never");
+  EXPECT_EQ(c.threads, 0u);
+  EXPECT_EQ(c.heartbeat_ms, 25000u);
+  EXPECT_EQ(c.hello_timeout_ms, 10000u);
+  EXPECT_EQ(c.log_level, "info");
+
+  const auth::TenantConfig& t = c.tenants.at("demo");
+  EXPECT_EQ(t.max_connections, 50000u);
+  EXPECT_EQ(t.publish_per_sec, 20000u);
+  EXPECT_EQ(t.publish_per_conn_sec, 100u);
+  EXPECT_EQ(t.max_message_bytes, 64u * 1024);
+  EXPECT_EQ(t.max_channels_per_conn, 128u);
+  EXPECT_EQ(t.max_queue_bytes, 4u << 20);
+  EXPECT_TRUE(t.allowed_origins.empty());
+  EXPECT_TRUE(t.namespaces.empty());
+  const auth::NamespaceConfig& ns = t.ns("anything");
+  EXPECT_TRUE(ns.durable);
+  EXPECT_EQ(ns.history, 1000u);
+  EXPECT_EQ(ns.tick_ms, 20u);
+  EXPECT_TRUE(ns.presence);
+  EXPECT_EQ(ns.dedupe_window_s, 120u);
+  EXPECT_EQ(ns.upstream, "");
+}
+
+TEST(Config, ListedNamespaceStartsFromTheDefaults) {
+  auto r = parse_config(with_demo("[tenants.demo.namespaces.chat]\nhistory = 5\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  const auto& ns = r->tenants.at("demo").ns("chat");
+  EXPECT_EQ(ns.history, 5u);
+  EXPECT_TRUE(ns.durable);
+  EXPECT_EQ(ns.tick_ms, 20u);
+}
+
+TEST(Config, ZeroRatesAreAccepted) {
+  auto r = parse_config(with_demo("publish_per_sec = 0\npublish_per_conn_sec = 0\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->tenants.at("demo").publish_per_sec, 0u);
+}
+
+TEST(Config, SeveralTenantsAreKeptApart) {
+  auto r = parse_config(with_demo(R"(
+[tenants.other]
+secret = "fedcba9876543210"
+api_key = "k2"
+)"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->tenants.size(), 2u);
+  EXPECT_EQ(r->tenants.at("other").api_key, "k2");
+}
+
+TEST(Config, UnknownKeysAreNamedByTheirFullPath) {
+  EXPECT_EQ(error_of(with_demo("max_conections = 5\n")),
+            "unknown key tenants.demo.max_conections");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten_addr = \"x\"\n")),
+            "unknown key server.listen_addr");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.world]\ntickms = 5\n")),
+            "unknown key tenants.demo.namespaces.world.tickms");
+  EXPECT_EQ(error_of(with_demo("[storage]\nx = 1\n")), "unknown key storage");
+  EXPECT_EQ(error_of("log_level = \"info\"\n" + with_demo("")), "unknown key log_level");
+}
+
+TEST(Config, WrongTypesNameTheKey) {
+  EXPECT_EQ(error_of(with_demo("[server]\nthreads = \"4\"\n")),
+            "server.threads must be an integer between 0 and 1024");
+  EXPECT_EQ(error_of(with_demo("[server]\nthreads = 4.0\n")),
+            "server.threads must be an integer between 0 and 1024");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = 7700\n")), "server.listen must be a string");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.world]\ndurable = \"no\"\n")),
+            "tenants.demo.namespaces.world.durable must be true or false");
+  EXPECT_EQ(error_of(with_demo("allowed_origins = \"https://a\"\n")),
+            "tenants.demo.allowed_origins must be an array of strings");
+  EXPECT_EQ(error_of(with_demo("allowed_origins = [1]\n")),
+            "tenants.demo.allowed_origins must be an array of non-empty strings");
+  EXPECT_EQ(error_of("server = 1\n" + with_demo("")), "server must be a table");
+  EXPECT_EQ(error_of("tenants = 1\n"), "tenants must be a table");
+  EXPECT_EQ(error_of("[tenants]\ndemo = 1\n"), "tenants.demo must be a table");
+  EXPECT_EQ(error_of(with_demo("namespaces = 1\n")), "tenants.demo.namespaces must be a table");
+  EXPECT_EQ(error_of(with_demo("namespaces.world = 1\n")),
+            "tenants.demo.namespaces.world must be a table");
+  EXPECT_EQ(error_of("valkey = 1\n" + with_demo("")), "valkey must be a table");
+}
+
+TEST(Config, OutOfRangeValuesNameTheKeyAndRange) {
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\ntick_ms = 10001\n")),
+            "tenants.demo.namespaces.w.tick_ms must be an integer between 0 and 10000");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhistory = 1000001\n")),
+            "tenants.demo.namespaces.w.history must be an integer between 0 and 1000000");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\ndedupe_window_s = -1\n")),
+            "tenants.demo.namespaces.w.dedupe_window_s must be an integer between 0 and 86400");
+  EXPECT_EQ(error_of(with_demo("max_message_bytes = 63\n")),
+            "tenants.demo.max_message_bytes must be an integer between 64 and 16777216");
+  EXPECT_EQ(error_of(with_demo("max_message_bytes = 16777217\n")),
+            "tenants.demo.max_message_bytes must be an integer between 64 and 16777216");
+  EXPECT_EQ(error_of(with_demo("max_connections = 0\n")),
+            "tenants.demo.max_connections must be an integer between 1 and 10000000");
+  EXPECT_EQ(error_of(with_demo("publish_per_sec = 4294967296\n")),
+            "tenants.demo.publish_per_sec must be an integer between 0 and 1000000000");
+  EXPECT_EQ(error_of(with_demo("[server]\nheartbeat_ms = 10\n")),
+            "server.heartbeat_ms must be an integer between 100 and 3600000");
+  EXPECT_TRUE(parse_config(with_demo("max_message_bytes = 16777216\nmax_queue_bytes = 16777216\n"
+                                     "[tenants.demo.namespaces.w]\ntick_ms = 10000\n"
+                                     "history = 1000000\n"))
+                  .is_ok());
+}
+
+TEST(Config, QueueMustHoldAtLeastOneMessage) {
+  EXPECT_EQ(error_of(with_demo("max_message_bytes = 8192\nmax_queue_bytes = 4096\n")),
+            "tenants.demo.max_queue_bytes must be at least max_message_bytes (8192)");
+}
+
+TEST(Config, EnumeratedStringsListTheirChoices) {
+  EXPECT_EQ(error_of(with_demo("[server]\nstore = \"disk\"\n")),
+            "server.store must be one of embedded, memory");
+  EXPECT_EQ(error_of(with_demo("[server]\nfsync = \"sometimes\"\n")),
+            "server.fsync must be one of never, always");
+  EXPECT_EQ(error_of(with_demo("[server]\nlog_level = \"loud\"\n")),
+            "server.log_level must be one of trace, debug, info, warn, error, critical, off");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nforward = [\"join\", \"kick\"]\n")),
+            "tenants.demo.namespaces.w.forward entries must be join, leave, msg, state or up");
+}
+
+TEST(Config, ValkeyStoreIsNotInThisBuild) {
+  EXPECT_EQ(error_of(with_demo("[server]\nstore = \"valkey\"\n")),
+            "server.store: valkey store not available in this build");
+}
+
+TEST(Config, AddressesAreChecked) {
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"7700\"\n")), "server.listen must be host:port");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"\"\n")), "server.listen must be host:port");
+  EXPECT_EQ(error_of(with_demo("[server]\ntcp_listen = \"localhost:70000\"\n")),
+            "server.tcp_listen must be host:port");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"::1:80\"\n")),
+            "server.listen must be host:port");
+  EXPECT_TRUE(parse_config(with_demo("[server]\nlisten = \"[::1]:0\"\ntcp_listen = \"\"\n")).is_ok());
+  EXPECT_EQ(error_of(with_demo("[server]\nunix_listen = \"/" + std::string(107, 'a') + "\"\n")),
+            "server.unix_listen must be at most 107 bytes");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nupstream = \"ftp://x\"\n")),
+            "tenants.demo.namespaces.w.upstream must be an http:// URL");
+}
+
+TEST(Config, TenantAndNamespaceNamesUseTheChannelCharset) {
+  EXPECT_EQ(error_of(R"([tenants."bad id"]
+secret = "0123456789abcdef"
+api_key = "k"
+)"),
+            "tenants.bad id: tenant ids are 1-128 chars of [A-Za-z0-9_.:@-]");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.\"chat:x\"]\n")),
+            "tenants.demo.namespaces.chat:x: namespace names are 1-128 chars of [A-Za-z0-9_.@-]");
+  EXPECT_TRUE(parse_config(R"([tenants."a.b:c@d_e-f"]
+secret = "0123456789abcdef"
+api_key = "k"
+)")
+                  .is_ok());
+}
+
+TEST(Config, TenantNeedsASecretOfSixteenBytesAndAnApiKey) {
+  EXPECT_EQ(error_of("[tenants.demo]\napi_key = \"k\"\n"), "tenants.demo.secret is required");
+  EXPECT_EQ(error_of("[tenants.demo]\nsecret = \"0123456789abcdef\"\n"),
+            "tenants.demo.api_key is required");
+  EXPECT_EQ(error_of("[tenants.demo]\nsecret = \"0123456789abcde\"\napi_key = \"k\"\n"),
+            "tenants.demo.secret must be at least 16 bytes");
+  EXPECT_EQ(error_of("[tenants.demo]\nsecret = \"0123456789abcdef\"\napi_key = \"\"\n"),
+            "tenants.demo.api_key must not be empty");
+}
+
+TEST(Config, ErrorsNeverEchoSecrets) {
+  std::string msg = error_of("[tenants.demo]\nsecret = \"short-secret\"\napi_key = \"k\"\n");
+  EXPECT_EQ(msg.find("short-secret"), std::string::npos) << msg;
+}
+
+TEST(Config, AtLeastOneTenantIsRequired) {
+  EXPECT_EQ(error_of(""), "no tenants configured: add a [tenants.<id>] table");
+  EXPECT_EQ(error_of("[server]\nthreads = 2\n[tenants]\n"),
+            "no tenants configured: add a [tenants.<id>] table");
+}
+
+TEST(Config, ApiKeysAndSecretsMustDifferAcrossTenants) {
+  EXPECT_EQ(error_of(with_demo(R"(
+[tenants.other]
+secret = "fedcba9876543210"
+api_key = "k1"
+)")),
+            "tenants.other.api_key is the same as tenants.demo.api_key");
+  EXPECT_EQ(error_of(with_demo(R"(
+[tenants.other]
+secret = "0123456789abcdef"
+api_key = "k2"
+)")),
+            "tenants.other.secret is the same as tenants.demo.secret");
+}
+
+TEST(Config, SyntaxErrorsGiveTheirPositionWithoutThrowing) {
+  Result<ServerConfig> r = ServerConfig{};
+  EXPECT_NO_THROW(r = parse_config("[server\nlisten = 1"));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error().msg.rfind("TOML syntax error at line 1, column ", 0), 0u) << r.error().msg;
+  EXPECT_NO_THROW(r = parse_config(with_demo("api_key = \"again\"\n")));  // duplicate key
+  EXPECT_FALSE(r.is_ok());
+}
+
+class ConfigFile : public ::testing::Test {
+ protected:
+  std::string path_ = ::testing::TempDir() + "parley_config_test_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
+  void write(std::string_view text) { std::ofstream(path_) << text; }
+  void TearDown() override { std::remove(path_.c_str()); }
+};
+
+TEST_F(ConfigFile, LoadsAFile) {
+  write(kDemo);
+  auto r = load_config_file(path_);
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->tenants.at("demo").api_key, "k1");
+}
+
+TEST_F(ConfigFile, MissingFileErrorNamesThePath) {
+  auto r = load_config_file(path_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error().msg, "cannot read config file " + path_ + ": No such file or directory");
+}
+
+TEST_F(ConfigFile, ContentErrorsArePrefixedWithThePath) {
+  write(with_demo("bogus = 1\n"));
+  auto r = load_config_file(path_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error().msg, path_ + ": unknown key tenants.demo.bogus");
+}
+
+TEST(Config, DemoConfigIsTheDocumentedDevelopmentSetup) {
+  ServerConfig c = demo_config();
+  EXPECT_EQ(c.listen, "127.0.0.1:7700");
+  EXPECT_EQ(c.store, "embedded");
+  EXPECT_EQ(c.data_dir, "./data");
+  ASSERT_EQ(c.tenants.size(), 1u);
+  const auth::TenantConfig& t = c.tenants.at("demo");
+  EXPECT_EQ(t.id, "demo");
+  EXPECT_EQ(t.secret, "demo-secret-change-me-0123456789");
+  EXPECT_GE(t.secret.size(), 16u);
+  EXPECT_EQ(t.api_key, "demo-api-key");
+  const auth::NamespaceConfig& world = t.ns("world");
+  EXPECT_FALSE(world.durable);
+  EXPECT_EQ(world.tick_ms, 20u);
+  EXPECT_TRUE(world.presence);
+  EXPECT_EQ(world.history, 1000u);
+  EXPECT_TRUE(t.ns("chat").durable);  // everything else keeps the defaults
+}
+
+TEST(Config, DemoConfigWrittenAsTomlParsesToTheSame) {
+  auto r = parse_config(R"(
+[tenants.demo]
+secret = "demo-secret-change-me-0123456789"
+api_key = "demo-api-key"
+[tenants.demo.namespaces.world]
+durable = false
+tick_ms = 20
+presence = true
+)");
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  ServerConfig d = demo_config();
+  EXPECT_EQ(r->listen, d.listen);
+  EXPECT_EQ(r->tenants.at("demo").secret, d.tenants.at("demo").secret);
+  EXPECT_EQ(r->tenants.at("demo").ns("world").durable, d.tenants.at("demo").ns("world").durable);
+}
+
+}  // namespace
+}  // namespace parley::server

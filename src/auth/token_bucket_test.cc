@@ -1,0 +1,95 @@
+#include "auth/token_bucket.h"
+
+#include <gtest/gtest.h>
+
+#include <latch>
+#include <thread>
+
+namespace parley::auth {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kT0 = 1'000'000 * kMs;  // an arbitrary steady time, far from 0
+
+// The same behaviour is required of both buckets.
+template <typename Bucket>
+class Buckets : public ::testing::Test {};
+using BucketTypes = ::testing::Types<TokenBucket, SharedTokenBucket>;
+TYPED_TEST_SUITE(Buckets, BucketTypes);
+
+TYPED_TEST(Buckets, BurstIsOneSecondOfTheRate) {
+  TypeParam b(10);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(b.take(kT0), 0) << i;
+  EXPECT_GT(b.take(kT0), 0);
+}
+
+TYPED_TEST(Buckets, RetryMsIsTheTimeUntilTheNextToken) {
+  TypeParam b(10);  // one token per 100 ms
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(b.take(kT0), 0);
+  EXPECT_EQ(b.take(kT0), 100);
+  EXPECT_EQ(b.take(kT0 + 40 * kMs), 60);
+  EXPECT_EQ(b.take(kT0 + 99 * kMs), 1);
+  EXPECT_EQ(b.take(kT0 + 100 * kMs), 0);
+  EXPECT_EQ(b.take(kT0 + 100 * kMs), 100);
+}
+
+TYPED_TEST(Buckets, RetryMsIsAtLeastOne) {
+  TypeParam b(1000);  // one token per ms
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(b.take(kT0), 0);
+  EXPECT_EQ(b.take(kT0 + kMs - 1000), 1);  // 1 us short still says 1 ms, never 0
+}
+
+TYPED_TEST(Buckets, RefillsAtTheRateUpToTheBurstOnly) {
+  TypeParam b(10);
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(b.take(kT0), 0);
+  int64_t later = kT0 + 350 * kMs;  // 3.5 tokens' worth
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(b.take(later), 0) << i;
+  EXPECT_GT(b.take(later), 0);
+
+  int64_t idle = later + 60'000 * kMs;  // a minute idle still refills one second only
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(b.take(idle), 0) << i;
+  EXPECT_GT(b.take(idle), 0);
+}
+
+TYPED_TEST(Buckets, ZeroPerSecondIsUnlimited) {
+  TypeParam b(0);
+  for (int i = 0; i < 100'000; ++i) ASSERT_EQ(b.take(kT0), 0);
+}
+
+TYPED_TEST(Buckets, AnEarlierClockReadDoesNotRefill) {
+  TypeParam b(10);
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(b.take(kT0 + 500 * kMs), 0);
+  EXPECT_GT(b.take(kT0), 0);
+  EXPECT_GT(b.take(kT0 + 500 * kMs), 0);
+}
+
+TEST(TokenBucket, DefaultConstructedIsUnlimited) {
+  TokenBucket b;
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(b.take(kT0), 0);
+}
+
+// Two threads race over the same span of (injected) time, each trying far
+// more often than the rate allows: together they may never get more than the
+// burst plus what the rate refills over that span.
+TEST(SharedTokenBucket, TwoThreadsNeverExceedBurstPlusRateTimesElapsed) {
+  constexpr uint32_t kRate = 1000;
+  constexpr int kSteps = 200'000;
+  constexpr int64_t kStepNs = 5'000;  // 200k steps of 5 us: one second
+  SharedTokenBucket b(kRate);
+  std::latch start(2);
+  int granted[2] = {0, 0};
+  auto run = [&](int who) {
+    start.arrive_and_wait();
+    for (int i = 0; i <= kSteps; ++i) granted[who] += b.take(kT0 + i * kStepNs) == 0;
+  };
+  std::thread a(run, 0), c(run, 1);
+  a.join();
+  c.join();
+  int64_t elapsed_ns = kSteps * kStepNs;
+  int64_t bound = kRate + kRate * elapsed_ns / 1'000'000'000;
+  EXPECT_LE(granted[0] + granted[1], bound);
+  EXPECT_GT(granted[0] + granted[1], int(kRate));  // and it did refill
+}
+
+}  // namespace
+}  // namespace parley::auth
