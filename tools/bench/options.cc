@@ -1,0 +1,166 @@
+#include "options.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace bench {
+
+bool apply_preset(const std::string& name, Options& o) {
+  o.preset = name;
+  if (name == "chat") {
+    o.scenario = "chat";
+  } else if (name == "chat-6k") {
+    // DESIGN.md reference: 6,000 durable msg/s, 10,000 connections, channels of 20.
+    o.scenario = "chat";
+    o.conns = 10000;
+    o.channel_size = 20;
+    o.rate = 6000;
+    o.duration_s = 300;
+    o.ramp_s = 30;
+  } else if (name == "broadcast") {
+    // The plain room broadcast the peers were first measured with (TESTING.md).
+    o.scenario = "chat";
+    o.ns = "room";
+    o.conns = 1000;
+    o.channel_size = 100;
+    o.rate = 1000;
+    o.duration_s = 15;
+    o.ramp_s = 2;
+  } else if (name == "soak") {
+    o.scenario = "soak";
+    o.conns = 1000;
+    o.rate = 10;
+    o.ping_s = 20;
+    o.duration_s = 60;
+    o.ramp_s = 5;
+  } else if (name == "ccu-soak") {
+    // As many connections as one process/node holds under the 20,000-file limit.
+    o.scenario = "soak";
+    o.conns = 19000;
+    o.channel_size = 20;
+    o.rate = 190;
+    o.ping_s = 20;
+    o.duration_s = 300;
+    o.ramp_s = 60;
+  } else if (name == "world") {
+    o.scenario = "world";
+    o.ns = "world";
+    o.conns = 500;
+    o.channel_size = 100;
+    o.state_hz = 10;
+    o.rate = 5;
+    o.churn_per_s = 2;
+    o.duration_s = 15;
+    o.ramp_s = 3;
+  } else if (name == "world-6k") {
+    // DESIGN.md world proxy: 6,000 avatars in 60 worlds of 100, state at 10 Hz.
+    o.scenario = "world";
+    o.ns = "world";
+    o.conns = 6000;
+    o.channel_size = 100;
+    o.state_hz = 10;
+    o.rate = 60;
+    o.churn_per_s = 10;
+    o.duration_s = 60;
+    o.ramp_s = 10;
+  } else if (name == "ramp") {
+    o.scenario = "ramp";
+    o.conns = 1000;
+    o.channel_size = 20;
+    o.rate = 500;
+    o.step_s = 5;
+    o.step_factor = 1.5;
+    o.max_steps = 8;
+    o.ramp_s = 3;
+  } else {
+    o.preset.clear();
+    return false;
+  }
+  return true;
+}
+
+std::string usage() {
+  return R"(usage: parley-bench SCENARIO|PRESET [flags]
+       parley-bench compare SCENARIO|PRESET [flags]   (Parley and each peer, one by one)
+presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp
+flags (defaults from the preset):
+  --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
+  --tenant T --secret S --src-addrs N
+  --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
+  --state-hz H --churn PER_S --ping-s S --no-reconnect
+  --duration S --ramp-up S --drain S
+  --step-s S --step-factor F --max-steps N --max-p99-ms MS --min-accepted PCT   (ramp)
+  --threads N --procs N --max-inflight N --retry-max N
+  --no-history --history-len N
+  --json FILE --html FILE --server-pid PID --no-progress --run-id ID
+Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
+or setup error, 3 the run could not connect.
+)";
+}
+
+namespace {
+std::pair<std::string, int> split_host_port(const std::string& s) {
+  auto colon = s.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("--target wants HOST:PORT");
+  return {s.substr(0, colon), std::stoi(s.substr(colon + 1))};
+}
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  size_t i = 0;
+  if (i < args.size() && args[i].rfind("--", 0) != 0) {
+    if (!apply_preset(args[i], o)) throw std::runtime_error("unknown scenario " + args[i]);
+    ++i;
+  }
+  using Setter = std::function<void(const std::string&)>;
+  auto d = [](double& f) { return Setter([&f](const std::string& v) { f = std::stod(v); }); };
+  auto n = [](int& f) { return Setter([&f](const std::string& v) { f = std::stoi(v); }); };
+  auto s = [](std::string& f) { return Setter([&f](const std::string& v) { f = v; }); };
+  std::map<std::string, Setter> with_value = {
+      {"--target", [&](const std::string& v) { std::tie(o.host, o.port) = split_host_port(v); }},
+      {"--transport", s(o.transport)}, {"--path", s(o.ws_path)}, {"--label", s(o.target_name)},
+      {"--tenant", s(o.tenant)}, {"--secret", s(o.secret)}, {"--src-addrs", n(o.src_addrs)},
+      {"--conns", n(o.conns)}, {"--channel-size", n(o.channel_size)}, {"--ns", s(o.ns)},
+      {"--rate", d(o.rate)}, {"--body-bytes", n(o.body_bytes)}, {"--state-hz", d(o.state_hz)},
+      {"--churn", d(o.churn_per_s)}, {"--ping-s", d(o.ping_s)},
+      {"--duration", d(o.duration_s)}, {"--ramp-up", d(o.ramp_s)}, {"--drain", d(o.drain_s)},
+      {"--step-s", d(o.step_s)}, {"--step-factor", d(o.step_factor)},
+      {"--max-steps", n(o.max_steps)}, {"--max-p99-ms", d(o.max_p99_ms)},
+      {"--min-accepted", d(o.min_accepted_pct)}, {"--threads", n(o.threads)},
+      {"--procs", n(o.procs)}, {"--max-inflight", n(o.max_inflight)},
+      {"--retry-max", n(o.retry_max)}, {"--history-len", n(o.history_len)},
+      {"--json", s(o.json_out)}, {"--html", s(o.html_out)}, {"--server-pid", n(o.server_pid)},
+      {"--run-id", s(o.run_id)}, {"--proc-index", n(o.proc_index)},
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--no-reconnect") { o.reconnect = false; continue; }
+    if (a == "--no-history") { o.history_check = false; continue; }
+    if (a == "--no-progress") { o.progress = false; continue; }
+    auto it = with_value.find(a);
+    if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
+    if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");
+    it->second(args[++i]);
+  }
+  if (o.conns < 1 || o.channel_size < 1 || o.threads < 1 || o.procs < 1)
+    throw std::runtime_error("counts must be >= 1");
+  if (o.duration_s <= 0 || o.duration_s > 24 * 3600)
+    throw std::runtime_error("--duration must be in (0, 86400]");
+  if (o.transport != "ws" && o.transport != "tcp")
+    throw std::runtime_error("--transport is ws or tcp");
+  int p = 1;
+  while (p < o.max_inflight) p <<= 1;
+  o.max_inflight = p;
+  if (o.run_id.empty()) {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    o.run_id = fmt::format("b{}", std::chrono::duration_cast<std::chrono::seconds>(now).count());
+  }
+  return o;
+}
+
+}  // namespace bench

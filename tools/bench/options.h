@@ -1,0 +1,70 @@
+// Everything a run is parameterised by, the presets, and the command line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Options {
+  // What to run.
+  std::string scenario = "chat";  // chat | broadcast | world | soak | ramp
+  std::string preset;             // the preset it came from, for reports
+  // Where.
+  std::string host = "127.0.0.1";
+  int port = 7700;
+  std::string transport = "ws";   // ws | tcp
+  std::string ws_path = "/v1/ws";
+  std::string target_name = "parley";  // label in reports (parley, node-ws, bun)
+  std::string tenant = "demo";
+  std::string secret = "demo-secret-change-me-0123456789";
+  int src_addrs = 8;              // spread over 127.0.1.1.. when the target is loopback
+  // Shape.
+  int conns = 200;
+  int channel_size = 20;
+  std::string ns = "chat";        // namespace part of channel names
+  double rate = 200;              // total pub msgs/s
+  int body_bytes = 64;            // padding in each pub body
+  double state_hz = 0;            // per connection (world)
+  double churn_per_s = 0;         // leave+rejoin per second, total (world)
+  double ping_s = 0;              // app-level ping per connection (soak, tcp)
+  bool reconnect = true;          // reconnect + join with since after a drop
+  // Time.
+  double duration_s = 10;
+  double ramp_s = 2;              // connections are opened evenly over this
+  double drain_s = 5;             // max wait for acks and deliveries at the end
+  double connect_timeout_s = 10;
+  // Ramp scenario: rate steps.
+  double step_s = 5;
+  double step_factor = 1.5;
+  int max_steps = 8;
+  double max_p99_ms = 100;        // delivery p99 bound per step
+  double min_accepted_pct = 99.9;
+  // Engine.
+  int threads = 1;
+  int procs = 1;
+  int proc_index = 0;             // set in forked children
+  int max_inflight = 256;         // unacked pubs per connection (power of two)
+  int retry_max = 20;
+  // Audit.
+  bool history_check = true;
+  int history_len = 1000;         // namespace history length of the target
+  // Output.
+  std::string json_out;
+  std::string html_out;
+  int server_pid = 0;
+  bool progress = true;
+  std::string run_id;             // channel names carry it so runs never mix
+  std::string server_cmd;         // compare: how the target was started (report)
+  std::string command_line;       // as typed, for reports
+};
+
+// Parses argv (after the subcommand). Throws std::runtime_error on a bad flag.
+// Presets (chat-6k, ccu-soak, world-6k, broadcast, soak, world, ramp, chat) are
+// applied first, so later flags override them.
+Options parse_options(const std::vector<std::string>& args);
+std::string usage();
+// Applies a named preset; false if unknown.
+bool apply_preset(const std::string& name, Options& o);
+
+}  // namespace bench

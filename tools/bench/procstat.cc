@@ -1,0 +1,48 @@
+#include "procstat.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace bench {
+
+ProcStat read_proc(int pid) {
+  ProcStat s;
+  if (pid <= 0) return s;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return s;
+  // The command name may hold spaces; fields resume after the last ')'.
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return s;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  s.cpu_s = double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  while (std::getline(status, line)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str(), "VmRSS: %llu kB", &kb) == 1) s.rss = kb * 1024;
+    if (std::sscanf(line.c_str(), "VmHWM: %llu kB", &kb) == 1) s.peak_rss = kb * 1024;
+  }
+  s.ok = true;
+  return s;
+}
+
+double self_cpu_s() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace bench

@@ -1,0 +1,18 @@
+// CPU seconds and memory of a process, from /proc (Linux only).
+#pragma once
+
+#include <cstdint>
+
+namespace bench {
+
+struct ProcStat {
+  bool ok = false;
+  double cpu_s = 0;       // user + system, all threads
+  uint64_t rss = 0;       // bytes, now
+  uint64_t peak_rss = 0;  // bytes, VmHWM
+};
+
+ProcStat read_proc(int pid);
+double self_cpu_s();  // this process, all threads (getrusage)
+
+}  // namespace bench

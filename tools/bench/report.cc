@@ -1,0 +1,209 @@
+#include "report.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace bench {
+
+namespace {
+double ms(uint64_t ns) { return double(ns) / 1e6; }
+
+std::string esc(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", int(c));
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string hist_json(const Histogram& h) {
+  return fmt::format(
+      R"({{"count":{},"mean":{:.3f},"p50":{:.3f},"p95":{:.3f},"p99":{:.3f},"p999":{:.3f},"max":{:.3f}}})",
+      h.count(), h.mean() / 1e6, ms(h.percentile(50)), ms(h.percentile(95)),
+      ms(h.percentile(99)), ms(h.percentile(99.9)), ms(h.max()));
+}
+
+std::string hist_row(const char* name, const Histogram& h) {
+  if (h.count() == 0) return fmt::format("  {:<18} (none)\n", name);
+  return fmt::format("  {:<18} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}   n={}\n", name,
+                     ms(h.percentile(50)), ms(h.percentile(95)), ms(h.percentile(99)),
+                     ms(h.percentile(99.9)), ms(h.max()), h.count());
+}
+}  // namespace
+
+std::vector<TimelinePoint> timeline(const RunResult& r) {
+  std::vector<TimelinePoint> out;
+  const Sample* prev = nullptr;
+  for (const Sample& s : r.samples) {
+    double dt = prev ? s.t - prev->t : s.t;
+    if (dt <= 0.05) {
+      prev = &s;
+      continue;
+    }
+    Counters d = prev ? s.total - prev->total : s.total;
+    TimelinePoint p;
+    p.t = s.t;
+    p.rate = s.rate;
+    p.held = double(s.total.held());
+    p.acks_per_s = double(d.acked) / dt;
+    p.deliveries_per_s = double(d.deliveries) / dt;
+    p.states_per_s = double(d.state_deliveries) / dt;
+    p.bytes_in_per_s = double(d.bytes_in) / dt;
+    p.bytes_out_per_s = double(d.bytes_out) / dt;
+    p.rejected_per_s = double(d.rate_limited + d.backpressure) / dt;
+    p.ack_p50_ms = ms(s.interval.ack.percentile(50));
+    p.ack_p99_ms = ms(s.interval.ack.percentile(99));
+    p.delivery_p50_ms = ms(s.interval.delivery.percentile(50));
+    p.delivery_p99_ms = ms(s.interval.delivery.percentile(99));
+    p.state_p99_ms = ms(s.interval.state.percentile(99));
+    p.own_cpu_pct = prev ? 100 * (s.own_cpu_s - prev->own_cpu_s) / dt : 0;
+    if (prev && s.server_cpu_s >= 0 && prev->server_cpu_s >= 0)
+      p.server_cpu_pct = 100 * (s.server_cpu_s - prev->server_cpu_s) / dt;
+    if (s.server_cpu_s >= 0) p.server_rss_mib = double(s.server_rss) / 1048576.0;
+    out.push_back(p);
+    prev = &s;
+  }
+  return out;
+}
+
+void print_table(const RunResult& r) {
+  const Counters& c = r.counters;
+  std::string t;
+#define line(...) t += fmt::format(__VA_ARGS__)
+  line("\nparley-bench {} ({}) against {} {}:{} over {}, {} s load, started {}\n",
+       r.o.scenario, r.o.preset.empty() ? "custom" : r.o.preset, r.o.target_name, r.o.host,
+       r.o.port, r.o.transport, r.load_seconds(), r.started_at);
+  line("  connections {} in {} channels of {}, {} thread(s) x {} process(es)\n", r.o.conns,
+       (r.o.conns + r.o.channel_size - 1) / r.o.channel_size, r.o.channel_size, r.o.threads,
+       r.o.procs);
+  line("\n  latency (ms)            p50       p95       p99     p99.9       max\n");
+  t += hist_row("ack", r.latencies.ack);
+  t += hist_row("delivery", r.latencies.delivery);
+  if (r.latencies.state.count()) t += hist_row("state delivery", r.latencies.state);
+  t += hist_row("send lag (own)", r.latencies.send_lag);
+  line("\n  throughput (load phase)\n");
+  line("  {:<26}{:>14.1f}\n", "msgs acked/s", r.per_s(&Counters::acked));
+  line("  {:<26}{:>14.1f}\n", "deliveries/s", r.per_s(&Counters::deliveries));
+  if (c.state_deliveries)
+    line("  {:<26}{:>14.1f}  (sent {:.1f}/s)\n", "state deliveries/s",
+         r.per_s(&Counters::state_deliveries), r.per_s(&Counters::state_sent));
+  line("  {:<26}{:>14.1f}\n", "bytes in/s", r.per_s(&Counters::bytes_in));
+  line("  {:<26}{:>14.1f}\n", "bytes out/s", r.per_s(&Counters::bytes_out));
+  line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} gave up, {} unacked)\n",
+       "accepted", r.accepted_pct(), c.acked, c.pub_attempted, c.rate_limited, c.backpressure,
+       c.gave_up, c.unacked_at_end);
+  line("  {:<26}{:>14}  (ready {}, failed {}, disconnects {}, reconnects {}, failed reconnects {})\n",
+       "connections held at end", r.at_load_end.held(), c.conn_ready, c.conn_failed,
+       c.disconnects, c.reconnects, c.reconnect_failed);
+  line("  {:<26}{:>14.2f}\n", "load generator CPU s", r.own_cpu_s);
+  if (r.server_cpu_s >= 0) {
+    line("  {:<26}{:>14.2f}  (whole run {:.2f})\n", "server CPU s (load)", r.server_cpu_s,
+         r.server_cpu_total_s);
+    line("  {:<26}{:>14.1f}\n", "server peak RSS MiB", double(r.server_peak_rss) / 1048576.0);
+    if (r.server_cpu_s > 0)
+      line("  {:<26}{:>14.0f}\n", "deliveries/server CPU-s",
+           double(r.all_deliveries_in_load()) / r.server_cpu_s);
+  }
+  if (!r.steps.empty()) {
+    line("\n  ramp steps           rate   acked/s  deliv/s  ack p99  deliv p99  accepted\n");
+    for (auto& s : r.steps)
+      line("  {:>3} {:<6} {:>11.0f} {:>9.0f} {:>8.0f} {:>8.1f} {:>10.1f} {:>9.3f}%  {}\n", s.step,
+           s.held ? "held" : "BROKE", s.rate, s.msgs_per_s, s.deliveries_per_s, s.ack_p99_ms,
+           s.delivery_p99_ms, s.accepted_pct, s.why);
+    if (r.last_good_step >= 0)
+      line("  last step that held: {} at {:.0f} msgs/s\n", r.last_good_step,
+           r.steps[size_t(r.last_good_step)].rate);
+    else
+      line("  no step held\n");
+  }
+  line("\n  audit: lost {}  duplicates {}  reorders {}  mismatches {}  history missing {}  "
+       "history mismatch {}\n",
+       c.lost, c.duplicates, c.reorders, c.mismatches, c.history_missing, c.history_mismatch);
+  line("         {} acked msgs in {} channels, {} members checked to the end, {} expected "
+       "deliveries, {} found in history\n",
+       r.audit.acked_msgs, r.audit.channels_checked, r.audit.members_checked,
+       r.audit.expected_deliveries, c.history_checked);
+  if (c.stray_msgs || c.bad_frames || c.other_errors || c.pub_errors)
+    line("  other: {} stray msgs, {} bad frames, {} pub errors, {} other errors\n", c.stray_msgs,
+         c.bad_frames, c.pub_errors, c.other_errors);
+  if (r.generator_behind) line("  WARNING: load generator fell behind ({})\n", r.generator_note);
+  line("  verdict: {}\n", r.exit_code == 0   ? "PASS"
+                          : r.exit_code == 1 ? "FAIL (audit)"
+                                             : "FAIL (could not connect)");
+  fmt::print("{}", t);
+#undef line
+}
+
+std::string to_json(const RunResult& r) {
+  const Counters& c = r.counters;
+  std::string j = "{\n";
+#define kv(...) j += fmt::format(__VA_ARGS__)
+  kv(R"(  "tool": "parley-bench", "format": 1,)" "\n");
+  kv(R"(  "target": "{}", "scenario": "{}", "preset": "{}", "started_at": "{}", "run_id": "{}",)"
+     "\n",
+     esc(r.o.target_name), esc(r.o.scenario), esc(r.o.preset), r.started_at, esc(r.o.run_id));
+  kv(R"(  "command": "{}", "server_cmd": "{}",)" "\n", esc(r.o.command_line), esc(r.o.server_cmd));
+  kv(R"(  "options": {{"host": "{}", "port": {}, "transport": "{}", "conns": {}, "channel_size": {}, "ns": "{}", "rate": {}, "body_bytes": {}, "state_hz": {}, "churn_per_s": {}, "duration_s": {}, "ramp_s": {}, "threads": {}, "procs": {}, "src_addrs": {}, "history_check": {}}},)"
+     "\n",
+     esc(r.o.host), r.o.port, r.o.transport, r.o.conns, r.o.channel_size, esc(r.o.ns), r.o.rate,
+     r.o.body_bytes, r.o.state_hz, r.o.churn_per_s, r.o.duration_s, r.o.ramp_s, r.o.threads,
+     r.o.procs, r.o.src_addrs, r.o.history_check);
+  kv(R"(  "latency_ms": {{"ack": {}, "delivery": {}, "state": {}, "send_lag": {}}},)" "\n",
+     hist_json(r.latencies.ack), hist_json(r.latencies.delivery), hist_json(r.latencies.state),
+     hist_json(r.latencies.send_lag));
+  double dpc = r.server_cpu_s > 0 ? double(r.all_deliveries_in_load()) / r.server_cpu_s : 0;
+  kv(R"(  "figures": {{"load_seconds": {}, "accepted_pct": {:.4f}, "msgs_per_s": {:.2f}, "deliveries_per_s": {:.2f}, "state_deliveries_per_s": {:.2f}, "bytes_in_per_s": {:.0f}, "bytes_out_per_s": {:.0f}, "conns_held": {}, "own_cpu_s": {:.3f}, "server_cpu_s": {:.3f}, "server_cpu_total_s": {:.3f}, "server_peak_rss_bytes": {}, "deliveries_per_server_cpu_s": {:.1f}}},)"
+     "\n",
+     r.load_seconds(), r.accepted_pct(), r.per_s(&Counters::acked), r.per_s(&Counters::deliveries),
+     r.per_s(&Counters::state_deliveries), r.per_s(&Counters::bytes_in),
+     r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.server_cpu_s,
+     r.server_cpu_total_s, r.server_peak_rss, dpc);
+  kv(R"(  "audit": {{"passed": {}, "lost": {}, "duplicates": {}, "reorders": {}, "mismatches": {}, "history_checked": {}, "history_missing": {}, "history_mismatch": {}, "acked_msgs": {}, "channels_checked": {}, "members_checked": {}, "expected_deliveries": {}}},)"
+     "\n",
+     !r.audit_failed(), c.lost, c.duplicates, c.reorders, c.mismatches, c.history_checked,
+     c.history_missing, c.history_mismatch, r.audit.acked_msgs, r.audit.channels_checked,
+     r.audit.members_checked, r.audit.expected_deliveries);
+  kv(R"(  "generator": {{"behind": {}, "note": "{}"}},)" "\n", r.generator_behind,
+     esc(r.generator_note));
+  j += "  \"counters\": {";
+  bool first = true;
+#define BENCH_JSON(name)                                          \
+  j += fmt::format("{}\"{}\": {}", first ? "" : ", ", #name, c.name); \
+  first = false;
+  BENCH_COUNTERS(BENCH_JSON)
+#undef BENCH_JSON
+  j += "},\n  \"steps\": [";
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const StepResult& s = r.steps[i];
+    kv(R"({}{{"step": {}, "rate": {:.1f}, "held": {}, "msgs_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "ack_p99_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "accepted_pct": {:.4f}, "why": "{}"}})",
+       i ? ", " : "", s.step, s.rate, s.held, s.msgs_per_s, s.deliveries_per_s, s.ack_p99_ms,
+       s.delivery_p99_ms, s.accepted_pct, esc(s.why));
+  }
+  kv("],\n  \"last_good_step\": {},\n  \"timeline\": [", r.last_good_step);
+  auto tl = timeline(r);
+  for (size_t i = 0; i < tl.size(); ++i) {
+    const TimelinePoint& p = tl[i];
+    kv(R"({}{{"t": {:.2f}, "rate": {:.1f}, "held": {:.0f}, "acks_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "states_per_s": {:.1f}, "bytes_in_per_s": {:.0f}, "bytes_out_per_s": {:.0f}, "rejected_per_s": {:.1f}, "ack_p50_ms": {:.3f}, "ack_p99_ms": {:.3f}, "delivery_p50_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "state_p99_ms": {:.3f}, "own_cpu_pct": {:.1f}, "server_cpu_pct": {:.1f}, "server_rss_mib": {:.1f}}})",
+       i ? ",\n    " : "\n    ", p.t, p.rate, p.held, p.acks_per_s, p.deliveries_per_s,
+       p.states_per_s, p.bytes_in_per_s, p.bytes_out_per_s, p.rejected_per_s, p.ack_p50_ms,
+       p.ack_p99_ms, p.delivery_p50_ms, p.delivery_p99_ms, p.state_p99_ms, p.own_cpu_pct,
+       p.server_cpu_pct, p.server_rss_mib);
+  }
+  kv("\n  ],\n  \"exit_code\": {}\n}}\n", r.exit_code);
+#undef kv
+  return j;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  return bool(f);
+}
+
+}  // namespace bench

@@ -1,0 +1,70 @@
+// Runs one load (one target, one scenario) in this process or, with --procs, in
+// forked children whose per-second samples and final figures are merged here.
+//
+// Timeline, the same in every process (all read CLOCK_MONOTONIC from one t0):
+//   [0, L0)            connect at an even pace over --ramp-up, then settle 1 s
+//   [L0, L0+duration)  publish / state / churn at the scheduled rates
+//   then               drain (acks and deliveries), history audit, close.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "channel_audit.h"
+#include "options.h"
+#include "stats.h"
+
+namespace bench {
+
+struct StepResult {
+  int step = 0;
+  double rate = 0;
+  double t_start = 0, t_end = 0;
+  double msgs_per_s = 0, deliveries_per_s = 0;
+  double ack_p99_ms = 0, delivery_p99_ms = 0, accepted_pct = 100;
+  bool held = false;
+  std::string why;  // what broke it
+};
+
+struct RunResult {
+  Options o;
+  std::string started_at;  // UTC, ISO 8601
+  double load_start_t = 0, load_end_t = 0;
+  Counters counters;       // final totals
+  Counters at_load_start, at_load_end;
+  Latencies latencies;     // whole run
+  AuditResult audit;
+  std::vector<Sample> samples;
+  double own_cpu_s = 0;
+  double server_cpu_s = -1;       // during the load phase
+  double server_cpu_total_s = -1; // whole run
+  uint64_t server_peak_rss = 0;
+  std::vector<StepResult> steps;
+  int last_good_step = -1;
+  bool generator_behind = false;
+  std::string generator_note;
+  int exit_code = 0;
+
+  // Figures derived for reports and compare.
+  double load_seconds() const { return load_end_t - load_start_t; }
+  double per_s(uint64_t Counters::*f) const {
+    double d = load_seconds();
+    return d > 0 ? double(at_load_end.*f - at_load_start.*f) / d : 0;
+  }
+  double accepted_pct() const {
+    return counters.pub_attempted
+               ? 100.0 * double(counters.acked) / double(counters.pub_attempted) : 100.0;
+  }
+  uint64_t all_deliveries_in_load() const {
+    return (at_load_end.deliveries - at_load_start.deliveries) +
+           (at_load_end.state_deliveries - at_load_start.state_deliveries);
+  }
+  bool audit_failed() const {
+    return counters.lost || counters.duplicates || counters.reorders || counters.mismatches ||
+           counters.history_missing || counters.history_mismatch;
+  }
+};
+
+RunResult run(const Options& o);
+
+}  // namespace bench

@@ -1,0 +1,133 @@
+// Reading Parley server frames: one JSON object or an array of them (a tick batch).
+// Only the fields the bench checks are extracted; everything else is skipped by
+// simdjson's On Demand parser without being materialised.
+//
+// Thread: a FrameReader belongs to one worker (the parser holds scratch buffers).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <simdjson.h>
+
+namespace bench {
+
+enum class Op : uint8_t {
+  kOther, kWelcome, kJoined, kLeft, kAck, kMsg, kState, kPresence, kError, kBye,
+  kPong, kHistory, kHistoryMsg, kDirect
+};
+
+// One server message. String views point into the parser and live only during the
+// callback.
+struct Event {
+  Op op = Op::kOther;
+  int64_t rid = -1;
+  std::string_view ch;
+  uint64_t seq = 0;
+  uint64_t id = 0;          // client message id when it is the bench's decimal form
+  bool id_ok = false;
+  int64_t sent_ns = 0;      // body.t: the publisher's steady-clock send time
+  bool dup = false;
+  bool recovered = false;
+  std::string_view code;    // error and bye
+  int64_t retry_ms = -1;
+};
+
+class FrameReader {
+ public:
+  // Calls sink(const Event&) for each message in the frame. data must have
+  // simdjson::SIMDJSON_PADDING readable bytes after len. Returns false when the
+  // frame is not valid JSON of the expected shape (the caller counts it).
+  template <class Sink>
+  bool read(const char* data, size_t len, size_t capacity, Sink&& sink);
+
+ private:
+  template <class Sink>
+  bool read_object(simdjson::ondemand::object obj, Sink& sink, bool in_history);
+
+  simdjson::ondemand::parser parser_;
+};
+
+Op op_from(std::string_view s);
+// Parses a decimal client id; false when it is not one.
+bool parse_id(std::string_view s, uint64_t& out);
+
+template <class Sink>
+bool FrameReader::read(const char* data, size_t len, size_t capacity, Sink&& sink) {
+  using namespace simdjson;
+  ondemand::document doc;
+  if (parser_.iterate(data, len, capacity).get(doc)) return false;
+  ondemand::json_type type;
+  if (doc.type().get(type)) return false;
+  if (type == ondemand::json_type::array) {
+    ondemand::array arr;
+    if (doc.get_array().get(arr)) return false;
+    for (auto item : arr) {
+      ondemand::object obj;
+      if (item.get_object().get(obj)) return false;
+      if (!read_object(obj, sink, false)) return false;
+    }
+    return true;
+  }
+  ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  return read_object(obj, sink, false);
+}
+
+template <class Sink>
+bool FrameReader::read_object(simdjson::ondemand::object obj, Sink& sink, bool in_history) {
+  using namespace simdjson;
+  Event ev;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    ondemand::value v = field.value();
+    if (key == "op") {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      ev.op = op_from(s);
+    } else if (key == "seq") {
+      if (v.get_uint64().get(ev.seq)) return false;
+    } else if (key == "ch") {
+      if (v.get_string().get(ev.ch)) return false;
+    } else if (key == "id") {
+      std::string_view s;
+      if (!v.get_string().get(s)) ev.id_ok = parse_id(s, ev.id);
+    } else if (key == "rid") {
+      int64_t r;
+      if (!v.get_int64().get(r)) ev.rid = r;
+    } else if (key == "body") {
+      ondemand::object body;
+      if (!v.get_object().get(body)) {
+        int64_t t;
+        if (!body.find_field_unordered("t").get_int64().get(t)) ev.sent_ns = t;
+      }
+    } else if (key == "dup") {
+      bool b;
+      if (!v.get_bool().get(b)) ev.dup = b;
+    } else if (key == "recovered") {
+      bool b;
+      if (!v.get_bool().get(b)) ev.recovered = b;
+    } else if (key == "code") {
+      std::string_view s;
+      if (!v.get_string().get(s)) ev.code = s;
+    } else if (key == "retry_ms") {
+      int64_t r;
+      if (!v.get_int64().get(r)) ev.retry_ms = r;
+    } else if (key == "msgs") {
+      ondemand::array arr;
+      if (v.get_array().get(arr)) return false;
+      for (auto item : arr) {
+        ondemand::object m;
+        if (item.get_object().get(m)) return false;
+        if (!read_object(m, sink, true)) return false;
+      }
+    }
+  }
+  if (in_history && ev.op == Op::kMsg) ev.op = Op::kHistoryMsg;
+  sink(ev);
+  return true;
+}
+
+}  // namespace bench
