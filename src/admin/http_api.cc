@@ -1,0 +1,236 @@
+#include "admin/http_api.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+
+#include "common/clock.h"
+#include "common/json_writer.h"
+#include "protocol/client_op.h"
+#include "protocol/decoder.h"
+#include "protocol/encoder.h"
+
+namespace parley::admin {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+net::HttpResponse error_response(const Error& e) {
+  std::string body;
+  JsonWriter w(body);
+  w.begin_object().field("code", wire_name(e.code)).field("msg", e.msg);
+  if (e.retry_ms > 0) w.field_num("retry_ms", e.retry_ms);
+  w.end_object();
+  return {http_status(e.code), "application/json", std::move(body)};
+}
+
+net::HttpResponse bad(std::string msg) {
+  return error_response(Error{ErrorCode::kBadRequest, std::move(msg)});
+}
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<uint64_t> parse_u64(const std::string& s) {
+  uint64_t v = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// The parsed JSON body of a POST: validated fields, `body` minified.
+struct PostFields {
+  std::string ch, id, user, body;
+  bool has_body = false;
+};
+
+std::variant<PostFields, Error> parse_post(std::string_view text, size_t max_body) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(text.data(), text.size()).get(doc) || !doc.is_object()) {
+    return Error{ErrorCode::kBadRequest, "body must be a JSON object"};
+  }
+  PostFields f;
+  for (auto field : doc.get_object()) {
+    const std::string_view k = field.key;
+    if (k == "ch" || k == "id" || k == "user") {
+      std::string_view v;
+      if (field.value.get_string().get(v)) return Error{ErrorCode::kBadRequest, std::string(k) + " must be a string"};
+      (k == "ch" ? f.ch : k == "id" ? f.id : f.user) = std::string(v);
+    } else if (k == "body") {
+      f.body = simdjson::minify(field.value);
+      f.has_body = true;
+    }
+  }
+  if (!f.has_body) return Error{ErrorCode::kBadRequest, "missing body"};
+  if (f.body.size() > max_body) return Error{ErrorCode::kTooLarge, "body too large"};
+  return f;
+}
+
+}  // namespace
+
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) != name) continue;
+    std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    std::string out;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '%' && i + 2 < raw.size() &&
+          hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+        out += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+        i += 2;
+      } else {
+        out += raw[i] == '+' ? ' ' : raw[i];
+      }
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+HttpApi::HttpApi(gateway::TenantRegistry& tenants, hub::Hub& hub, gateway::Gateway& gateway,
+                 hub::Stores stores, Metrics& metrics)
+    : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
+
+void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond) {
+  const std::string_view target = req.target();
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+  const auto method = req.method();
+
+  if (path == "/healthz" && method == http::verb::get) {
+    if (draining_.load()) return respond({503, "application/json", R"({"status":"draining"})"});
+    return respond({200, "application/json", R"({"status":"ok"})"});
+  }
+  if (path == "/metrics" && method == http::verb::get) {
+    return respond({200, "text/plain; version=0.0.4", metrics_.render()});
+  }
+  const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
+                     path == "/v1/presence";
+  if (!known) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+
+  const std::string_view auth = req[http::field::authorization];
+  constexpr std::string_view kBearer = "Bearer ";
+  const gateway::TenantRuntime* t =
+      auth.substr(0, kBearer.size()) == kBearer ? tenants_.find_by_api_key(auth.substr(kBearer.size()))
+                                                : nullptr;
+  if (!t) {
+    metrics_.local().reject(ErrorCode::kUnauthorized);
+    return respond(error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"}));
+  }
+  const bool post = method == http::verb::post;
+  const bool get = method == http::verb::get;
+  if (path == "/v1/publish" && post) return publish(*t, req, loop, std::move(respond));
+  if (path == "/v1/send" && post) return send(*t, req, loop, std::move(respond));
+  if (path == "/v1/history" && get) return history(*t, query, std::move(respond));
+  if (path == "/v1/presence" && get) return presence(*t, query, loop, std::move(respond));
+  respond({405, "application/json", R"({"code":"bad_request","msg":"method not allowed"})"});
+}
+
+void HttpApi::publish(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+                      Respond respond) {
+  const int64_t arrived = steady_ns();
+  auto parsed = parse_post(req.body(), t.config.max_message_bytes);
+  if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
+  auto& f = std::get<PostFields>(parsed);
+  if (!protocol::is_valid_channel(f.ch)) return respond(bad("bad channel name"));
+  if (f.id.size() > protocol::kMaxIdLength) return respond(bad("id must be 1-64 chars"));
+  if (int wait = const_cast<gateway::TenantRuntime&>(t).publish_bucket.take(arrived)) {
+    metrics_.local().reject(ErrorCode::kRateLimited);
+    return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
+  }
+  hub::PublishRequest p;
+  p.tenant = &t.config;
+  p.ch = std::move(f.ch);
+  p.from = "server";
+  p.id = std::move(f.id);
+  p.body = std::move(f.body);
+  p.arrived_ns = arrived;
+  p.reply_loop = loop;
+  auto* rt = const_cast<gateway::TenantRuntime*>(&t);
+  p.done = [respond = std::move(respond), rt, this](hub::PublishOutcome out) {
+    if (!out.status) {
+      metrics_.local().reject(out.status.error().code);
+      return respond(error_response(out.status.error()));
+    }
+    if (!out.dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
+    std::string body;
+    JsonWriter(body).begin_object().field_unum("seq", out.seq).field_bool("dup", out.dup).end_object();
+    respond({200, "application/json", std::move(body)});
+  };
+  hub_.publish(std::move(p));
+}
+
+void HttpApi::send(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+                   Respond respond) {
+  auto parsed = parse_post(req.body(), t.config.max_message_bytes);
+  if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
+  auto& f = std::get<PostFields>(parsed);
+  if (f.user.empty() || f.user.size() > protocol::kMaxIdLength) {
+    return respond(bad("user must be 1-64 chars"));
+  }
+  gateway_.send_direct(&t, std::move(f.user), std::move(f.body), loop,
+                       [respond = std::move(respond)](size_t n) {
+                         std::string body;
+                         JsonWriter(body).begin_object().field_unum("delivered", n).end_object();
+                         respond({200, "application/json", std::move(body)});
+                       });
+}
+
+void HttpApi::history(const gateway::TenantRuntime& t, std::string_view query, Respond respond) {
+  auto ch = query_param(query, "ch");
+  if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
+  auto after_s = query_param(query, "after");
+  auto before_s = query_param(query, "before");
+  if (after_s.has_value() == before_s.has_value()) {
+    return respond(bad("exactly one of after and before is required"));
+  }
+  auto bound = parse_u64(after_s ? *after_s : *before_s);
+  if (!bound) return respond(bad("after/before must be a non-negative integer"));
+  uint32_t limit = protocol::kHistoryDefaultLimit;
+  if (auto l = query_param(query, "limit")) {
+    auto v = parse_u64(*l);
+    if (!v || *v == 0) return respond(bad("limit must be a positive integer"));
+    limit = static_cast<uint32_t>(std::min<uint64_t>(*v, protocol::kHistoryMaxLimit));
+  }
+  const auto& ns = t.config.ns(protocol::channel_namespace(*ch));
+  store::Store* st = ns.durable ? stores_.durable : stores_.ephemeral;
+  const store::ChannelKey key{t.config.id, *ch};
+  auto msgs = after_s ? st->read_after(key, *bound, limit) : st->read_before(key, *bound, limit);
+  if (!msgs) return respond(error_response(Error{ErrorCode::kUnavailable, "store unavailable", 1000}));
+  std::string body = R"({"msgs":[)";
+  bool first = true;
+  for (const auto& m : *msgs) {
+    if (!first) body += ',';
+    first = false;
+    protocol::encode_msg(body, {*ch, m.seq, m.from, m.id, m.ts_ms, m.body});
+  }
+  body += "]}";
+  respond({200, "application/json", std::move(body)});
+}
+
+void HttpApi::presence(const gateway::TenantRuntime& t, std::string_view query, unsigned loop,
+                       Respond respond) {
+  auto ch = query_param(query, "ch");
+  if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
+  hub_.members(&t.config, *ch, loop, [respond = std::move(respond)](std::vector<std::string> users) {
+    std::string body;
+    JsonWriter w(body);
+    w.begin_object().key("members").begin_array();
+    for (const auto& u : users) w.str(u);
+    w.end_array().end_object();
+    respond({200, "application/json", std::move(body)});
+  });
+}
+
+}  // namespace parley::admin

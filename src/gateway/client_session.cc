@@ -1,0 +1,287 @@
+#include "gateway/client_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "gateway/gateway.h"
+#include "protocol/decoder.h"
+#include "protocol/encoder.h"
+
+namespace parley::gateway {
+
+namespace {
+constexpr size_t kPreHelloMaxMessageBytes = 64 * 1024;
+const std::string kNoRid;
+}  // namespace
+
+ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn, uint64_t conn_id,
+                             int64_t hello_deadline_ms)
+    : gw_(gw),
+      conn_(std::move(conn)),
+      conn_id_(conn_id),
+      conn_name_(fmt::format("c{:x}", conn_id)),
+      hello_deadline_ms_(hello_deadline_ms) {}
+
+void ClientSession::send(net::OutFrame frame) {
+  if (gone()) return;
+  if (conn_->send(std::move(frame))) return;
+  // Over max_queue_bytes: a slow consumer. It can reconnect and resume with `since`.
+  gw_.metrics().local().inc(gw_.metrics().local().slow_consumers);
+  std::string bye;
+  protocol::encode_bye(bye, "slow_consumer", 0);
+  conn_->send_last_and_close(net::OutFrame(std::move(bye)), kCloseSlowConsumer, "slow consumer");
+}
+
+void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(frame))); }
+
+void ClientSession::reply_error(const std::string& rid, const Error& e) {
+  gw_.metrics().local().reject(e.code);
+  std::string out;
+  protocol::encode_error(out, rid, e);
+  reply(std::move(out));
+}
+
+void ClientSession::fail(const std::string& rid, ErrorCode code, std::string msg, int close_code) {
+  Error e{code, std::move(msg), 0};
+  if (close_code == 0) return reply_error(rid, e);
+  gw_.metrics().local().reject(code);
+  std::string out;
+  protocol::encode_error(out, rid, e);
+  close_with(std::move(out), close_code, std::string(wire_name(code)));
+}
+
+void ClientSession::close_with(std::string frame, int code, std::string reason) {
+  conn_->send_last_and_close(net::OutFrame(std::move(frame)), code, std::move(reason));
+}
+
+void ClientSession::on_frame(std::string_view payload, bool binary) {
+  auto& m = gw_.metrics().local();
+  m.inc(m.frames_in);
+  const int64_t arrived = steady_ns();
+  if (binary) {
+    return fail(kNoRid, ErrorCode::kBadRequest, "binary frames are not supported; send text");
+  }
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes =
+      tenant_ ? tenant_->config.max_message_bytes : kPreHelloMaxMessageBytes;
+  auto decoded = protocol::decode_client_op(payload, limits);
+  m.observe(admin::Stage::kDecode, steady_ns() - arrived);
+  if (auto* failure = std::get_if<protocol::DecodeFailure>(&decoded)) {
+    if (!tenant_ && failure->error.code == ErrorCode::kBadRequest) {
+      return fail(failure->rid, ErrorCode::kUnauthorized, "expected hello",
+                  kCloseUnauthorized);
+    }
+    return reply_error(failure->rid, failure->error);
+  }
+  auto& op = std::get<protocol::ClientOp>(decoded);
+  using protocol::OpKind;
+  if (op.kind == OpKind::kHello) return on_hello(op);
+  if (!tenant_) return fail(op.rid, ErrorCode::kUnauthorized, "say hello first", kCloseUnauthorized);
+  switch (op.kind) {
+    case OpKind::kJoin: return on_join(op);
+    case OpKind::kLeave: return on_leave(op);
+    case OpKind::kPub: return on_pub(op, arrived);
+    case OpKind::kState: return on_state(op);
+    case OpKind::kUp: return on_up(op);
+    case OpKind::kHistory: return on_history(op);
+    case OpKind::kPing: {
+      std::string out;
+      protocol::encode_pong(out, op.rid);
+      return reply(std::move(out));
+    }
+    case OpKind::kHello: break;
+  }
+}
+
+void ClientSession::on_hello(protocol::ClientOp& op) {
+  if (tenant_) return fail(op.rid, ErrorCode::kBadRequest, "hello was already accepted");
+  if (op.v != 1) {
+    return fail(op.rid, ErrorCode::kBadRequest, "unsupported protocol version", kCloseBadVersion);
+  }
+  auto tenant_id = auth::peek_tenant(op.token);
+  TenantRuntime* t = tenant_id ? gw_.tenants().find(*tenant_id) : nullptr;
+  if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid token", kCloseUnauthorized);
+  auto claims = auth::verify_hs256(op.token, t->config.secret, wall_ms() / 1000);
+  if (!claims) return fail(op.rid, ErrorCode::kUnauthorized, claims.error().msg, kCloseUnauthorized);
+  const auto& origins = t->config.allowed_origins;
+  if (conn_->transport() == net::Transport::kWebSocket && !origins.empty() &&
+      std::find(origins.begin(), origins.end(), conn_->origin()) == origins.end()) {
+    return fail(op.rid, ErrorCode::kUnauthorized, "origin not allowed", kCloseUnauthorized);
+  }
+  if (!t->try_connect()) {
+    return fail(op.rid, ErrorCode::kQuotaExceeded, "tenant connection limit reached",
+                kCloseQuota);
+  }
+  tenant_ = t;
+  claims_ = std::move(*claims);
+  user_ = claims_.sub;
+  conn_bucket_ = auth::TokenBucket(t->config.publish_per_conn_sec);
+  conn_->set_queue_cap(t->config.max_queue_bytes);
+  gw_.on_authenticated(*this);
+  std::string out;
+  protocol::encode_welcome(out, op.rid, conn_name_, user_, t->config.id,
+                           static_cast<int>(gw_.options().heartbeat_ms));
+  reply(std::move(out));
+}
+
+void ClientSession::on_join(protocol::ClientOp& op) {
+  if (!auth::channel_allowed(claims_, op.ch)) {
+    return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
+  }
+  auto existing = joined_.find(op.ch);
+  if (existing == joined_.end() && joined_.size() >= tenant_->config.max_channels_per_conn) {
+    return fail(op.rid, ErrorCode::kQuotaExceeded, "too many channels on this connection");
+  }
+  if (existing != joined_.end() && existing->second.state == Membership::kJoining) {
+    return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
+  }
+  joined_.try_emplace(op.ch);
+  const auth::TenantConfig* tc = &tenant_->config;
+  hub::JoinRequest req;
+  req.sub = shared_from_this();
+  req.tenant = tc;
+  req.ch = op.ch;
+  req.since = op.since;
+  req.done = [self = shared_from_this(), rid = op.rid, ch = op.ch, tc](hub::JoinResult r) {
+    if (self->closed_) return;  // the close already told the shard to forget us
+    auto it = self->joined_.find(ch);
+    if (!r.status) {
+      if (it != self->joined_.end() && it->second.state == Membership::kJoining) {
+        self->joined_.erase(it);
+      }
+      return self->reply_error(rid, r.status.error());
+    }
+    std::string out;
+    const std::span<const std::string> members(r.members);
+    protocol::encode_joined(out, rid, ch, r.seq, r.recovered, r.has_members ? &members : nullptr);
+    self->reply(std::move(out));
+    if (it == self->joined_.end()) return;
+    if (!it->second.leave_rids.empty()) {
+      // Left before the join landed: the shard has dropped us again already.
+      for (const auto& leave_rid : it->second.leave_rids) {
+        std::string left;
+        protocol::encode_left(left, leave_rid, ch);
+        self->reply(std::move(left));
+      }
+      self->joined_.erase(it);
+      return;
+    }
+    it->second.state = Membership::kJoined;
+    const auto& ns = tc->ns(protocol::channel_namespace(ch));
+    self->gw_.hub().fanout(self->loop()).add_member(hub::Shard::fanout_key(tc->id, ch),
+                                                    ns.tick_ms, self);
+    for (auto& chunk : r.backfill) {
+      chunk.insert(chunk.begin(), '[');
+      chunk.push_back(']');
+      self->reply(std::move(chunk));
+    }
+  };
+  gw_.hub().join(std::move(req));
+}
+
+void ClientSession::on_leave(protocol::ClientOp& op) {
+  auto it = joined_.find(op.ch);
+  if (it != joined_.end()) {
+    if (it->second.state == Membership::kJoining) {
+      it->second.leave_rids.push_back(op.rid);
+      gw_.hub().leave(&tenant_->config, op.ch, conn_id_);
+      return;  // `left` follows the join's reply
+    }
+    joined_.erase(it);
+    gw_.hub().fanout(loop()).remove_member(hub::Shard::fanout_key(tenant_->config.id, op.ch),
+                                           conn_id_);
+    gw_.hub().leave(&tenant_->config, op.ch, conn_id_);
+  }
+  std::string out;
+  protocol::encode_left(out, op.rid, op.ch);
+  reply(std::move(out));
+}
+
+bool ClientSession::take_rate(const std::string& rid, bool tenant_wide) {
+  const int64_t now = steady_ns();
+  int wait = conn_bucket_.take(now);
+  if (wait == 0 && tenant_wide) wait = tenant_->publish_bucket.take(now);
+  if (wait == 0) return true;
+  reply_error(rid, Error{ErrorCode::kRateLimited, "publish rate exceeded", wait});
+  return false;
+}
+
+void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
+  if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (!take_rate(op.rid, true)) return;
+  hub::PublishRequest req;
+  req.tenant = &tenant_->config;
+  req.ch = op.ch;
+  req.from = user_;
+  req.conn = conn_id_;
+  req.id = op.id;
+  req.body = std::move(op.body);
+  req.arrived_ns = arrived_ns;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), ch = op.ch, id = op.id,
+              arrived_ns](hub::PublishOutcome out) {
+    if (!out.status) return self->reply_error(rid, out.status.error());
+    std::string ack;
+    protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
+    self->reply(std::move(ack));
+    if (!out.dup) self->tenant_->messages.fetch_add(1, std::memory_order_relaxed);
+    self->gw_.metrics().local().observe(admin::Stage::kAck, steady_ns() - arrived_ns);
+  };
+  gw_.hub().publish(std::move(req));
+}
+
+void ClientSession::on_state(protocol::ClientOp& op) {
+  if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (!take_rate(op.rid, false)) return;
+  gw_.hub().state(hub::StateRequest{&tenant_->config, op.ch, user_, conn_id_, std::move(op.key),
+                                    std::move(op.body)});
+}
+
+void ClientSession::on_up(protocol::ClientOp& op) {
+  if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (!take_rate(op.rid, false)) return;
+  const auto& ns = tenant_->config.ns(protocol::channel_namespace(op.ch));
+  if (ns.upstream.empty()) return fail(op.rid, ErrorCode::kBadRequest, "namespace has no upstream");
+  fail(op.rid, ErrorCode::kUnavailable, "upstream forwarding is not available in this build");
+}
+
+void ClientSession::on_history(protocol::ClientOp& op) {
+  if (!auth::channel_allowed(claims_, op.ch)) {
+    return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
+  }
+  const auto& ns = tenant_->config.ns(protocol::channel_namespace(op.ch));
+  auto stores = gw_.stores();
+  store::Store* st = ns.durable ? stores.durable : stores.ephemeral;
+  const store::ChannelKey key{tenant_->config.id, op.ch};
+  auto msgs = op.after ? st->read_after(key, *op.after, op.limit)
+                       : st->read_before(key, *op.before, op.limit);
+  if (!msgs) return reply_error(op.rid, Error{ErrorCode::kUnavailable, "store unavailable", 1000});
+  std::string items;
+  for (const auto& m : *msgs) {
+    if (!items.empty()) items += ',';
+    protocol::encode_msg(items, {op.ch, m.seq, m.from, m.id, m.ts_ms, m.body});
+  }
+  std::string out;
+  protocol::encode_history(out, op.rid, op.ch, items);
+  reply(std::move(out));
+}
+
+void ClientSession::on_closed() {
+  if (closed_) return;
+  closed_ = true;
+  if (tenant_) {
+    const auto& tc = tenant_->config;
+    auto& fan = gw_.hub().fanout(loop());
+    for (const auto& [ch, j] : joined_) {
+      fan.remove_member(hub::Shard::fanout_key(tc.id, ch), conn_id_);
+      gw_.hub().leave(&tc, ch, conn_id_);
+    }
+    joined_.clear();
+    tenant_->disconnect();
+  }
+  gw_.on_session_closed(*this);
+}
+
+}  // namespace parley::gateway

@@ -1,0 +1,85 @@
+// One client's protocol state machine (PROTOCOL.md): hello, then ops.
+//
+// Runs on its connection's loop; every method is called there. Owned by
+// shared_ptr: the connection holds it until closed, the loop's session table
+// holds it while open, and hub requests in flight hold it until they answer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "auth/jwt.h"
+#include "auth/token_bucket.h"
+#include "hub/subscriber.h"
+#include "net/connection.h"
+#include "protocol/client_op.h"
+
+namespace parley::gateway {
+
+class Gateway;
+struct TenantRuntime;
+
+class ClientSession final : public net::ConnectionHandler,
+                            public hub::Subscriber,
+                            public std::enable_shared_from_this<ClientSession> {
+ public:
+  ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn, uint64_t conn_id,
+                int64_t hello_deadline_ms);
+
+  // net::ConnectionHandler
+  void on_frame(std::string_view payload, bool binary) override;
+  void on_closed() override;
+
+  // hub::Subscriber
+  uint64_t conn_id() const override { return conn_id_; }
+  const std::string& user_id() const override { return user_; }
+  unsigned loop() const override { return conn_->loop(); }
+  bool gone() const override { return closed_ || conn_->closing(); }
+  void send(net::OutFrame frame) override;
+
+  bool authenticated() const { return tenant_ != nullptr; }
+  TenantRuntime* tenant() const { return tenant_; }
+  int64_t hello_deadline_ms() const { return hello_deadline_ms_; }
+  net::Connection& connection() { return *conn_; }
+  // Closes with a frame explaining why (bye or error) and a close code.
+  void close_with(std::string frame, int code, std::string reason);
+
+ private:
+  enum class Membership { kJoining, kJoined };
+  struct Joined {
+    Membership state = Membership::kJoining;
+    std::vector<std::string> leave_rids;  // leaves asked while the join was in flight
+  };
+
+  void on_hello(protocol::ClientOp& op);
+  void on_join(protocol::ClientOp& op);
+  void on_leave(protocol::ClientOp& op);
+  void on_pub(protocol::ClientOp& op, int64_t arrived_ns);
+  void on_state(protocol::ClientOp& op);
+  void on_up(protocol::ClientOp& op);
+  void on_history(protocol::ClientOp& op);
+
+  // Takes a token from the per-connection (and for pub, tenant) bucket;
+  // answers rate_limited and returns false when empty.
+  bool take_rate(const std::string& rid, bool tenant_wide);
+  void reply(std::string frame);
+  void reply_error(const std::string& rid, const Error& e);
+  void fail(const std::string& rid, ErrorCode code, std::string msg, int close_code = 0);
+
+  Gateway& gw_;
+  std::shared_ptr<net::Connection> conn_;
+  uint64_t conn_id_;
+  std::string conn_name_;
+  int64_t hello_deadline_ms_;
+  TenantRuntime* tenant_ = nullptr;
+  std::string user_;
+  auth::Claims claims_;
+  auth::TokenBucket conn_bucket_;
+  std::unordered_map<std::string, Joined> joined_;
+  bool closed_ = false;
+};
+
+}  // namespace parley::gateway

@@ -1,0 +1,174 @@
+#include "gateway/gateway.h"
+
+#include "common/clock.h"
+#include "gateway/client_session.h"
+#include "protocol/encoder.h"
+
+namespace parley::gateway {
+
+namespace {
+constexpr auto kSweepPeriod = std::chrono::milliseconds(500);
+
+std::string user_key(const ClientSession& s) {
+  std::string k = s.tenant()->config.id;
+  k += '\x1f';
+  k += s.user_id();
+  return k;
+}
+}  // namespace
+
+Gateway::Gateway(runtime::LoopGroup& loops, TenantRegistry& tenants, hub::Hub& hub,
+                 hub::Stores stores, admin::Metrics& metrics, GatewayOptions opts)
+    : loops_(loops), tenants_(tenants), hub_(hub), stores_(stores), metrics_(metrics), opts_(opts) {
+  for (unsigned i = 0; i < loops.size(); ++i) {
+    per_loop_.push_back(std::make_unique<LoopSessions>(loops.loop(i)));
+  }
+}
+
+Gateway::~Gateway() = default;
+
+bool Gateway::admit() {
+  if (draining_.load(std::memory_order_relaxed)) return false;
+  if (admitted_.fetch_add(1, std::memory_order_relaxed) < opts_.max_connections) return true;
+  admitted_.fetch_sub(1, std::memory_order_relaxed);
+  metrics_.local().inc(metrics_.local().connections_refused);
+  return false;
+}
+
+void Gateway::adopt(std::shared_ptr<net::Connection> conn) {
+  const unsigned loop = conn->loop();
+  const uint64_t id = next_conn_id_.fetch_add(1, std::memory_order_relaxed);
+  auto session = std::make_shared<ClientSession>(*this, conn, id,
+                                                 wall_ms() + opts_.hello_timeout_ms);
+  per_loop_[loop]->by_conn.emplace(id, session);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  metrics_.local().inc(metrics_.local().connections_opened);
+  conn->start(session);
+}
+
+void Gateway::on_authenticated(ClientSession& s) {
+  per_loop_[s.loop()]->by_user.emplace(user_key(s), s.conn_id());
+}
+
+void Gateway::on_session_closed(ClientSession& s) {
+  LoopSessions& ls = *per_loop_[s.loop()];
+  if (s.tenant()) {
+    auto range = ls.by_user.equal_range(user_key(s));
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == s.conn_id()) {
+        ls.by_user.erase(it);
+        break;
+      }
+    }
+  }
+  if (ls.by_conn.erase(s.conn_id())) {
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    admitted_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Gateway::start() {
+  for (unsigned i = 0; i < loops_.size(); ++i) {
+    loops_.run_on(i, [this, i] {
+      per_loop_[i]->last_heartbeat_ms = wall_ms();
+      arm_sweep(i);
+    });
+  }
+}
+
+void Gateway::arm_sweep(unsigned loop) {
+  auto& ls = *per_loop_[loop];
+  ls.sweep.expires_after(kSweepPeriod);
+  ls.sweep.async_wait([this, loop](boost::system::error_code ec) {
+    if (ec) return;
+    run_sweep(loop);
+    arm_sweep(loop);
+  });
+}
+
+void Gateway::run_sweep(unsigned loop) {
+  auto& ls = *per_loop_[loop];
+  const int64_t now = wall_ms();
+  const bool beat = now - ls.last_heartbeat_ms >= opts_.heartbeat_ms;
+  if (beat) ls.last_heartbeat_ms = now;
+  // Copy: closing a session erases it from the table.
+  std::vector<std::shared_ptr<ClientSession>> due;
+  for (auto& [id, s] : ls.by_conn) {
+    if (!s->authenticated()) {
+      if (now >= s->hello_deadline_ms()) due.push_back(s);
+      continue;
+    }
+    if (!beat) continue;
+    if (s->connection().unanswered_pings() >= 2) {
+      due.push_back(s);
+    } else {
+      s->connection().heartbeat();
+    }
+  }
+  for (auto& s : due) {
+    if (!s->authenticated()) {
+      std::string out;
+      protocol::encode_error(out, "", Error{ErrorCode::kUnauthorized, "no hello within the deadline"});
+      s->close_with(std::move(out), kCloseUnauthorized, "hello timeout");
+    } else {
+      s->connection().close(1001, "heartbeat timeout");
+    }
+  }
+}
+
+void Gateway::drain(std::function<void()> done) {
+  draining_.store(true);
+  auto remaining = std::make_shared<std::atomic<unsigned>>(loops_.size());
+  auto finish = std::make_shared<std::function<void()>>(std::move(done));
+  for (unsigned i = 0; i < loops_.size(); ++i) {
+    loops_.run_on(i, [this, i, remaining, finish] {
+      auto& ls = *per_loop_[i];
+      ls.sweep.cancel();
+      std::vector<std::shared_ptr<ClientSession>> all;
+      for (auto& [id, s] : ls.by_conn) all.push_back(s);
+      for (auto& s : all) {
+        std::string bye;
+        protocol::encode_bye(bye, "draining", opts_.drain_reconnect_ms);
+        s->close_with(std::move(bye), 1001, "draining");
+      }
+      if (remaining->fetch_sub(1) == 1) (*finish)();
+    });
+  }
+}
+
+void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::string body,
+                          unsigned reply_loop, std::function<void(size_t)> done) {
+  std::string frame;
+  protocol::encode_direct(frame, body);
+  auto shared = std::make_shared<const std::string>(std::move(frame));
+  std::string key = tenant->config.id + '\x1f' + user;
+  struct Tally {
+    std::atomic<unsigned> remaining;
+    std::atomic<size_t> delivered{0};
+    std::function<void(size_t)> done;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->remaining = loops_.size();
+  tally->done = std::move(done);
+  for (unsigned i = 0; i < loops_.size(); ++i) {
+    loops_.run_on(i, [this, i, key, shared, tally, reply_loop] {
+      auto& ls = *per_loop_[i];
+      auto range = ls.by_user.equal_range(key);
+      size_t n = 0;
+      for (auto it = range.first; it != range.second; ++it) {
+        auto s = ls.by_conn.find(it->second);
+        if (s == ls.by_conn.end() || s->second->gone()) continue;
+        net::OutFrame f;
+        f.add_shared(shared, 0, shared->size());
+        s->second->send(std::move(f));
+        ++n;
+      }
+      tally->delivered.fetch_add(n);
+      if (tally->remaining.fetch_sub(1) == 1) {
+        loops_.run_on(reply_loop, [tally] { tally->done(tally->delivered.load()); });
+      }
+    });
+  }
+}
+
+}  // namespace parley::gateway

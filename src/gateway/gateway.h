@@ -1,0 +1,90 @@
+// The gateway: turns accepted connections into client sessions and keeps, per
+// loop, the sessions living there (for heartbeats, hello deadlines, direct
+// messages and draining). Each LoopSessions is touched only on its loop.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "admin/metrics.h"
+#include "gateway/tenant_registry.h"
+#include "hub/hub.h"
+#include "net/connection.h"
+#include "runtime/loop_group.h"
+
+namespace parley::gateway {
+
+class ClientSession;
+
+struct GatewayOptions {
+  uint32_t heartbeat_ms = 25000;
+  uint32_t hello_timeout_ms = 10000;
+  uint32_t max_connections = 19000;  // the whole process: stays under the fd limit
+  int drain_reconnect_ms = 500;
+};
+
+class Gateway {
+ public:
+  Gateway(runtime::LoopGroup& loops, TenantRegistry& tenants, hub::Hub& hub, hub::Stores stores,
+          admin::Metrics& metrics, GatewayOptions opts);
+  ~Gateway();
+
+  // At accept (any loop): takes a process-wide connection slot, or refuses.
+  bool admit();
+  // On the connection's loop: wraps it in a session and starts it. The slot
+  // taken by admit() is released when the session closes.
+  void adopt(std::shared_ptr<net::Connection> conn);
+
+  // Starts the per-loop sweeps (hello deadlines, heartbeats).
+  void start();
+  // Sends `bye` (draining) to every session and closes them; `done` runs (on
+  // some loop) once every loop has done so.
+  void drain(std::function<void()> done);
+
+  // POST /v1/send: a `direct` frame to every connection of (tenant, user).
+  // `done` gets the count, on reply_loop.
+  void send_direct(const TenantRuntime* tenant, std::string user, std::string body,
+                   unsigned reply_loop, std::function<void(size_t)> done);
+
+  size_t sessions() const { return live_.load(std::memory_order_relaxed); }
+
+  // For sessions (on their loop).
+  TenantRegistry& tenants() { return tenants_; }
+  hub::Hub& hub() { return hub_; }
+  hub::Stores stores() const { return stores_; }
+  admin::Metrics& metrics() { return metrics_; }
+  const GatewayOptions& options() const { return opts_; }
+  void on_authenticated(ClientSession& s);
+  void on_session_closed(ClientSession& s);
+
+ private:
+  struct LoopSessions {
+    explicit LoopSessions(boost::asio::io_context& ctx) : sweep(ctx) {}
+    std::unordered_map<uint64_t, std::shared_ptr<ClientSession>> by_conn;
+    std::unordered_multimap<std::string, uint64_t> by_user;  // tenant '\x1f' user
+    boost::asio::steady_timer sweep;
+    int64_t last_heartbeat_ms = 0;
+  };
+  void arm_sweep(unsigned loop);
+  void run_sweep(unsigned loop);
+
+  runtime::LoopGroup& loops_;
+  TenantRegistry& tenants_;
+  hub::Hub& hub_;
+  hub::Stores stores_;
+  admin::Metrics& metrics_;
+  GatewayOptions opts_;
+  std::vector<std::unique_ptr<LoopSessions>> per_loop_;
+  std::atomic<uint64_t> next_conn_id_{1};
+  std::atomic<size_t> live_{0};
+  std::atomic<size_t> admitted_{0};
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace parley::gateway

@@ -1,0 +1,48 @@
+// The configured tenants plus their live, shared counters and rate limits.
+// Built at start-up, read-only afterwards (the atomics are the only mutation).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "auth/tenant.h"
+#include "auth/token_bucket.h"
+
+namespace parley::gateway {
+
+struct TenantRuntime {
+  explicit TenantRuntime(const auth::TenantConfig& c)
+      : config(c), publish_bucket(c.publish_per_sec) {}
+  const auth::TenantConfig& config;
+  std::atomic<uint32_t> connections{0};
+  auth::SharedTokenBucket publish_bucket;  // tenant-wide pub + POST /v1/publish
+  std::atomic<uint64_t> messages{0};       // acknowledged, not duplicates
+
+  // Takes a connection slot; false at max_connections.
+  bool try_connect() {
+    if (connections.fetch_add(1, std::memory_order_relaxed) < config.max_connections) return true;
+    connections.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  void disconnect() { connections.fetch_sub(1, std::memory_order_relaxed); }
+};
+
+class TenantRegistry {
+ public:
+  explicit TenantRegistry(const std::map<std::string, auth::TenantConfig, std::less<>>& tenants);
+  TenantRuntime* find(std::string_view id) const;
+  TenantRuntime* find_by_api_key(std::string_view key) const;
+  template <typename Fn>
+  void for_each(Fn fn) const {
+    for (const auto& [id, t] : by_id_) fn(*t);
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<TenantRuntime>, std::less<>> by_id_;
+  std::map<std::string, TenantRuntime*, std::less<>> by_api_key_;
+};
+
+}  // namespace parley::gateway

@@ -1,0 +1,61 @@
+// A channel's authoritative state. Owned by one hub shard; touched only on it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "auth/tenant.h"
+#include "hub/requests.h"
+#include "net/out_frame.h"
+#include "store/store.h"
+
+namespace parley::hub {
+
+struct Channel {
+  const auth::TenantConfig* tenant = nullptr;
+  const auth::NamespaceConfig* ns = nullptr;
+  store::Store* store = nullptr;
+  store::ChannelKey key;    // tenant + name, as the store knows it
+  std::string fanout_key;   // tenant '\x1f' name, as loops know it
+
+  uint64_t last_seq = 0;       // highest seq assigned
+  uint64_t committed_seq = 0;  // highest seq durable and delivered
+  bool failed = false;         // the store failed: reload before reuse
+
+  struct Dedupe {
+    uint64_t seq = 0;
+    int64_t ts_ms = 0;
+    bool pending = true;  // appended, not yet durable
+    std::vector<std::function<void(PublishOutcome)>> waiters;
+    std::vector<unsigned> waiter_loops;
+  };
+  std::unordered_map<std::string, Dedupe> dedupe;       // from '\0' id
+  std::deque<std::pair<int64_t, std::string>> dedupe_order;  // by ts, for expiry
+
+  // Appends in flight, in seq order (the store completes them in that order).
+  struct InFlight {
+    uint64_t seq = 0;
+    std::string dedupe_key;
+    net::SharedBuf msg_json;
+    int64_t arrived_ns = 0;
+    int64_t append_start_ns = 0;
+    unsigned reply_loop = 0;
+    std::function<void(PublishOutcome)> done;
+  };
+  std::deque<InFlight> inflight;
+
+  struct Member {
+    std::string user;
+    unsigned loop = 0;
+  };
+  std::unordered_map<uint64_t, Member> members;   // by connection id
+  std::unordered_map<std::string, uint32_t> users;  // user -> its connections here
+  std::vector<uint32_t> loop_members;              // members per loop
+
+  int64_t idle_since_ms = 0;
+};
+
+}  // namespace parley::hub

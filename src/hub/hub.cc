@@ -1,0 +1,89 @@
+#include "hub/hub.h"
+
+#include "common/clock.h"
+
+namespace parley::hub {
+
+Hub::Hub(runtime::LoopGroup& loops, Stores stores, admin::Metrics& metrics, ShardOptions opts)
+    : loops_(loops) {
+  std::vector<LoopFanout*> views;
+  for (unsigned i = 0; i < loops.size(); ++i) {
+    // The view is created here but used only on its loop (the Metrics slot of
+    // that loop is the one ThreadMetrics it may touch).
+    fanouts_.push_back(std::make_unique<LoopFanout>(loops.loop(i), metrics.slot(i)));
+    views.push_back(fanouts_.back().get());
+  }
+  for (unsigned i = 0; i < loops.size(); ++i) {
+    shards_.push_back(std::make_unique<Shard>(i, loops, views, stores, metrics, opts));
+  }
+}
+
+unsigned Hub::shard_of(std::string_view tenant, std::string_view ch) const {
+  // FNV-1a: stable across runs and builds, unlike std::hash.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(tenant);
+  mix("\x1f");
+  mix(ch);
+  return static_cast<unsigned>(h % shards_.size());
+}
+
+void Hub::join(JoinRequest req) {
+  Shard* s = shards_[shard_of(req.tenant->id, req.ch)].get();
+  loops_.run_on(shard_of(req.tenant->id, req.ch),
+                [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
+}
+
+void Hub::leave(const auth::TenantConfig* tenant, std::string ch, uint64_t conn) {
+  const unsigned i = shard_of(tenant->id, ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, tenant, ch = std::move(ch), conn] { s->leave(tenant, ch, conn); });
+}
+
+void Hub::publish(PublishRequest req) {
+  const unsigned i = shard_of(req.tenant->id, req.ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->publish(std::move(req)); });
+}
+
+void Hub::state(StateRequest req) {
+  const unsigned i = shard_of(req.tenant->id, req.ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->state(std::move(req)); });
+}
+
+void Hub::members(const auth::TenantConfig* tenant, std::string ch, unsigned reply_loop,
+                  MembersDone done) {
+  const unsigned i = shard_of(tenant->id, ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, tenant, ch = std::move(ch), reply_loop, done = std::move(done)]() mutable {
+    s->members(tenant, ch, reply_loop, std::move(done));
+  });
+}
+
+void Hub::sweep() {
+  const int64_t now = wall_ms();
+  for (unsigned i = 0; i < shards_.size(); ++i) {
+    Shard* s = shards_[i].get();
+    loops_.run_on(i, [s, now] { s->sweep_idle(now); });
+  }
+}
+
+size_t Hub::inflight() const {
+  size_t n = 0;
+  for (const auto& s : shards_) n += s->inflight();
+  return n;
+}
+
+size_t Hub::channel_count() const {
+  size_t n = 0;
+  for (const auto& s : shards_) n += s->channel_count();
+  return n;
+}
+
+}  // namespace parley::hub

@@ -1,0 +1,76 @@
+// The per-loop half of fan-out: which of this loop's connections are in which
+// channel, and the tick batcher that sends each of them one frame per tick.
+//
+// Owned by one loop; every method runs on it. Hub shards post committed events
+// here (one post per loop, not per receiver). At each tick the pending events of
+// a channel are encoded once into one immutable buffer, and every member gets
+// slices of it (gathered writes, no copy per receiver): all of it usually, minus
+// its own `state` or presence events, minus what preceded its join.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "admin/metrics.h"
+#include "hub/subscriber.h"
+
+namespace parley::hub {
+
+struct ChannelEvent {
+  net::SharedBuf json;           // one encoded server frame object
+  uint64_t exclude_conn = 0;     // state: not echoed to its sender connection
+  std::string exclude_user;      // presence: not sent to the user it is about
+  std::string coalesce_key;      // state: latest wins per (sender conn, key) in a tick
+  int64_t created_ns = 0;        // for the fan-out stage histogram
+};
+
+class LoopFanout {
+ public:
+  LoopFanout(boost::asio::io_context& loop, admin::ThreadMetrics& metrics);
+
+  // Adds a member; it receives events delivered from now on. Idempotent.
+  void add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub);
+  void remove_member(const std::string& channel_key, uint64_t conn_id);
+  void deliver(const std::string& channel_key, ChannelEvent ev);
+
+  size_t channel_count() const { return channels_.size(); }
+
+ private:
+  struct Member {
+    SubscriberRef sub;
+    uint32_t from_index;  // events before this pending index predate the join
+  };
+  struct Local {
+    uint32_t tick_ms = 0;
+    std::vector<Member> members;
+    std::vector<ChannelEvent> pending;
+    std::unordered_map<std::string, size_t> coalesced;  // coalesce_key -> pending index
+    bool dirty = false;
+  };
+  struct TickClass {
+    explicit TickClass(boost::asio::io_context& loop) : timer(loop) {}
+    boost::asio::steady_timer timer;
+    bool armed = false;
+    std::vector<std::string> dirty;
+  };
+  struct Assembly {
+    SubscriberRef sub;
+    net::OutFrame frame;
+  };
+
+  void schedule(uint32_t tick_ms, const std::string& key);
+  void arm(uint32_t tick_ms, TickClass& tc);
+  void flush(uint32_t tick_ms);
+  void encode_channel(Local& local, std::unordered_map<Subscriber*, Assembly>& out);
+
+  boost::asio::io_context& loop_;
+  admin::ThreadMetrics& metrics_;
+  std::unordered_map<std::string, Local> channels_;
+  std::map<uint32_t, TickClass> ticks_;
+};
+
+}  // namespace parley::hub

@@ -1,0 +1,66 @@
+// What crosses from a connection's loop to the hub shard that owns a channel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "auth/tenant.h"
+#include "common/status.h"
+#include "hub/subscriber.h"
+
+namespace parley::hub {
+
+struct JoinResult {
+  Status status;
+  uint64_t seq = 0;          // the channel's latest seq at the join
+  bool recovered = false;
+  bool has_members = false;  // the namespace has presence
+  std::vector<std::string> members;
+  // The messages after `since`, encoded and comma-joined, in frames of a
+  // bounded size (each becomes one JSON array frame).
+  std::vector<std::string> backfill;
+};
+
+struct JoinRequest {
+  SubscriberRef sub;
+  const auth::TenantConfig* tenant = nullptr;
+  std::string ch;
+  std::optional<uint64_t> since;
+  // Runs on sub's loop, ordered before any later event of the channel there.
+  std::function<void(JoinResult)> done;
+};
+
+struct PublishOutcome {
+  Status status;
+  uint64_t seq = 0;
+  bool dup = false;
+};
+
+struct PublishRequest {
+  const auth::TenantConfig* tenant = nullptr;
+  std::string ch;
+  std::string from;       // user id, or "server" for the HTTP API
+  uint64_t conn = 0;      // 0: the HTTP API (trusted, needs no join)
+  std::string id;         // empty: no dedupe (HTTP publish without id)
+  std::string body;
+  int64_t arrived_ns = 0;  // steady time the frame arrived (ack latency)
+  unsigned reply_loop = 0;
+  // Runs on reply_loop once the outcome is known.
+  std::function<void(PublishOutcome)> done;
+};
+
+struct StateRequest {
+  const auth::TenantConfig* tenant = nullptr;
+  std::string ch;
+  std::string from;
+  uint64_t conn = 0;
+  std::string key;
+  std::string body;
+};
+
+using MembersDone = std::function<void(std::vector<std::string>)>;
+
+}  // namespace parley::hub

@@ -1,0 +1,78 @@
+// A hub shard: owns the channels whose (tenant, name) hash to it and alone
+// mutates them: membership, presence, sequencing, dedupe, appends, fan-out.
+//
+// Runs on loop `index`; every public method except the atomics must be called
+// there (Hub posts to it). Results travel back by posting to the loop that
+// asked, through a per-loop outbox that keeps this shard's messages to one
+// loop in order: a join's reply always precedes the channel's newer events.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "admin/metrics.h"
+#include "hub/channel.h"
+#include "hub/loop_fanout.h"
+#include "hub/requests.h"
+#include "runtime/loop_group.h"
+
+namespace parley::hub {
+
+struct Stores {
+  store::Store* durable = nullptr;    // namespaces with durable = true
+  store::Store* ephemeral = nullptr;  // durable = false: kept in memory only
+};
+
+struct ShardOptions {
+  uint32_t append_queue_limit = 20000;  // in-flight appends before `backpressure`
+  int backpressure_retry_ms = 100;
+};
+
+class Shard {
+ public:
+  Shard(unsigned index, runtime::LoopGroup& loops, std::vector<LoopFanout*> fanouts, Stores stores,
+        admin::Metrics& metrics, ShardOptions opts);
+
+  void join(JoinRequest req);
+  void leave(const auth::TenantConfig* tenant, const std::string& ch, uint64_t conn);
+  void publish(PublishRequest req);
+  void state(StateRequest req);
+  void members(const auth::TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
+               MembersDone done);
+  // Drops channels nobody uses any more (their state is in the store).
+  void sweep_idle(int64_t now_ms);
+
+  size_t inflight() const { return inflight_total_.load(std::memory_order_relaxed); }
+  size_t channel_count() const { return channel_count_.load(std::memory_order_relaxed); }
+
+  static std::string fanout_key(std::string_view tenant, std::string_view ch);
+
+ private:
+  Channel* find(const auth::TenantConfig* tenant, std::string_view ch);
+  // Loads the channel (store recovery) when needed. nullptr + error on failure.
+  Channel* open(const auth::TenantConfig* tenant, std::string_view ch, Error* error);
+  void on_committed(Channel* c, Status status);
+  void expire_dedupe(Channel& c, int64_t now_ms);
+  void broadcast(Channel& c, ChannelEvent ev);
+  void remove_member(Channel& c, uint64_t conn);
+  // Queues `fn` to run on `loop`, after everything queued there before it.
+  void to_loop(unsigned loop, std::function<void()> fn);
+  void flush_outboxes();
+
+  unsigned index_;
+  runtime::LoopGroup& loops_;
+  std::vector<LoopFanout*> fanouts_;
+  Stores stores_;
+  admin::Metrics& metrics_;
+  ShardOptions opts_;
+  std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
+  std::vector<std::vector<std::function<void()>>> outboxes_;
+  bool flush_scheduled_ = false;
+  std::atomic<size_t> inflight_total_{0};
+  std::atomic<size_t> channel_count_{0};
+};
+
+}  // namespace parley::hub

@@ -1,0 +1,27 @@
+// What the hub needs from a client connection to deliver to it. Implemented by
+// gateway::ClientSession; every method is called on the subscriber's loop.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "net/out_frame.h"
+
+namespace parley::hub {
+
+class Subscriber {
+ public:
+  virtual ~Subscriber() = default;
+  virtual uint64_t conn_id() const = 0;
+  virtual const std::string& user_id() const = 0;
+  virtual unsigned loop() const = 0;
+  // The connection is closed or closing: deliver nothing more.
+  virtual bool gone() const = 0;
+  // Queues a frame. The subscriber disconnects itself when it cannot keep up.
+  virtual void send(net::OutFrame frame) = 0;
+};
+
+using SubscriberRef = std::shared_ptr<Subscriber>;
+
+}  // namespace parley::hub

@@ -1,0 +1,107 @@
+// A client connection of any transport (WebSocket, raw TCP, Unix socket).
+//
+// Runs on one loop: every method must be called on that loop's thread, and
+// every callback arrives there. Owned by shared_ptr; pending async operations
+// keep it alive. It keeps one write in flight and a byte-capped queue behind
+// it (Beast's on_send pattern, plus the cap Beast's example leaves out).
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admin/metrics.h"
+#include "net/out_frame.h"
+
+namespace parley::net {
+
+// The protocol layer above a connection. Called on the connection's loop.
+class ConnectionHandler {
+ public:
+  virtual ~ConnectionHandler() = default;
+  // One complete client frame (a WebSocket text message or a length-prefixed
+  // payload). `binary` is true for a WebSocket binary message.
+  virtual void on_frame(std::string_view payload, bool binary) = 0;
+  // Called once, after the transport is gone.
+  virtual void on_closed() = 0;
+};
+
+enum class Transport { kWebSocket, kTcp, kUnix };
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(boost::asio::any_io_executor exec, unsigned loop, admin::ThreadMetrics& metrics)
+      : exec_(std::move(exec)), loop_(loop), metrics_(metrics) {}
+  virtual ~Connection();
+
+  // Installs the handler and starts reading.
+  void start(std::shared_ptr<ConnectionHandler> handler);
+
+  // Queues a frame. Returns false, queuing nothing, when the queue would pass
+  // its byte cap: the caller decides (a slow consumer is disconnected).
+  bool send(OutFrame frame);
+  // Drops what is queued but not yet being written, queues `last`, then
+  // closes with `code` once it is out (slow consumer, drain).
+  void send_last_and_close(OutFrame last, int code, std::string reason);
+  // Graceful close after the queued frames are written.
+  void close(int code, std::string reason);
+
+  // Heartbeat: WebSocket sends a ping; counts unanswered ones.
+  virtual void heartbeat() {}
+  int unanswered_pings() const { return unanswered_pings_; }
+
+  void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
+  uint64_t queued_bytes() const { return queued_bytes_; }
+  bool closing() const { return close_requested_ || finished_; }
+  unsigned loop() const { return loop_; }
+  virtual Transport transport() const = 0;
+  // The Origin header of the WebSocket handshake ("" otherwise).
+  const std::string& origin() const { return origin_; }
+
+ protected:
+  virtual void start_reading() = 0;
+  // Writes one frame; must call on_write_done exactly once.
+  virtual void write_frame(const OutFrame& frame) = 0;
+  // Starts the transport's close; must end in finish().
+  virtual void close_transport(int code, const std::string& reason) = 0;
+  // Tears the socket down at once (close timed out, or fatal error).
+  virtual void abort_transport() = 0;
+
+  void on_write_done(bool ok);
+  void deliver(std::string_view payload, bool binary);
+  // Idempotent: the transport is gone.
+  void finish();
+  void heard_from_peer() { unanswered_pings_ = 0; }
+
+  boost::asio::any_io_executor exec_;
+  unsigned loop_;
+  admin::ThreadMetrics& metrics_;
+  std::string origin_;
+  int unanswered_pings_ = 0;
+
+ private:
+  void write_next();
+  void arm_close_deadline();
+
+  std::shared_ptr<ConnectionHandler> handler_;
+  // A vector with a moving head: a deque would allocate ~600 bytes per idle
+  // connection up front.
+  std::vector<OutFrame> queue_;
+  size_t head_ = 0;
+  uint64_t queued_bytes_ = 0;
+  uint64_t queue_cap_ = 4ull << 20;
+  bool writing_ = false;
+  bool close_requested_ = false;
+  bool finished_ = false;
+  int close_code_ = 1000;
+  std::string close_reason_;
+  std::unique_ptr<boost::asio::steady_timer> close_deadline_;  // only while closing
+};
+
+// How long a graceful close may take before the socket is dropped.
+inline constexpr int kCloseTimeoutMs = 5000;
+
+}  // namespace parley::net

@@ -1,0 +1,70 @@
+// One HTTP/1.1 connection on the main listener: serves the HTTP API through an
+// HttpHandler, or upgrades GET /v1/ws to a WebSocket connection.
+// Runs on its loop; requests on one connection are answered in order.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "admin/metrics.h"
+#include "net/ws_connection.h"
+
+namespace parley::net {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  // Called on the session's loop; `respond` must be called once, on any thread
+  // (it posts back to the loop).
+  virtual void handle(const HttpRequest& req, unsigned loop,
+                      std::function<void(HttpResponse)> respond) = 0;
+};
+
+struct HttpSessionOptions {
+  size_t max_body_bytes = 1 << 20;
+  size_t ws_max_message_bytes = 256 * 1024;  // frames above close with 1009
+  // Whether a WebSocket handshake's Origin is acceptable (PROTOCOL.md allowed_origins).
+  std::function<bool(std::string_view origin)> origin_ok;
+  // Receives each accepted WebSocket connection, on its loop; must start() it.
+  std::function<void(std::shared_ptr<WsConnection>)> on_websocket;
+  HttpHandler* handler = nullptr;
+};
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop, admin::ThreadMetrics& metrics,
+              const HttpSessionOptions& opts);
+  void start();
+
+ private:
+  void read_request();
+  void on_request();
+  void upgrade();
+  void write_response(HttpResponse res);
+
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  unsigned loop_;
+  admin::ThreadMetrics& metrics_;
+  const HttpSessionOptions& opts_;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+};
+
+}  // namespace parley::net

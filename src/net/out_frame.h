@@ -1,0 +1,47 @@
+// One outgoing frame as a gather list: owned bytes and/or slices of shared,
+// immutable buffers (a tick batch encoded once for many receivers).
+#pragma once
+
+#include <boost/asio/buffer.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace parley::net {
+
+using SharedBuf = std::shared_ptr<const std::string>;
+
+class OutFrame {
+ public:
+  OutFrame() = default;
+  explicit OutFrame(std::string owned) : owned_(std::move(owned)) {}
+
+  // Appends a slice of a shared buffer (kept alive by this frame).
+  void add_shared(const SharedBuf& buf, size_t offset, size_t len) {
+    if (len == 0) return;
+    if (keep_.empty() || keep_.back() != buf) keep_.push_back(buf);
+    parts_.emplace_back(buf->data() + offset, len);
+    bytes_ += len;
+  }
+  // Appends bytes with static storage duration ("[", ",", "]").
+  void add_static(const char* s, size_t len) {
+    parts_.emplace_back(s, len);
+    bytes_ += len;
+  }
+
+  bool gathered() const { return !parts_.empty(); }
+  const std::string& owned() const { return owned_; }
+  const std::vector<boost::asio::const_buffer>& parts() const { return parts_; }
+  size_t bytes() const { return gathered() ? bytes_ : owned_.size(); }
+
+  int64_t enqueued_ns = 0;  // for the write-stage histogram
+
+ private:
+  std::string owned_;
+  std::vector<SharedBuf> keep_;
+  std::vector<boost::asio::const_buffer> parts_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace parley::net

@@ -1,0 +1,41 @@
+// A raw TCP or Unix-socket client connection: 4-byte big-endian length
+// framing (protocol/tcp_framing.h). Runs on its loop (see Connection).
+// These transports have no close codes: a close sends what is queued (the
+// error or bye frame says why) and shuts the socket down.
+#pragma once
+
+#include <array>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+
+#include "net/connection.h"
+#include "protocol/tcp_framing.h"
+
+namespace parley::net {
+
+template <typename Socket>
+class StreamConnection final : public Connection {
+ public:
+  StreamConnection(Socket socket, unsigned loop, admin::ThreadMetrics& metrics,
+                   size_t max_frame_bytes, Transport transport);
+
+  Transport transport() const override { return transport_; }
+
+ private:
+  void start_reading() override;
+  void write_frame(const OutFrame& frame) override;
+  void close_transport(int code, const std::string& reason) override;
+  void abort_transport() override;
+  void read_next();
+
+  Socket socket_;
+  protocol::LengthPrefixedReader reader_;
+  Transport transport_;
+  std::array<char, 4> prefix_{};
+  std::vector<boost::asio::const_buffer> gather_;
+};
+
+using TcpConnection = StreamConnection<boost::asio::ip::tcp::socket>;
+using UnixConnection = StreamConnection<boost::asio::local::stream_protocol::socket>;
+
+}  // namespace parley::net
