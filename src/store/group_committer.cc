@@ -1,0 +1,192 @@
+#include "store/group_committer.h"
+
+#include <algorithm>
+#include <cassert>
+#include <memory>
+#include <utility>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include "store/record_codec.h"
+#include "store/store_policy.h"
+
+namespace parley::store {
+
+GroupCommitter::GroupCommitter(rocksdb::DB* db, FsyncMode fsync, size_t max_batch)
+    : db_(db),
+      sync_(fsync == FsyncMode::kAlways),
+      max_batch_(std::max<size_t>(max_batch, 1)),
+      writer_([this] { run(); }) {}
+
+GroupCommitter::~GroupCommitter() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_one();
+  writer_.join();  // run() returns only once the queue is empty
+}
+
+void GroupCommitter::submit(AppendRequest req, AppendDone done) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(Pending{std::move(req), std::move(done), Status::ok()});
+    ++submitted_;
+    wake = writer_waiting_;
+  }
+  // While the writer is busy it picks the queue up on its next round anyway:
+  // skipping the notify saves a futex call per append under load.
+  if (wake) work_cv_.notify_one();
+}
+
+void GroupCommitter::flush() {
+  assert(std::this_thread::get_id() != writer_.get_id());
+  std::unique_lock lock(mu_);
+  uint64_t target = submitted_;
+  drained_cv_.wait(lock, [&] { return completed_ >= target; });
+}
+
+size_t GroupCommitter::pending() const {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(submitted_ - completed_);
+}
+
+void GroupCommitter::run() {
+  for (;;) {
+    std::vector<Pending> batch;
+    {
+      std::unique_lock lock(mu_);
+      writer_waiting_ = true;
+      work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+      writer_waiting_ = false;
+      if (queue_.empty()) return;  // stopping, and everything has completed
+      size_t n = std::min(queue_.size(), max_batch_);
+      batch.reserve(n);
+      for (size_t i = 0; i < n; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    commit(batch);
+    for (Pending& p : batch) {
+      if (p.done) p.done(std::move(p.status));
+    }
+    size_t n = batch.size();
+    batch = {};  // free the bodies before the next wait
+    {
+      std::lock_guard lock(mu_);
+      completed_ += n;
+    }
+    drained_cv_.notify_all();
+  }
+}
+
+void GroupCommitter::commit(std::vector<Pending>& batch) {
+  if (!failed_) {
+    rocksdb::WriteBatch wb;
+    bool ok = true;
+    for (Pending& p : batch) {
+      if (!add(p, wb)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && wb.Count() > 0) {
+      rocksdb::WriteOptions wo;
+      wo.sync = sync_;
+      // The WAL stays on (disableWAL = false): with sync = false RocksDB still hands
+      // the WAL record to the OS before Write() returns (manual_wal_flush is off),
+      // so an acknowledged append survives kill -9 of the process.
+      rocksdb::Status s = db_->Write(wo, &wb);
+      if (!s.ok()) {
+        failed_ = Error{ErrorCode::kUnavailable,
+                        "store write failed (" + s.ToString() +
+                            "); the store refuses appends until the server restarts"};
+      }
+    }
+  }
+  if (failed_) {
+    for (Pending& p : batch) p.status = *failed_;
+  }
+}
+
+bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
+  const StoredMessage& msg = p.req.msg;
+  assert(msg.from.find('\0') == std::string::npos);
+  std::string key = channel_prefix(kMessageTag, p.req.key);
+  ChannelState* ch = channel_state(key);
+  if (ch == nullptr) return false;
+  if (msg.seq <= ch->last_seq) {
+    p.status = Error{ErrorCode::kInternal, std::string(kStaleSeqMessage)};
+    return true;
+  }
+  const size_t prefix_len = key.size();
+  append_seq(key, msg.seq);
+  std::string value;
+  encode_message_value(msg, value);
+  rocksdb::Status s = wb.Put(key, value);
+
+  // The dedupe entry rides in the same batch: message and entry land atomically.
+  if (s.ok() && !msg.id.empty()) {
+    std::string dkey = channel_prefix(kDedupeTag, p.req.key);
+    dkey.append(msg.from).push_back('\0');
+    dkey.append(msg.id);
+    DedupeValue dv{msg.seq, msg.ts_ms, msg.ts_ms + int64_t{p.req.dedupe_window_s} * 1000};
+    encode_dedupe_value(dv, value);
+    s = wb.Put(dkey, value);
+  }
+
+  if (ch->oldest_seq == 0) ch->oldest_seq = msg.seq;
+  ch->last_seq = msg.seq;
+  // Seqs are gap-free, so last - oldest + 1 is the number held.
+  if (s.ok() && ch->last_seq - ch->oldest_seq + 1 > history_max_held(p.req.history_limit)) {
+    uint64_t new_oldest = ch->last_seq - history_keep(p.req.history_limit) + 1;
+    // One range tombstone per trim step, in the same batch as the append.
+    std::string begin = key.substr(0, prefix_len);
+    append_seq(begin, ch->oldest_seq);
+    std::string end = key.substr(0, prefix_len);
+    append_seq(end, new_oldest);
+    s = wb.DeleteRange(begin, end);
+    ch->oldest_seq = new_oldest;
+  }
+  if (!s.ok()) {
+    failed_ = Error{ErrorCode::kUnavailable, "store: cannot build a write batch (" +
+                                                 s.ToString() + "); restart the server"};
+    return false;
+  }
+  return true;
+}
+
+GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& msg_prefix) {
+  auto it = channels_.find(msg_prefix);
+  if (it != channels_.end()) return &it->second;
+
+  // First append to this channel since open: learn its stored range once.
+  std::string upper = prefix_upper_bound(msg_prefix);
+  rocksdb::Slice lo(msg_prefix), hi(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lo;
+  ro.iterate_upper_bound = &hi;
+  std::unique_ptr<rocksdb::Iterator> iter(db_->NewIterator(ro));
+  ChannelState st;
+  iter->SeekToFirst();
+  if (iter->Valid()) {
+    std::string_view k(iter->key().data(), iter->key().size());
+    parse_message_seq(k, msg_prefix.size(), st.oldest_seq);
+    iter->SeekToLast();
+  }
+  if (iter->Valid()) {
+    std::string_view k(iter->key().data(), iter->key().size());
+    parse_message_seq(k, msg_prefix.size(), st.last_seq);
+  }
+  if (!iter->status().ok()) {
+    failed_ = Error{ErrorCode::kUnavailable, "store read failed (" + iter->status().ToString() +
+                                                 "); restart the server"};
+    return nullptr;
+  }
+  return &channels_.emplace(msg_prefix, st).first->second;
+}
+
+}  // namespace parley::store

@@ -1,0 +1,130 @@
+#include "store/record_codec.h"
+
+#include <cassert>
+
+namespace parley::store {
+namespace {
+
+constexpr char kMessageFormatV1 = 1;
+
+void put_fixed64(std::string& out, uint64_t v) {
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (8 * i));
+  out.append(buf, 8);
+}
+
+uint64_t get_fixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+void put_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+bool get_varint(std::string_view& in, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    auto b = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    v |= uint64_t(b & 0x7f) << shift;
+    if (b < 0x80) return true;
+  }
+  return false;
+}
+
+void put_string(std::string& out, std::string_view s) {
+  put_varint(out, s.size());
+  out.append(s);
+}
+
+bool get_string(std::string_view& in, std::string& s) {
+  uint64_t n = 0;
+  if (!get_varint(in, n) || n > in.size()) return false;
+  s.assign(in.data(), n);
+  in.remove_prefix(n);
+  return true;
+}
+
+}  // namespace
+
+std::string channel_prefix(char tag, const ChannelKey& key) {
+  assert(key.tenant.find('\0') == std::string::npos);
+  assert(key.channel.find('\0') == std::string::npos);
+  std::string p;
+  p.reserve(key.tenant.size() + key.channel.size() + 3 + 8);
+  p.push_back(tag);
+  p.append(key.tenant);
+  p.push_back('\0');
+  p.append(key.channel);
+  p.push_back('\0');
+  return p;
+}
+
+std::string prefix_upper_bound(std::string_view prefix) {
+  assert(!prefix.empty() && prefix.back() == '\0');
+  std::string up(prefix);
+  up.back() = '\1';
+  return up;
+}
+
+void append_seq(std::string& key, uint64_t seq) {
+  for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(seq >> (8 * i)));
+}
+
+bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq) {
+  if (key.size() != prefix_len + 8) return false;
+  seq = 0;
+  for (size_t i = prefix_len; i < key.size(); ++i) {
+    seq = (seq << 8) | static_cast<unsigned char>(key[i]);
+  }
+  return true;
+}
+
+bool parse_dedupe_suffix(std::string_view suffix, std::string& from, std::string& id) {
+  size_t nul = suffix.find('\0');
+  if (nul == std::string_view::npos) return false;
+  from.assign(suffix.substr(0, nul));
+  id.assign(suffix.substr(nul + 1));
+  return true;
+}
+
+void encode_message_value(const StoredMessage& msg, std::string& out) {
+  out.clear();
+  out.reserve(1 + 8 + 3 * 5 + msg.from.size() + msg.id.size() + msg.body.size());
+  out.push_back(kMessageFormatV1);
+  put_fixed64(out, static_cast<uint64_t>(msg.ts_ms));
+  put_string(out, msg.from);
+  put_string(out, msg.id);
+  put_string(out, msg.body);
+}
+
+bool decode_message_value(std::string_view in, StoredMessage& msg) {
+  if (in.size() < 9 || in[0] != kMessageFormatV1) return false;
+  msg.ts_ms = static_cast<int64_t>(get_fixed64(in.data() + 1));
+  in.remove_prefix(9);
+  return get_string(in, msg.from) && get_string(in, msg.id) && get_string(in, msg.body) &&
+         in.empty();
+}
+
+void encode_dedupe_value(const DedupeValue& v, std::string& out) {
+  out.clear();
+  put_fixed64(out, v.seq);
+  put_fixed64(out, static_cast<uint64_t>(v.ts_ms));
+  put_fixed64(out, static_cast<uint64_t>(v.expiry_ms));
+}
+
+bool decode_dedupe_value(std::string_view in, DedupeValue& v) {
+  if (in.size() != 24) return false;
+  v.seq = get_fixed64(in.data());
+  v.ts_ms = static_cast<int64_t>(get_fixed64(in.data() + 8));
+  v.expiry_ms = static_cast<int64_t>(get_fixed64(in.data() + 16));
+  return true;
+}
+
+}  // namespace parley::store

@@ -1,0 +1,52 @@
+// Byte layout of the embedded store's records (pure functions, no I/O).
+//
+// Keys sort bytewise, so the layout decides what a range scan sees:
+//   message: 'm' tenant \0 channel \0 be64(seq)   -> a channel's messages are one
+//            contiguous run ordered by seq, and nothing of another channel (or of the
+//            same channel name in another tenant) can fall inside it.
+//   dedupe:  'd' tenant \0 channel \0 from \0 id  -> a channel's dedupe entries are one
+//            contiguous run. `id` is last, so it may hold any byte.
+// Tenant, channel and sender names never contain \0 (validated upstream; asserted).
+//
+// Values are little-endian fixed-width integers and varint-length-prefixed strings.
+// A message value starts with a format byte so the layout can evolve.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "store/store.h"
+
+namespace parley::store {
+
+inline constexpr char kMessageTag = 'm';
+inline constexpr char kDedupeTag = 'd';
+
+// 'tag' tenant \0 channel \0: every key of one kind for one channel starts with it.
+std::string channel_prefix(char tag, const ChannelKey& key);
+// The smallest string above every key that starts with `prefix` (its last byte,
+// always \0 here, becomes \1).
+std::string prefix_upper_bound(std::string_view prefix);
+
+// Appends be64(seq) to a channel's message prefix.
+void append_seq(std::string& key, uint64_t seq);
+// The seq of a message key of `prefix_len` prefix bytes; false when malformed.
+bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq);
+
+// Splits the part of a dedupe key after the channel prefix into (from, id).
+bool parse_dedupe_suffix(std::string_view suffix, std::string& from, std::string& id);
+
+// Message value: format byte, ts, from, id, body. seq lives in the key.
+void encode_message_value(const StoredMessage& msg, std::string& out);
+bool decode_message_value(std::string_view value, StoredMessage& msg);
+
+struct DedupeValue {
+  uint64_t seq = 0;
+  int64_t ts_ms = 0;
+  int64_t expiry_ms = 0;  // ts + the channel's dedupe window; read by the compaction filter
+};
+void encode_dedupe_value(const DedupeValue& v, std::string& out);
+bool decode_dedupe_value(std::string_view value, DedupeValue& v);
+
+}  // namespace parley::store

@@ -1,0 +1,81 @@
+#include "store/record_codec.h"
+
+#include <gtest/gtest.h>
+
+#include "store/dedupe_expiry_filter.h"
+
+namespace parley::store {
+namespace {
+
+std::string message_key(const ChannelKey& key, uint64_t seq) {
+  std::string k = channel_prefix(kMessageTag, key);
+  append_seq(k, seq);
+  return k;
+}
+
+TEST(RecordCodec, MessageKeysOfAChannelSortBySeqInsideItsPrefixBounds) {
+  ChannelKey a{"t", "a"};
+  std::string prefix = channel_prefix(kMessageTag, a);
+  std::string upper = prefix_upper_bound(prefix);
+  uint64_t seqs[] = {0, 1, 255, 256, 65536, uint64_t{1} << 40, UINT64_MAX};
+  for (size_t i = 0; i + 1 < std::size(seqs); ++i) {
+    EXPECT_LT(message_key(a, seqs[i]), message_key(a, seqs[i + 1]));
+  }
+  for (uint64_t s : seqs) {
+    std::string k = message_key(a, s);
+    EXPECT_GE(k, prefix);
+    EXPECT_LT(k, upper);
+    uint64_t back = 0;
+    ASSERT_TRUE(parse_message_seq(k, prefix.size(), back));
+    EXPECT_EQ(back, s);
+  }
+  // A channel whose name extends "a" sorts outside a's bounds.
+  EXPECT_GE(message_key({"t", "a:b"}, 0), upper);
+  EXPECT_GE(message_key({"t", "a\x01"}, 0), upper);
+}
+
+TEST(RecordCodec, MessageValueRoundTripsAndRejectsDamage) {
+  StoredMessage m{0, 1764460800123, "u1", std::string("i\0d", 3), R"({"x":[1,2]})"};
+  std::string v;
+  encode_message_value(m, v);
+  StoredMessage back;
+  ASSERT_TRUE(decode_message_value(v, back));
+  EXPECT_EQ(back.ts_ms, m.ts_ms);
+  EXPECT_EQ(back.from, m.from);
+  EXPECT_EQ(back.id, m.id);
+  EXPECT_EQ(back.body, m.body);
+  EXPECT_FALSE(decode_message_value(v.substr(0, v.size() - 1), back));
+  EXPECT_FALSE(decode_message_value(v + "x", back));
+  EXPECT_FALSE(decode_message_value("", back));
+  std::string other_format = v;
+  other_format[0] = 9;
+  EXPECT_FALSE(decode_message_value(other_format, back));
+}
+
+TEST(RecordCodec, DedupeSuffixSplitsAtTheFirstNul) {
+  std::string from, id;
+  ASSERT_TRUE(parse_dedupe_suffix(std::string_view("u1\0a\0b", 6), from, id));
+  EXPECT_EQ(from, "u1");
+  EXPECT_EQ(id, std::string("a\0b", 3));
+  EXPECT_FALSE(parse_dedupe_suffix("no-separator", from, id));
+}
+
+int64_t fixed_now() { return 10'000; }
+
+TEST(DedupeExpiryFilter, DropsOnlyExpiredDedupeRecords) {
+  DedupeExpiryFilter filter(&fixed_now);
+  std::string dkey = channel_prefix(kDedupeTag, {"t", "c"}) + std::string("u1\0m1", 5);
+  std::string expired, live;
+  encode_dedupe_value({1, 5'000, 9'999}, expired);
+  encode_dedupe_value({2, 5'000, 10'000}, live);
+  std::string nv;
+  bool changed = false;
+  EXPECT_TRUE(filter.Filter(0, dkey, expired, &nv, &changed));
+  EXPECT_FALSE(filter.Filter(0, dkey, live, &nv, &changed));
+  EXPECT_FALSE(filter.Filter(0, dkey, "garbage", &nv, &changed));
+  // A message record is never dropped, whatever its bytes look like.
+  EXPECT_FALSE(filter.Filter(0, message_key({"t", "c"}, 1), expired, &nv, &changed));
+}
+
+}  // namespace
+}  // namespace parley::store
