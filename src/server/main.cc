@@ -52,6 +52,7 @@ int serve(const std::vector<std::string>& args) {
   signal(SIGPIPE, SIG_IGN);
 
   const bool demo = config_path.empty();
+  std::cout.setf(std::ios::unitbuf);
   parley::server::Server server(*cfg);
   if (auto st = server.start(); !st) {
     spdlog::error("cannot start: {}", st.error().msg);
@@ -61,6 +62,8 @@ int serve(const std::vector<std::string>& args) {
                cfg->listen, cfg->tcp_listen.empty() ? "" : ", raw TCP on " + cfg->tcp_listen,
                cfg->unix_listen.empty() ? "" : ", Unix socket " + cfg->unix_listen, cfg->store,
                cfg->data_dir);
+  // A machine-readable line for supervisors and tests (ports may be 0 in config).
+  std::cout << "parley ready http=" << server.http_port() << " tcp=" << server.tcp_port() << "\n";
   if (demo) {
     std::cout << "\nDemo tenant \"demo\" is ready.\n"
                  "  token:    parley token --tenant demo --user alice\n"

@@ -1,0 +1,236 @@
+#include "support/client.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/websocket.hpp>
+
+namespace parley::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+
+namespace {
+bool field(const std::string& obj, const char* key, simdjson::dom::element& out) {
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string copy;
+  copy = obj;
+  simdjson::dom::element doc;
+  if (parser.parse(copy).get(doc)) return false;
+  return !doc[key].get(out);
+}
+}  // namespace
+
+std::optional<std::string> json_str(const std::string& obj, const char* key) {
+  simdjson::dom::element e;
+  std::string_view v;
+  if (!field(obj, key, e) || e.get_string().get(v)) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<int64_t> json_int(const std::string& obj, const char* key) {
+  simdjson::dom::element e;
+  int64_t v;
+  if (!field(obj, key, e) || e.get_int64().get(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> json_bool(const std::string& obj, const char* key) {
+  simdjson::dom::element e;
+  bool v;
+  if (!field(obj, key, e) || e.get_bool().get(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> json_raw(const std::string& obj, const char* key) {
+  simdjson::dom::element e;
+  if (!field(obj, key, e)) return std::nullopt;
+  return simdjson::minify(e);
+}
+
+std::string op_of(const std::string& obj) { return json_str(obj, "op").value_or(""); }
+
+struct Client::Impl {
+  asio::io_context io;
+  Wire wire = Wire::kWebSocket;
+  std::optional<websocket::stream<tcp::socket>> ws;
+  std::optional<tcp::socket> tcp_sock;
+  std::optional<asio::local::stream_protocol::socket> unix_sock;
+
+  template <typename Fn>
+  void with_stream(Fn fn) {
+    if (tcp_sock) fn(*tcp_sock);
+    else fn(*unix_sock);
+  }
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<Client> Client::connect(uint16_t port, Wire wire, const std::string& origin,
+                                        const std::string& unix_path) {
+  auto impl = std::make_unique<Impl>();
+  impl->wire = wire;
+  const tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+  if (wire == Wire::kWebSocket) {
+    impl->ws.emplace(impl->io);
+    impl->ws->next_layer().connect(ep);
+    impl->ws->set_option(websocket::stream_base::decorator([origin](websocket::request_type& r) {
+      if (!origin.empty()) r.set(beast::http::field::origin, origin);
+    }));
+    impl->ws->read_message_max(64 << 20);
+    impl->ws->handshake("127.0.0.1", "/v1/ws");
+  } else if (wire == Wire::kTcp) {
+    impl->tcp_sock.emplace(impl->io);
+    impl->tcp_sock->connect(ep);
+  } else {
+    impl->unix_sock.emplace(impl->io);
+    impl->unix_sock->connect(asio::local::stream_protocol::endpoint(unix_path));
+  }
+  auto c = std::unique_ptr<Client>(new Client(std::move(impl)));
+  Client* self = c.get();
+  c->reader_ = std::thread([self] {
+    auto& im = *self->impl_;
+    beast::error_code ec;
+    for (;;) {
+      std::string frame;
+      if (im.ws) {
+        beast::flat_buffer buf;
+        im.ws->read(buf, ec);
+        if (ec) {
+          std::lock_guard lk(self->mu_);
+          self->closed_ = true;
+          self->close_code_ = im.ws->reason().code;
+          break;
+        }
+        frame = beast::buffers_to_string(buf.data());
+      } else {
+        char prefix[4];
+        bool ok = true;
+        im.with_stream([&](auto& s) {
+          asio::read(s, asio::buffer(prefix, 4), ec);
+          if (ec) { ok = false; return; }
+          const uint32_t len = (uint32_t(uint8_t(prefix[0])) << 24) | (uint32_t(uint8_t(prefix[1])) << 16) |
+                               (uint32_t(uint8_t(prefix[2])) << 8) | uint32_t(uint8_t(prefix[3]));
+          frame.resize(len);
+          asio::read(s, asio::buffer(frame), ec);
+          if (ec) ok = false;
+        });
+        if (!ok) {
+          std::lock_guard lk(self->mu_);
+          self->closed_ = true;
+          break;
+        }
+      }
+      self->push_frame(frame);
+    }
+    self->cv_.notify_all();
+  });
+  return c;
+}
+
+Client::~Client() {
+  close();
+  if (reader_.joinable()) reader_.join();
+}
+
+void Client::close() {
+  beast::error_code ec;
+  if (impl_->ws) {
+    impl_->ws->next_layer().shutdown(tcp::socket::shutdown_both, ec);
+  } else {
+    impl_->with_stream([&](auto& s) { s.shutdown(asio::socket_base::shutdown_both, ec); });
+  }
+}
+
+void Client::push_frame(const std::string& frame) {
+  thread_local simdjson::dom::parser parser;
+  frames_.fetch_add(1);
+  simdjson::dom::element doc;
+  std::lock_guard lk(mu_);
+  if (parser.parse(frame).get(doc)) {
+    objects_.push_back("!invalid-json:" + frame);
+  } else if (doc.is_array()) {
+    for (auto e : doc.get_array()) objects_.push_back(simdjson::minify(e));
+  } else {
+    objects_.push_back(simdjson::minify(doc));
+  }
+  cv_.notify_all();
+}
+
+void Client::send(const std::string& json) {
+  beast::error_code ec;
+  if (impl_->ws) {
+    impl_->ws->text(true);
+    impl_->ws->write(asio::buffer(json), ec);
+    return;
+  }
+  std::string out(4, '\0');
+  const uint32_t n = static_cast<uint32_t>(json.size());
+  out[0] = char(n >> 24); out[1] = char(n >> 16); out[2] = char(n >> 8); out[3] = char(n);
+  out += json;
+  impl_->with_stream([&](auto& s) { asio::write(s, asio::buffer(out), ec); });
+}
+
+void Client::send_raw(const std::string& bytes) {
+  beast::error_code ec;
+  if (impl_->ws) {
+    asio::write(impl_->ws->next_layer(), asio::buffer(bytes), ec);
+  } else {
+    impl_->with_stream([&](auto& s) { asio::write(s, asio::buffer(bytes), ec); });
+  }
+}
+
+std::optional<std::string> Client::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  if (!cv_.wait_for(lk, timeout, [&] { return !objects_.empty() || closed_; })) return std::nullopt;
+  if (objects_.empty()) return std::nullopt;
+  auto o = std::move(objects_.front());
+  objects_.pop_front();
+  return o;
+}
+
+std::string Client::expect(const std::string& op, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "";
+    auto o = next(left);
+    if (!o) return "";
+    if (op_of(*o) == op) return *o;
+  }
+}
+
+std::string Client::hello(const std::string& token, int rid) {
+  send(R"({"op":"hello","v":1,"token":")" + token + R"(","rid":)" + std::to_string(rid) + "}");
+  auto o = next();
+  return o.value_or("");
+}
+
+std::string Client::join(const std::string& ch, std::optional<uint64_t> since) {
+  std::string f = R"({"op":"join","ch":")" + ch + "\"";
+  if (since) f += ",\"since\":" + std::to_string(*since);
+  send(f + "}");
+  return expect("joined");
+}
+
+std::optional<int> Client::wait_closed(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  if (!cv_.wait_for(lk, timeout, [&] { return closed_; })) return std::nullopt;
+  return close_code_;
+}
+
+bool Client::closed() {
+  std::lock_guard lk(mu_);
+  return closed_;
+}
+
+}  // namespace parley::testing

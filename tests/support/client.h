@@ -1,0 +1,73 @@
+// A test client speaking PROTOCOL.md over WebSocket or raw TCP / Unix framing.
+// A background thread reads frames; server arrays (tick batches) are split
+// into their objects, kept in arrival order for next()/expect().
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace parley::testing {
+
+using namespace std::chrono_literals;
+
+// Field access on one JSON object (minified text), for assertions.
+std::optional<std::string> json_str(const std::string& obj, const char* key);
+std::optional<int64_t> json_int(const std::string& obj, const char* key);
+std::optional<bool> json_bool(const std::string& obj, const char* key);
+// The field's raw minified JSON ("{...}", "[...]", "1", "\"x\"").
+std::optional<std::string> json_raw(const std::string& obj, const char* key);
+std::string op_of(const std::string& obj);
+
+enum class Wire { kWebSocket, kTcp, kUnix };
+
+class Client {
+ public:
+  // Connects (and for WebSocket, handshakes at /v1/ws). Asserts on failure.
+  static std::unique_ptr<Client> connect(uint16_t port, Wire wire = Wire::kWebSocket,
+                                         const std::string& origin = "",
+                                         const std::string& unix_path = "");
+  ~Client();
+
+  void send(const std::string& json);
+  // Sends raw bytes on the socket (RFC 6455 tests: hand-made frames).
+  void send_raw(const std::string& bytes);
+
+  // The next server object, or nullopt on timeout or close.
+  std::optional<std::string> next(std::chrono::milliseconds timeout = 5s);
+  // The next object with this op (others before it are dropped); "" on timeout.
+  std::string expect(const std::string& op, std::chrono::milliseconds timeout = 5s);
+  // hello with a token; returns the welcome (or error) object.
+  std::string hello(const std::string& token, int rid = 1);
+  // join; returns the joined object.
+  std::string join(const std::string& ch, std::optional<uint64_t> since = std::nullopt);
+
+  // Waits until the server closes the connection; the close code (WebSocket) or 0.
+  std::optional<int> wait_closed(std::chrono::milliseconds timeout = 5s);
+  bool closed();
+  // Server frames received so far (a tick batch counts once).
+  size_t frames() const { return frames_.load(); }
+  void close();
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  void push_frame(const std::string& frame);
+  std::unique_ptr<Impl> impl_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> objects_;
+  bool closed_ = false;
+  int close_code_ = 0;
+  std::atomic<size_t> frames_{0};
+  std::thread reader_;
+  friend struct ClientAccess;
+};
+
+}  // namespace parley::testing

@@ -1,0 +1,163 @@
+#include "support/server_process.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "auth/jwt.h"
+#include "common/clock.h"
+
+namespace parley::testing {
+
+std::string default_tenants_toml(const std::string& demo_extra) {
+  return std::string("[tenants.demo]\nsecret = \"") + kDemoSecret + "\"\napi_key = \"" +
+         kDemoApiKey + "\"\n" + demo_extra +
+         "\n[tenants.demo.namespaces.world]\ndurable = false\ntick_ms = 20\npresence = true\n"
+         "\n[tenants.other]\nsecret = \"" + kOtherSecret + "\"\napi_key = \"" + kOtherApiKey +
+         "\"\n";
+}
+
+ServerProcess::ServerProcess(ServerSpec spec) : spec_(std::move(spec)) {
+  char tmpl[] = "/tmp/parley-test-XXXXXX";
+  dir_ = mkdtemp(tmpl);
+  std::ofstream cfg(dir_ + "/parley.toml");
+  cfg << "[server]\nlisten = \"127.0.0.1:0\"\n";
+  if (spec_.tcp) cfg << "tcp_listen = \"127.0.0.1:0\"\n";
+  if (spec_.unix_socket) cfg << "unix_listen = \"" << unix_path() << "\"\n";
+  cfg << "store = \"" << spec_.store << "\"\ndata_dir = \"" << dir_ << "/data\"\n"
+      << "log_level = \"warn\"\n" << spec_.server_extra << "\n\n" << spec_.tenants_toml;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) kill9();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void ServerProcess::start() {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const std::string log_path = dir_ + "/server.log";
+  pid_ = fork();
+  ASSERT_GE(pid_, 0);
+  if (pid_ == 0) {
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(out[1], 1);
+    dup2(log, 2);
+    close(out[0]);
+    const std::string cfg = dir_ + "/parley.toml";
+    execl(PARLEY_BIN, PARLEY_BIN, "serve", "--config", cfg.c_str(), nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  // Read stdout until the ready line (bounded), then keep draining it in the
+  // background into the log so the server never blocks on a full pipe.
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  char c;
+  bool ready = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    ssize_t n = read(out[0], &c, 1);
+    if (n <= 0) break;
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    unsigned h = 0, t = 0;
+    if (sscanf(line.c_str(), "parley ready http=%u tcp=%u", &h, &t) == 2) {
+      http_port_ = static_cast<uint16_t>(h);
+      tcp_port_ = static_cast<uint16_t>(t);
+      ready = true;
+      break;
+    }
+    line.clear();
+  }
+  const int fd = out[0];
+  std::thread([fd, log_path] {
+    std::ofstream log(log_path, std::ios::app);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) log.write(buf, n);
+    close(fd);
+  }).detach();
+  ASSERT_TRUE(ready) << "server did not start:\n" << log();
+}
+
+void ServerProcess::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int st;
+  waitpid(pid_, &st, 0);
+  pid_ = -1;
+}
+
+void ServerProcess::terminate() {
+  if (pid_ > 0) ::kill(pid_, SIGTERM);
+}
+
+int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int st;
+    pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+std::string ServerProcess::log() const {
+  std::ifstream f(dir_ + "/server.log");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string ServerProcess::token(const std::string& user, const std::string& tenant,
+                                 std::vector<std::string> chans, bool has_chans, int64_t ttl_s) {
+  auth::Claims c;
+  c.sub = user;
+  c.tenant = tenant;
+  c.exp = wall_ms() / 1000 + ttl_s;
+  c.chans = std::move(chans);
+  c.has_chans = has_chans || !c.chans.empty();
+  return auth::mint_hs256(c, tenant == "other" ? kOtherSecret : kDemoSecret);
+}
+
+HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,
+                        const std::string& body, const std::string& api_key) {
+  namespace http = boost::beast::http;
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket sock(io);
+  sock.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+  req.set(http::field::host, "127.0.0.1");
+  if (!api_key.empty()) req.set(http::field::authorization, "Bearer " + api_key);
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+  }
+  req.prepare_payload();
+  http::write(sock, req);
+  boost::beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(sock, buf, res);
+  return {static_cast<int>(res.result_int()), res.body()};
+}
+
+}  // namespace parley::testing

@@ -1,0 +1,73 @@
+// Runs the real `parley` binary for integration tests: writes a config into a
+// temporary folder, starts `parley serve`, waits for its "parley ready" line
+// and reads the bound ports from it (listeners use port 0).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace parley::testing {
+
+// Two tenants with known keys, used by most tests.
+inline constexpr const char* kDemoSecret = "test-secret-demo-0123456789abcdef";
+inline constexpr const char* kOtherSecret = "test-secret-other-0123456789abcdef";
+inline constexpr const char* kDemoApiKey = "key-demo";
+inline constexpr const char* kOtherApiKey = "key-other";
+
+// The default tenants section; tests append namespaces or override keys.
+std::string default_tenants_toml(const std::string& demo_extra = "");
+
+struct ServerSpec {
+  std::string tenants_toml = default_tenants_toml();
+  std::string store = "embedded";
+  std::string server_extra;  // more [server] keys, one per line
+  bool tcp = true;
+  bool unix_socket = false;
+};
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(ServerSpec spec = {});
+  ~ServerProcess();  // SIGKILLs a server still running, removes the folder
+
+  void start();               // asserts (gtest) on failure
+  void restart() { start(); } // same config and data folder
+  void kill9();               // SIGKILL, then reaps
+  void terminate();           // SIGTERM only
+  // Waits for exit; returns the exit status, or -1 on timeout.
+  int wait_exit(std::chrono::milliseconds timeout);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  uint16_t http_port() const { return http_port_; }
+  uint16_t tcp_port() const { return tcp_port_; }
+  const std::string& dir() const { return dir_; }
+  std::string unix_path() const { return dir_ + "/parley.sock"; }
+  std::string log() const;  // what the server wrote to stderr/stdout
+
+  // A client token for the demo (or other) tenant.
+  static std::string token(const std::string& user, const std::string& tenant = "demo",
+                           std::vector<std::string> chans = {}, bool has_chans = false,
+                           int64_t ttl_s = 3600);
+
+ private:
+  ServerSpec spec_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  uint16_t http_port_ = 0;
+  uint16_t tcp_port_ = 0;
+};
+
+// A blocking HTTP/1.1 request to 127.0.0.1:port. Returns status and body.
+struct HttpResult {
+  int status = 0;
+  std::string body;
+};
+HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,
+                        const std::string& body = "", const std::string& api_key = "");
+
+}  // namespace parley::testing
