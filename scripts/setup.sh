@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what building and testing Parley needs on Debian 12. Idempotent:
+# packages already present are left alone, and apt-get runs only when
+# something is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libboost-dev libboost-system-dev libsimdjson-dev librocksdb-dev
+  libspdlog-dev libfmt-dev libtomlplusplus-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev      # libFuzzer + sanitizers for tests/fuzz
+  ccache
+)
+# Node.js runs the independent-client test (tests/node); a machine may already
+# have a newer Node from elsewhere, which is fine.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: system packages already installed"
+fi
+
+here="$(cd "$(dirname "$0")" && pwd)"
+[[ -x "$here/setup_node.sh" ]] && "$here/setup_node.sh"
+exit 0
