@@ -1,12 +1,186 @@
 #include "compare.h"
 
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
 #include <fmt/format.h>
+
+#include "report.h"
+#include "runner.h"
+#include "server_process.h"
+
+#ifndef PARLEY_BENCH_SOURCE_DIR
+#define PARLEY_BENCH_SOURCE_DIR "bench"
+#endif
 
 namespace bench {
 
-int compare(const Options&) {
-  fmt::print(stderr, "compare: not yet\n");
-  return 2;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return fs::current_path();
+  buf[n] = 0;
+  return fs::path(buf).parent_path();
+}
+
+// The config Parley gets in a comparison: one tenant, limits out of the way, and the
+// peers' semantics for the namespaces the peer scenarios use (not durable, 20 ms
+// tick). `chat` stays durable (embedded store): that is Parley's real cost.
+std::string parley_config(const Options& o, int port, const fs::path& data) {
+  return fmt::format(R"([server]
+listen = "127.0.0.1:{}"
+store = "embedded"
+data_dir = "{}"
+
+[tenants.{}]
+secret = "{}"
+api_key = "bench-api-key"
+max_connections = 100000
+publish_per_sec = 1000000
+publish_per_conn_sec = 1000
+
+[tenants.{}.namespaces.room]
+durable = false
+tick_ms = 20
+
+[tenants.{}.namespaces.world]
+durable = false
+tick_ms = 20
+presence = true
+)",
+                     port, data.string(), o.tenant, o.secret, o.tenant, o.tenant);
+}
+
+double p99_ms(const RunResult& r) {
+  return double(std::max(r.latencies.delivery.percentile(99), r.latencies.state.percentile(99))) /
+         1e6;
+}
+
+double per_cpu(const RunResult& r) {
+  return r.server_cpu_s > 0 ? double(r.all_deliveries_in_load()) / r.server_cpu_s : 0;
+}
+
+}  // namespace
+
+int compare(const Options& base) {
+  fs::path tmp = fs::temp_directory_path() / fmt::format("parley-bench-compare-{}", getpid());
+  fs::create_directories(tmp);
+  fs::path peers = base.peers_dir.empty() ? fs::path(PARLEY_BENCH_SOURCE_DIR) : fs::path(base.peers_dir);
+  // Parley from this build tree, else the main build of the source tree.
+  fs::path parley_bin = base.parley_bin;
+  if (parley_bin.empty()) {
+    for (fs::path p : {self_dir().parent_path().parent_path() / "src/server/parley",
+                       fs::path(PARLEY_BENCH_SOURCE_DIR).parent_path() / "build/src/server/parley"})
+      if (fs::exists(p)) {
+        parley_bin = p;
+        break;
+      }
+  }
+  std::vector<std::string> targets;
+  {
+    std::stringstream ss(base.targets);
+    std::string t;
+    while (std::getline(ss, t, ',')) targets.push_back(t);
+  }
+  std::vector<std::unique_ptr<RunResult>> results;
+  int exit_code = 0;
+  for (const std::string& target : targets) {
+    Options o = base;
+    o.target_name = target;
+    o.port = free_port();
+    o.host = "127.0.0.1";
+    o.transport = "ws";
+    o.ws_path = "/v1/ws";
+    std::vector<std::string> argv;
+    if (target == "parley") {
+      fs::path cfg = tmp / "parley.toml";
+      fs::create_directories(tmp / "data");
+      std::ofstream(cfg) << parley_config(o, o.port, tmp / "data");
+      argv = {parley_bin.string(), "serve", "--config", cfg.string()};
+    } else if (target == "node-ws") {
+      o.history_check = false;
+      argv = {"node", (peers / "peers/node-ws-room.js").string(), std::to_string(o.port)};
+    } else if (target == "bun") {
+      o.history_check = false;
+      argv = {(peers / "node_modules/bun/bin/bun.exe").string(),
+              (peers / "peers/bun-room.js").string(), std::to_string(o.port)};
+    } else {
+      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun)\n", target);
+      return 2;
+    }
+    o.server_cmd = shell_join(argv);
+    if (!o.json_out.empty()) {
+      fs::path j(o.json_out);
+      o.json_out = (j.parent_path() / fmt::format("{}-{}{}", j.stem().string(), target,
+                                                  j.extension().string()))
+                       .string();
+    }
+    ServerProcess server;
+    fs::path log = tmp / (target + ".log");
+    fmt::print(stderr, "\n== {}: {}\n", target, o.server_cmd);
+    if (!server.start(argv, log.string(), o.port, 15)) {
+      fmt::print(stderr, "compare: {} did not start (see {}; bench/setup.sh installs the peers)\n",
+                 target, log.string());
+      exit_code = 2;
+      continue;
+    }
+    o.server_pid = server.pid();
+    auto r = std::make_unique<RunResult>(run(o));
+    server.stop();
+    print_table(*r);
+    if (!o.json_out.empty()) write_file(o.json_out, to_json(*r));
+    if (r->exit_code != 0) exit_code = std::max(exit_code, r->exit_code);
+    results.push_back(std::move(r));
+  }
+  if (results.empty()) return exit_code ? exit_code : 2;
+
+  const RunResult& ref = *results.front();
+  fmt::print("\ncompare {} ({} connections, channels of {}): ratios are target / {}\n",
+             base.preset.empty() ? base.scenario : base.preset, base.conns, base.channel_size,
+             ref.o.target_name);
+  fmt::print("  {:<9} {:>13} {:>10} {:>13} {:>8} {:>10} {:>8} {:>9} {:>8} {:>8} {:>6}\n", "target",
+             "deliveries/s", "srv CPU s", "deliv/CPU-s", "ratio", "p99 ms", "ratio", "RSS MiB",
+             "ratio", "own CPU", "audit");
+  for (auto& rp : results) {
+    const RunResult& r = *rp;
+    auto ratio = [](double a, double b) { return b > 0 ? fmt::format("{:.2f}x", a / b) : "-"; };
+    fmt::print("  {:<9} {:>13.0f} {:>10.2f} {:>13.0f} {:>8} {:>10.2f} {:>8} {:>9.1f} {:>8} {:>8.2f} {:>6}\n",
+               r.o.target_name,
+               r.per_s(&Counters::deliveries) + r.per_s(&Counters::state_deliveries),
+               r.server_cpu_s, per_cpu(r), ratio(per_cpu(r), per_cpu(ref)), p99_ms(r),
+               ratio(p99_ms(r), p99_ms(ref)), double(r.server_peak_rss) / 1048576.0,
+               ratio(double(r.server_peak_rss), double(ref.server_peak_rss)), r.own_cpu_s,
+               r.audit_failed() ? "FAIL" : "pass");
+  }
+  for (auto& rp : results)
+    if (rp->generator_behind)
+      fmt::print("  note: the load generator fell behind against {} ({})\n", rp->o.target_name,
+                 rp->generator_note);
+  if (!base.html_out.empty()) {
+    std::vector<const RunResult*> rs;
+    for (auto& r : results) rs.push_back(r.get());
+    write_file(base.html_out, to_html(rs, fmt::format("parley-bench compare {}",
+                                                      base.preset.empty() ? base.scenario
+                                                                          : base.preset)));
+  }
+  if (exit_code == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+  } else {
+    fmt::print(stderr, "compare: server logs kept in {}\n", tmp.string());
+  }
+  return exit_code;
 }
 
 }  // namespace bench

@@ -97,6 +97,7 @@ flags (defaults from the preset):
   --threads N --procs N --max-inflight N --retry-max N
   --no-history --history-len N
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
+  compare only: --targets parley,node-ws,bun --parley-bin PATH --peers-dir DIR
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
 or setup error, 3 the run could not connect.
 )";
@@ -135,7 +136,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--procs", n(o.procs)}, {"--max-inflight", n(o.max_inflight)},
       {"--retry-max", n(o.retry_max)}, {"--history-len", n(o.history_len)},
       {"--json", s(o.json_out)}, {"--html", s(o.html_out)}, {"--server-pid", n(o.server_pid)},
-      {"--run-id", s(o.run_id)}, {"--proc-index", n(o.proc_index)},
+      {"--run-id", s(o.run_id)}, {"--parley-bin", s(o.parley_bin)},
+      {"--peers-dir", s(o.peers_dir)}, {"--targets", s(o.targets)}, {"--proc-index", n(o.proc_index)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -57,6 +57,10 @@ struct Options {
   std::string run_id;             // channel names carry it so runs never mix
   std::string server_cmd;         // compare: how the target was started (report)
   std::string command_line;       // as typed, for reports
+  // compare: what to start.
+  std::string parley_bin;         // default: next to this build's parley-bench
+  std::string peers_dir;          // default: the source tree's bench/
+  std::string targets = "parley,node-ws,bun";
 };
 
 // Parses argv (after the subcommand). Throws std::runtime_error on a bad flag.

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -135,7 +136,7 @@ void print_table(const RunResult& r) {
   if (r.generator_behind) line("  WARNING: load generator fell behind ({})\n", r.generator_note);
   line("  verdict: {}\n", r.exit_code == 0   ? "PASS"
                           : r.exit_code == 1 ? "FAIL (audit)"
-                                             : "FAIL (could not connect)");
+                                             : "FAIL (no connection or nothing acknowledged)");
   fmt::print("{}", t);
 #undef line
 }
@@ -201,6 +202,9 @@ std::string to_json(const RunResult& r) {
 }
 
 bool write_file(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   std::ofstream f(path, std::ios::binary);
   f << text;
   return bool(f);
