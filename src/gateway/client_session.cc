@@ -78,6 +78,11 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   auto& op = std::get<protocol::ClientOp>(decoded);
   using protocol::OpKind;
   if (op.kind == OpKind::kHello) return on_hello(op);
+  if (gw_.draining() && (op.kind == OpKind::kPub || op.kind == OpKind::kJoin ||
+                         op.kind == OpKind::kState || op.kind == OpKind::kUp)) {
+    return reply_error(op.rid, Error{ErrorCode::kUnavailable, "server is draining",
+                                     gw_.options().drain_reconnect_ms});
+  }
   if (!tenant_) return fail(op.rid, ErrorCode::kUnauthorized, "say hello first", kCloseUnauthorized);
   switch (op.kind) {
     case OpKind::kJoin: return on_join(op);

@@ -116,24 +116,35 @@ void Gateway::run_sweep(unsigned loop) {
   }
 }
 
-void Gateway::drain(std::function<void()> done) {
-  draining_.store(true);
+void Gateway::on_every_loop(std::function<void()> fn, std::function<void()> done) {
   auto remaining = std::make_shared<std::atomic<unsigned>>(loops_.size());
+  auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
   auto finish = std::make_shared<std::function<void()>>(std::move(done));
   for (unsigned i = 0; i < loops_.size(); ++i) {
-    loops_.run_on(i, [this, i, remaining, finish] {
-      auto& ls = *per_loop_[i];
-      ls.sweep.cancel();
-      std::vector<std::shared_ptr<ClientSession>> all;
-      for (auto& [id, s] : ls.by_conn) all.push_back(s);
-      for (auto& s : all) {
-        std::string bye;
-        protocol::encode_bye(bye, "draining", opts_.drain_reconnect_ms);
-        s->close_with(std::move(bye), 1001, "draining");
-      }
+    loops_.run_on(i, [remaining, shared_fn, finish] {
+      (*shared_fn)();
       if (remaining->fetch_sub(1) == 1) (*finish)();
     });
   }
+}
+
+void Gateway::drain(std::function<void()> done) {
+  draining_.store(true);
+  on_every_loop(
+      [this] {
+        auto& ls = *per_loop_[runtime::LoopGroup::current()];
+        ls.sweep.cancel();
+        std::vector<std::shared_ptr<ClientSession>> all;
+        for (auto& [id, s] : ls.by_conn) all.push_back(s);
+        for (auto& s : all) {
+          std::string bye;
+          protocol::encode_bye(bye, "draining", opts_.drain_reconnect_ms);
+          // Behind what is queued: acks already produced still reach the client.
+          s->connection().send(net::OutFrame(std::move(bye)));
+          s->connection().close(1001, "draining");
+        }
+      },
+      std::move(done));
 }
 
 void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::string body,

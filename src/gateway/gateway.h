@@ -43,8 +43,15 @@ class Gateway {
 
   // Starts the per-loop sweeps (hello deadlines, heartbeats).
   void start();
-  // Sends `bye` (draining) to every session and closes them; `done` runs (on
-  // some loop) once every loop has done so.
+  // Drain, step 1: new pub/state/join get `unavailable` (retry after
+  // reconnect_ms) so that the appends in flight can finish and be acked.
+  void begin_drain() { draining_.store(true); }
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
+  // Drain, step 2: runs `fn` on every loop and `done` once all have run it;
+  // a barrier that lets acks already posted to a loop reach their sessions.
+  void on_every_loop(std::function<void()> fn, std::function<void()> done);
+  // Drain, step 3: queues `bye` (draining) behind what each session already
+  // has queued and closes it; `done` runs once every loop has done so.
   void drain(std::function<void()> done);
 
   // POST /v1/send: a `direct` frame to every connection of (tenant, user).

@@ -16,7 +16,8 @@ namespace parley::server {
 
 namespace {
 constexpr auto kHubSweepPeriod = std::chrono::seconds(10);
-constexpr int kDrainGraceMs = 1000;
+constexpr int kDrainGraceMs = 2000;  // appends in flight
+constexpr int kDrainCloseMs = 3000;  // close handshakes
 
 size_t max_message_bytes_of(const ServerConfig& c) {
   size_t m = 64 * 1024;
@@ -175,13 +176,23 @@ void Server::stop() {
   if (http_listener_) http_listener_->stop();
   if (tcp_listener_) tcp_listener_->stop();
   for (auto& l : listeners_) l->stop();
-  // 2. Tell every client, then give in-flight work a moment to finish.
+  // 2. Refuse new work, let the appends in flight finish and their acks reach
+  // the sessions, then tell every client and close behind what is queued.
+  gateway_->begin_drain();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainGraceMs);
+  while (hub_->inflight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int round = 0; round < 2; ++round) {  // shard outboxes, then the loops they post to
+    std::promise<void> passed;
+    gateway_->on_every_loop([] {}, [&passed] { passed.set_value(); });
+    passed.get_future().wait_for(std::chrono::seconds(2));
+  }
   std::promise<void> told;
   gateway_->drain([&told] { told.set_value(); });
   told.get_future().wait_for(std::chrono::seconds(5));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainGraceMs);
-  while ((hub_->inflight() > 0 || gateway_->sessions() > 0) &&
-         std::chrono::steady_clock::now() < deadline) {
+  const auto closed_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainCloseMs);
+  while (gateway_->sessions() > 0 && std::chrono::steady_clock::now() < closed_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // 3. Flush the store, then stop the loops and release in reverse order.
