@@ -51,7 +51,7 @@ StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, i
   const Sample* first = nullptr;
   const Sample* last = nullptr;
   for (const Sample& s : samples) {
-    if (s.t <= t0 - 1e-9) first = &s;
+    if (s.t <= t0 + 1e-9) first = &s;
     if (s.t > t0 + 1e-9 && s.t <= t1 + 1e-9) {
       lat.merge(s.interval);
       last = &s;
@@ -67,7 +67,10 @@ StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, i
   r.deliveries_per_s = double(d.deliveries) / secs;
   r.ack_p99_ms = ms(lat.ack.percentile(99));
   r.delivery_p99_ms = ms(lat.delivery.percentile(99));
-  r.accepted_pct = d.pub_attempted ? 100.0 * double(d.acked) / double(d.pub_attempted) : 100;
+  // Accepted at first try: acks trail their pubs, so acked/attempted inside a short
+  // window would read as loss at every step boundary; rejections do not.
+  uint64_t rejected = d.rate_limited + d.backpressure + d.pub_errors;
+  r.accepted_pct = d.pub_sent ? 100.0 * (1.0 - double(rejected) / double(d.pub_sent)) : 100;
   r.held = true;
   if (r.delivery_p99_ms > o.max_p99_ms) {
     r.held = false;
