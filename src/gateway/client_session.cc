@@ -60,12 +60,18 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   auto& m = gw_.metrics().local();
   m.inc(m.frames_in);
   const int64_t arrived = steady_ns();
-  if (binary) {
-    return fail(kNoRid, ErrorCode::kBadRequest, "binary frames are not supported; send text");
-  }
   protocol::DecodeLimits limits;
   limits.max_message_bytes =
       tenant_ ? tenant_->config.max_message_bytes : kPreHelloMaxMessageBytes;
+  // PROTOCOL.md: a frame over 4 x max_message_bytes closes with 1009. The
+  // transports cap frames at the largest tenant's limit (the tenant is known
+  // only at hello), so a tenant with a smaller limit is held to it here.
+  if (payload.size() > protocol::hard_frame_limit(limits)) {
+    return conn_->close(kCloseTooBig, "message too big");
+  }
+  if (binary) {
+    return fail(kNoRid, ErrorCode::kBadRequest, "binary frames are not supported; send text");
+  }
   auto decoded = protocol::decode_client_op(payload, limits);
   m.observe(admin::Stage::kDecode, steady_ns() - arrived);
   if (auto* failure = std::get_if<protocol::DecodeFailure>(&decoded)) {

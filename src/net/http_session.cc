@@ -1,5 +1,6 @@
 #include "net/http_session.h"
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/read.hpp>
@@ -17,6 +18,16 @@ constexpr size_t kMaxHeaderBytes = 8 * 1024;
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
+}
+
+// RFC 6455 4.2.1: Sec-WebSocket-Key is the base64 of 16 bytes, so 22 base64
+// characters and "==". Beast checks only that it is present and not too long.
+bool valid_websocket_key(std::string_view key) {
+  if (key.size() != 24 || key.substr(22) != "==") return false;
+  return std::all_of(key.begin(), key.begin() + 22, [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/';
+  });
 }
 }  // namespace
 
@@ -76,6 +87,13 @@ void HttpSession::upgrade() {
   if (path_of(req.target()) != "/v1/ws") {
     keep_alive_ = false;
     write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+    return;
+  }
+  if (auto key = req.find(http::field::sec_websocket_key);
+      key != req.end() && !valid_websocket_key(key->value())) {
+    keep_alive_ = false;
+    write_response({400, "application/json",
+                    R"({"code":"bad_request","msg":"invalid Sec-WebSocket-Key"})"});
     return;
   }
   auto origin = req[http::field::origin];
