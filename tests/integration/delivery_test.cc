@@ -1,0 +1,241 @@
+// What members of a channel receive (PROTOCOL.md "Server frames" and "Ticks,
+// batching and coalescing"): state, presence, and tick batching.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/client.h"
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+class DeliveryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ServerSpec spec;
+    // world (presence, tick 20) comes with the default tenants.
+    spec.tenants_toml = default_tenants_toml(
+        "publish_per_conn_sec = 0\n"
+        "[tenants.demo.namespaces.slow]\ndurable = false\ntick_ms = 200\n"
+        "[tenants.demo.namespaces.tick]\ndurable = false\ntick_ms = 100\npresence = false\n"
+        "[tenants.demo.namespaces.now]\ndurable = false\ntick_ms = 0\npresence = false\n");
+    server_ = new ServerProcess(spec);
+    server_->start();
+  }
+  static void TearDownTestSuite() { delete server_; }
+
+  static std::unique_ptr<Client> connect_as(const std::string& user) {
+    auto c = Client::connect(server_->http_port());
+    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
+    return c;
+  }
+
+  static void pub(Client& c, const std::string& ch, const std::string& id,
+                  const std::string& body = "1") {
+    c.send(R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":)" + body + "}");
+  }
+
+  static void state(Client& c, const std::string& ch, const std::string& key,
+                    const std::string& body) {
+    c.send(R"({"op":"state","ch":")" + ch + R"(","key":")" + key + R"(","body":)" + body + "}");
+  }
+
+  // Every object before the msg with this id (which is consumed); fails the
+  // test when that msg does not come.
+  static std::vector<std::string> until_msg(Client& c, const std::string& id) {
+    std::vector<std::string> seen;
+    for (;;) {
+      auto o = c.next();
+      if (!o) {
+        ADD_FAILURE() << "msg " << id << " never came";
+        return seen;
+      }
+      if (op_of(*o) == "msg" && json_str(*o, "id") == id) return seen;
+      seen.push_back(*o);
+    }
+  }
+
+  static std::vector<std::string> with_op(const std::vector<std::string>& objs,
+                                          const std::string& op) {
+    std::vector<std::string> out;
+    for (const auto& o : objs) {
+      if (op_of(o) == op) out.push_back(o);
+    }
+    return out;
+  }
+
+  static ServerProcess* server_;
+};
+ServerProcess* DeliveryTest::server_ = nullptr;
+
+// ---- state ----
+
+TEST_F(DeliveryTest, StateGoesToEveryOtherMember) {
+  auto a = connect_as("alice");
+  auto b = connect_as("bob");
+  auto c = connect_as("carol");
+  for (auto* x : {a.get(), b.get(), c.get()}) x->join("world:state");
+  state(*a, "world:state", "pos", R"({"x":1,"y":2})");
+  for (auto* x : {b.get(), c.get()}) {
+    EXPECT_EQ(x->expect("state"),
+              R"({"op":"state","ch":"world:state","from":"alice","key":"pos","body":{"x":1,"y":2}})");
+  }
+}
+
+TEST_F(DeliveryTest, StateIsNotEchoedToItsSender) {
+  auto a = connect_as("alice");
+  auto b = connect_as("bob");
+  a->join("world:no-echo");
+  b->join("world:no-echo");
+  state(*a, "world:no-echo", "pos", "1");
+  ASSERT_FALSE(b->expect("state").empty());
+  // The state went out before this msg, so an echo would arrive before it.
+  pub(*a, "world:no-echo", "after-state");
+  EXPECT_TRUE(with_op(until_msg(*a, "after-state"), "state").empty());
+}
+
+TEST_F(DeliveryTest, StatesWithTheSameKeyWithinATickAreCoalescedLatestWins) {
+  auto a = connect_as("alice");
+  auto b = connect_as("bob");
+  a->join("slow:coalesce");
+  b->join("slow:coalesce");
+  // Align with a tick: this state arrives right after a tick fired, so the
+  // next five are sent well within the following 200 ms tick.
+  state(*a, "slow:coalesce", "sync", "0");
+  ASSERT_FALSE(b->expect("state").empty());
+  for (int i = 1; i <= 5; ++i) state(*a, "slow:coalesce", "pos", std::to_string(i));
+  pub(*a, "slow:coalesce", "sentinel");
+  auto states = with_op(until_msg(*b, "sentinel"), "state");
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0], R"({"op":"state","ch":"slow:coalesce","from":"alice","key":"pos","body":5})");
+}
+
+TEST_F(DeliveryTest, StatesWithDifferentKeysWithinATickAreAllDelivered) {
+  auto a = connect_as("alice");
+  auto b = connect_as("bob");
+  a->join("slow:keys");
+  b->join("slow:keys");
+  state(*a, "slow:keys", "pos", "1");
+  state(*a, "slow:keys", "hp", "2");
+  pub(*a, "slow:keys", "sentinel");
+  auto states = with_op(until_msg(*b, "sentinel"), "state");
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(json_str(states[0], "key"), "pos");
+  EXPECT_EQ(json_str(states[1], "key"), "hp");
+}
+
+// ---- presence ----
+
+TEST_F(DeliveryTest, PresenceAnnouncesAJoiningUserToTheOthers) {
+  auto a = connect_as("alice");
+  a->join("world:p-join");
+  auto b = connect_as("bob");
+  b->join("world:p-join");
+  EXPECT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-join","join":["bob"]})");
+}
+
+TEST_F(DeliveryTest, PresenceIsNotSentToTheUserWhoJoined) {
+  auto a = connect_as("alice");
+  a->join("world:p-self");
+  auto b = connect_as("bob");
+  b->join("world:p-self");
+  auto c = connect_as("carol");
+  c->join("world:p-self");
+  // Bob's next presence is about carol, not about himself.
+  EXPECT_EQ(b->expect("presence"), R"({"op":"presence","ch":"world:p-self","join":["carol"]})");
+}
+
+TEST_F(DeliveryTest, ASecondConnectionOfTheSameUserIsNotAnnouncedAgain) {
+  auto a = connect_as("alice");
+  a->join("world:p-second");
+  auto b1 = connect_as("bob");
+  b1->join("world:p-second");
+  ASSERT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-second","join":["bob"]})");
+  auto b2 = connect_as("bob");
+  b2->join("world:p-second");
+  auto c = connect_as("carol");
+  c->join("world:p-second");
+  EXPECT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-second","join":["carol"]})");
+}
+
+TEST_F(DeliveryTest, LeaveIsAnnouncedOnlyWhenTheUsersLastConnectionLeaves) {
+  auto a = connect_as("alice");
+  a->join("world:p-leave");
+  auto b1 = connect_as("bob");
+  auto b2 = connect_as("bob");
+  b1->join("world:p-leave");
+  b2->join("world:p-leave");
+  ASSERT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-leave","join":["bob"]})");
+  b1->send(R"({"op":"leave","ch":"world:p-leave"})");
+  ASSERT_FALSE(b1->expect("left").empty());
+  auto c = connect_as("carol");
+  c->join("world:p-leave");
+  ASSERT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-leave","join":["carol"]})")
+      << "bob still has a connection in the channel";
+  b2->send(R"({"op":"leave","ch":"world:p-leave"})");
+  EXPECT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-leave","leave":["bob"]})");
+}
+
+TEST_F(DeliveryTest, DisconnectingTheLastConnectionAnnouncesLeaveAtOnce) {
+  auto a = connect_as("alice");
+  a->join("world:p-gone");
+  auto b = connect_as("bob");
+  b->join("world:p-gone");
+  ASSERT_FALSE(a->expect("presence").empty());
+  const auto t0 = std::chrono::steady_clock::now();
+  b->close();
+  EXPECT_EQ(a->expect("presence"), R"({"op":"presence","ch":"world:p-gone","leave":["bob"]})");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "no grace period";
+}
+
+TEST_F(DeliveryTest, PresenceIsNotSentWhereTheNamespaceHasNoPresence) {
+  auto a = connect_as("alice");
+  a->join("tick:no-presence");
+  auto b = connect_as("bob");
+  b->join("tick:no-presence");
+  b->close();
+  auto c = connect_as("carol");
+  c->join("tick:no-presence");
+  pub(*c, "tick:no-presence", "sentinel");
+  EXPECT_TRUE(with_op(until_msg(*a, "sentinel"), "presence").empty());
+}
+
+// ---- ticks ----
+
+TEST_F(DeliveryTest, MessagesPublishedWithinOneTickArriveInOneFrame) {
+  auto pubr = connect_as("alice");
+  auto sub = connect_as("bob");
+  pubr->join("tick:batch");
+  sub->join("tick:batch");
+  // Align with a tick of 100 ms, as in the coalescing test.
+  pub(*pubr, "tick:batch", "sync");
+  ASSERT_TRUE(until_msg(*sub, "sync").empty());
+  const size_t before = sub->frames();
+  for (int i = 1; i <= 5; ++i) pub(*pubr, "tick:batch", "b" + std::to_string(i));
+  int64_t expect_seq = 2;
+  for (int i = 1; i <= 5; ++i) {
+    auto m = sub->expect("msg");
+    EXPECT_EQ(json_str(m, "id"), "b" + std::to_string(i)) << m;
+    EXPECT_EQ(json_int(m, "seq"), expect_seq++);
+  }
+  EXPECT_EQ(sub->frames() - before, 1u);
+}
+
+TEST_F(DeliveryTest, ZeroTickSendsEachMessageAtOnce) {
+  auto pubr = connect_as("alice");
+  auto sub = connect_as("bob");
+  pubr->join("now:batch");
+  sub->join("now:batch");
+  const size_t before = sub->frames();
+  for (int i = 1; i <= 5; ++i) pub(*pubr, "now:batch", "n" + std::to_string(i));
+  for (int i = 1; i <= 5; ++i) {
+    auto m = sub->expect("msg");
+    EXPECT_EQ(json_str(m, "id"), "n" + std::to_string(i)) << m;
+  }
+  EXPECT_EQ(sub->frames() - before, 5u) << "one frame per message";
+}
+
+}  // namespace
+}  // namespace parley::testing
