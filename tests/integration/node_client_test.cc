@@ -1,0 +1,101 @@
+// An independent client: tests/node/client_test.mjs, written with the Node
+// `ws` package against PROTOCOL.md alone, talks to the real server. Needs
+// node and tests/node/node_modules (scripts/setup_node.sh installs them).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kNodeDir = fs::path(PARLEY_SOURCE_DIR) / "tests" / "node";
+
+// The first `name` on PATH that is executable, or "".
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return "";
+}
+
+struct RunResult {
+  int exit_code = -1;  // -1: killed after the timeout
+  std::string output;  // stdout and stderr together
+};
+
+// Runs argv to completion (or kills it after `timeout`), collecting its output.
+RunResult run(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+  RunResult r;
+  int out[2];
+  if (pipe(out) != 0) return r;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    close(out[0]);
+    close(out[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;  // EOF: the child closed its output (exited)
+    r.output.append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+TEST(NodeClient, WsPackageClientSpeaksTheProtocolAsDocumented) {
+  const std::string node = find_on_path("node");
+  if (node.empty()) GTEST_SKIP() << "node is not installed; run scripts/setup.sh";
+  if (!fs::exists(kNodeDir / "node_modules" / "ws" / "package.json")) {
+    GTEST_SKIP() << "tests/node/node_modules is missing; run scripts/setup_node.sh";
+  }
+  ServerProcess server;
+  server.start();
+  const auto result = run({node, (kNodeDir / "client_test.mjs").string(),
+                           std::to_string(server.http_port()), ServerProcess::token("node-user")},
+                          std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << "node client output:\n" << result.output
+                                 << "\nserver log:\n" << server.log();
+}
+
+}  // namespace
+}  // namespace parley::testing
