@@ -237,5 +237,34 @@ TEST_F(DeliveryTest, ZeroTickSendsEachMessageAtOnce) {
   EXPECT_EQ(sub->frames() - before, 5u) << "one frame per message";
 }
 
+TEST_F(DeliveryTest, MessagesOfSeveralChannelsWithinOneTickShareOneFrame) {
+  auto pubr = connect_as("alice");
+  auto sub = connect_as("bob");
+  for (const char* ch : {"tick:multi-a", "tick:multi-b"}) {
+    pubr->join(ch);
+    sub->join(ch);
+  }
+  pub(*pubr, "tick:multi-a", "sync");
+  ASSERT_TRUE(until_msg(*sub, "sync").empty());
+  const size_t before = sub->frames();
+  pub(*pubr, "tick:multi-a", "a1");
+  pub(*pubr, "tick:multi-b", "b1");
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(sub->expect("msg").empty());
+  EXPECT_EQ(sub->frames() - before, 1u);
+}
+
+TEST_F(DeliveryTest, AcksAreNotHeldForATick) {
+  auto a = connect_as("alice");
+  a->join("slow:ack");
+  pub(*a, "slow:ack", "sync");
+  ASSERT_TRUE(until_msg(*a, "sync").size() <= 1);  // its ack may come first
+  // Right after a tick: the next one is ~200 ms away, the ack is not.
+  a->send(R"({"op":"pub","ch":"slow:ack","id":"fast","body":1,"rid":"fast"})");
+  auto first = a->next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(op_of(*first), "ack") << *first;
+  EXPECT_EQ(json_str(*first, "rid"), "fast") << *first;
+}
+
 }  // namespace
 }  // namespace parley::testing

@@ -171,6 +171,24 @@ TEST_F(ErrorsTest, HistoryWithNeitherAfterNorBeforeIsBadRequest) {
   expect_open(*c);
 }
 
+TEST_F(ErrorsTest, IllTypedHistoryLimitIsBadRequest) {
+  auto c = connect_as("u1");
+  for (const char* limit : {"0", "-1", "\"5\"", "1.5"}) {
+    c->send(std::string(R"({"op":"history","ch":"chat:x","after":0,"rid":6,"limit":)") + limit +
+            "}");
+    expect_error(*c, "bad_request");
+  }
+  expect_open(*c);
+}
+
+TEST_F(ErrorsTest, IllTypedRidIsBadRequest) {
+  auto c = connect_as("u1");
+  c->send(R"({"op":"ping","rid":{"a":1}})");
+  auto e = expect_error(*c, "bad_request");
+  EXPECT_FALSE(json_raw(e, "rid").has_value()) << e;
+  expect_open(*c);
+}
+
 TEST_F(ErrorsTest, BadChannelNameIsBadRequest) {
   auto c = connect_as("u1");
   c->send(R"({"op":"join","ch":"chat lobby!","rid":7})");

@@ -1,0 +1,319 @@
+// The HTTP API of PROTOCOL.md ("HTTP API"): publish, send, history,
+// presence, their errors and statuses, /healthz and /metrics.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <string>
+#include <vector>
+
+#include "support/client.h"
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+constexpr const char* kLimitedApiKey = "key-limited";
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ServerSpec spec;
+    spec.tenants_toml = default_tenants_toml() +
+                        "\n[tenants.limited]\nsecret = \"test-secret-limited-0123456789abcdef\"\n"
+                        "api_key = \"" + kLimitedApiKey + "\"\npublish_per_sec = 2\n";
+    server_ = new ServerProcess(spec);
+    server_->start();
+  }
+  static void TearDownTestSuite() { delete server_; }
+
+  static uint16_t port() { return server_->http_port(); }
+
+  static HttpResult post(const std::string& path, const std::string& body,
+                         const std::string& key = kDemoApiKey) {
+    return http_request(port(), "POST", path, body, key);
+  }
+  static HttpResult get(const std::string& target, const std::string& key = kDemoApiKey) {
+    return http_request(port(), "GET", target, "", key);
+  }
+
+  static std::unique_ptr<Client> connect_as(const std::string& user) {
+    auto c = Client::connect(port());
+    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
+    return c;
+  }
+
+  static void expect_error(const HttpResult& r, int status, const std::string& code) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(json_str(r.body, "code"), code) << r.body;
+    EXPECT_TRUE(json_str(r.body, "msg").has_value()) << r.body;
+  }
+
+  static std::vector<int64_t> seqs(const std::string& body) {
+    std::vector<int64_t> out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(body).get(doc)) return out;
+    simdjson::dom::array msgs;
+    if (doc["msgs"].get_array().get(msgs)) return out;
+    for (auto m : msgs) {
+      int64_t s;
+      if (!m["seq"].get_int64().get(s)) out.push_back(s);
+    }
+    return out;
+  }
+
+  static ServerProcess* server_;
+};
+ServerProcess* HttpApiTest::server_ = nullptr;
+
+// ---- POST /v1/publish ----
+
+TEST_F(HttpApiTest, PublishAnswersSeqAndDup) {
+  auto r = post("/v1/publish", R"({"ch":"chat:http-seq","id":"s1","body":{"x":1}})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"seq":1,"dup":false})");
+  r = post("/v1/publish", R"({"ch":"chat:http-seq","id":"s2","body":{"x":2}})");
+  EXPECT_EQ(r.body, R"({"seq":2,"dup":false})");
+}
+
+TEST_F(HttpApiTest, PublishedMessageIsDeliveredFromServer) {
+  auto c = connect_as("alice");
+  c->join("chat:http-from");
+  ASSERT_EQ(post("/v1/publish", R"({"ch":"chat:http-from","id":"s1","body":{"x":1}})").status, 200);
+  auto m = c->expect("msg");
+  EXPECT_EQ(json_str(m, "ch"), "chat:http-from") << m;
+  EXPECT_EQ(json_int(m, "seq"), 1);
+  EXPECT_EQ(json_str(m, "from"), "server");
+  EXPECT_EQ(json_str(m, "id"), "s1");
+  EXPECT_EQ(json_raw(m, "body"), R"({"x":1})");
+  EXPECT_TRUE(json_int(m, "ts").has_value());
+}
+
+TEST_F(HttpApiTest, PublishWithARepeatedIdIsADuplicateAndNotDeliveredAgain) {
+  auto c = connect_as("alice");
+  c->join("chat:http-dup");
+  ASSERT_EQ(post("/v1/publish", R"({"ch":"chat:http-dup","id":"s1","body":1})").body,
+            R"({"seq":1,"dup":false})");
+  EXPECT_EQ(post("/v1/publish", R"({"ch":"chat:http-dup","id":"s1","body":1})").body,
+            R"({"seq":1,"dup":true})");
+  ASSERT_EQ(post("/v1/publish", R"({"ch":"chat:http-dup","id":"s2","body":2})").body,
+            R"({"seq":2,"dup":false})");
+  EXPECT_EQ(json_int(c->expect("msg"), "seq"), 1);
+  EXPECT_EQ(json_int(c->expect("msg"), "seq"), 2) << "the duplicate was delivered";
+}
+
+TEST_F(HttpApiTest, PublishWithoutIdIsNeverADuplicate) {
+  EXPECT_EQ(post("/v1/publish", R"({"ch":"chat:http-noid","body":1})").body,
+            R"({"seq":1,"dup":false})");
+  EXPECT_EQ(post("/v1/publish", R"({"ch":"chat:http-noid","body":1})").body,
+            R"({"seq":2,"dup":false})");
+}
+
+TEST_F(HttpApiTest, PublishSharesTheSeqCounterWithClientPublishes) {
+  auto c = connect_as("alice");
+  c->join("chat:http-mixed");
+  c->send(R"({"op":"pub","ch":"chat:http-mixed","id":"c1","body":1,"rid":1})");
+  ASSERT_EQ(json_int(c->expect("ack"), "seq"), 1);
+  EXPECT_EQ(post("/v1/publish", R"({"ch":"chat:http-mixed","id":"s1","body":2})").body,
+            R"({"seq":2,"dup":false})");
+}
+
+// ---- POST /v1/send ----
+
+TEST_F(HttpApiTest, SendReachesEveryConnectionOfTheUser) {
+  auto d1 = connect_as("dan");
+  auto d2 = connect_as("dan");
+  auto r = post("/v1/send", R"({"user":"dan","body":{"gift":1}})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"delivered":2})");
+  for (auto* c : {d1.get(), d2.get()}) {
+    EXPECT_EQ(c->expect("direct"), R"({"op":"direct","from":"server","body":{"gift":1}})");
+  }
+}
+
+TEST_F(HttpApiTest, SendReachesOnlyThatUser) {
+  auto e = connect_as("erin");
+  auto f = connect_as("frank");
+  ASSERT_EQ(post("/v1/send", R"({"user":"erin","body":"for erin"})").body, R"({"delivered":1})");
+  ASSERT_EQ(post("/v1/send", R"({"user":"frank","body":"for frank"})").body,
+            R"({"delivered":1})");
+  EXPECT_EQ(json_raw(f->expect("direct"), "body"), R"("for frank")");
+  EXPECT_EQ(json_raw(e->expect("direct"), "body"), R"("for erin")");
+}
+
+TEST_F(HttpApiTest, SendToAUserWithoutConnectionsDeliversNothing) {
+  EXPECT_EQ(post("/v1/send", R"({"user":"nobody-here","body":1})").body, R"({"delivered":0})");
+}
+
+TEST_F(HttpApiTest, SendWithoutUserIsBadRequest) {
+  expect_error(post("/v1/send", R"({"body":1})"), 400, "bad_request");
+}
+
+// ---- GET /v1/history ----
+
+class HttpHistoryTest : public HttpApiTest {
+ protected:
+  static void SetUpTestSuite() {
+    HttpApiTest::SetUpTestSuite();
+    for (int i = 1; i <= 60; ++i) {
+      post("/v1/publish", R"({"ch":"chat:http-hist","id":"h)" + std::to_string(i) +
+                              R"(","body":)" + std::to_string(i) + "}");
+    }
+  }
+  static std::vector<int64_t> range(int64_t a, int64_t b) {
+    std::vector<int64_t> out;
+    for (; a <= b; ++a) out.push_back(a);
+    return out;
+  }
+};
+
+TEST_F(HttpHistoryTest, AfterReturnsOldestFirstWithTheDefaultLimitOf50) {
+  auto r = get("/v1/history?ch=chat:http-hist&after=0");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(seqs(r.body), range(1, 50));
+}
+
+TEST_F(HttpHistoryTest, AfterHonoursLimit) {
+  EXPECT_EQ(seqs(get("/v1/history?ch=chat:http-hist&after=5&limit=2").body), range(6, 7));
+}
+
+TEST_F(HttpHistoryTest, BeforeReturnsTheNewestBelowItOldestFirst) {
+  EXPECT_EQ(seqs(get("/v1/history?ch=chat:http-hist&before=61&limit=3").body), range(58, 60));
+}
+
+TEST_F(HttpHistoryTest, MessagesAreMsgObjects) {
+  auto r = get("/v1/history?ch=chat:http-hist&after=0&limit=1");
+  auto m = json_raw(r.body, "msgs").value_or("[]");
+  m = m.substr(1, m.size() - 2);
+  EXPECT_EQ(op_of(m), "msg") << r.body;
+  EXPECT_EQ(json_str(m, "ch"), "chat:http-hist");
+  EXPECT_EQ(json_int(m, "seq"), 1);
+  EXPECT_EQ(json_str(m, "from"), "server");
+  EXPECT_EQ(json_str(m, "id"), "h1");
+  EXPECT_EQ(json_raw(m, "body"), "1");
+}
+
+TEST_F(HttpHistoryTest, OfAnEmptyChannelIsEmpty) {
+  auto r = get("/v1/history?ch=chat:http-none&after=0");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"msgs":[]})");
+}
+
+TEST_F(HttpHistoryTest, WithoutAfterOrBeforeIsBadRequest) {
+  expect_error(get("/v1/history?ch=chat:http-hist"), 400, "bad_request");
+}
+
+TEST_F(HttpHistoryTest, WithABadChannelIsBadRequest) {
+  expect_error(get("/v1/history?ch=bad%20name!&after=0"), 400, "bad_request");
+}
+
+// ---- GET /v1/presence ----
+
+TEST_F(HttpApiTest, PresenceListsTheUsersOfAChannel) {
+  auto a = connect_as("alice");
+  a->join("world:http-pres");
+  EXPECT_EQ(get("/v1/presence?ch=world:http-pres").body, R"({"members":["alice"]})");
+  auto a2 = connect_as("alice");
+  a2->join("world:http-pres");
+  EXPECT_EQ(get("/v1/presence?ch=world:http-pres").body, R"({"members":["alice"]})")
+      << "one entry per user";
+}
+
+TEST_F(HttpApiTest, PresenceOfAnEmptyChannelIsEmpty) {
+  auto r = get("/v1/presence?ch=world:http-empty");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"members":[]})");
+}
+
+TEST_F(HttpApiTest, PresenceWithABadChannelIsBadRequest) {
+  expect_error(get("/v1/presence?ch="), 400, "bad_request");
+}
+
+// ---- authentication ----
+
+TEST_F(HttpApiTest, RequestsWithoutAKeyAreUnauthorized) {
+  expect_error(post("/v1/publish", R"({"ch":"chat:x","body":1})", ""), 401, "unauthorized");
+  expect_error(post("/v1/send", R"({"user":"u","body":1})", ""), 401, "unauthorized");
+  expect_error(get("/v1/history?ch=chat:x&after=0", ""), 401, "unauthorized");
+  expect_error(get("/v1/presence?ch=chat:x", ""), 401, "unauthorized");
+}
+
+TEST_F(HttpApiTest, RequestsWithAnUnknownKeyAreUnauthorized) {
+  expect_error(post("/v1/publish", R"({"ch":"chat:x","body":1})", "key-wrong"), 401,
+               "unauthorized");
+  expect_error(get("/v1/history?ch=chat:x&after=0", "key-wrong"), 401, "unauthorized");
+}
+
+// ---- request errors ----
+
+TEST_F(HttpApiTest, PublishOfInvalidJsonIsBadRequest) {
+  expect_error(post("/v1/publish", "{not json"), 400, "bad_request");
+}
+
+TEST_F(HttpApiTest, PublishOfANonObjectIsBadRequest) {
+  expect_error(post("/v1/publish", R"(["chat:x",1])"), 400, "bad_request");
+}
+
+TEST_F(HttpApiTest, PublishWithoutBodyIsBadRequest) {
+  expect_error(post("/v1/publish", R"({"ch":"chat:x"})"), 400, "bad_request");
+}
+
+TEST_F(HttpApiTest, PublishToABadChannelIsBadRequest) {
+  expect_error(post("/v1/publish", R"({"ch":"bad name!","body":1})"), 400, "bad_request");
+  expect_error(post("/v1/publish", R"({"body":1})"), 400, "bad_request");
+}
+
+TEST_F(HttpApiTest, PublishOfABodyOverMaxMessageBytesIsTooLarge) {
+  // demo keeps the default max_message_bytes of 64 KiB.
+  const std::string body = "\"" + std::string(70 * 1024, 'x') + "\"";
+  expect_error(post("/v1/publish", R"({"ch":"chat:x","body":)" + body + "}"), 413, "too_large");
+}
+
+TEST_F(HttpApiTest, RequestOverFourTimesMaxMessageBytesIsTooLarge) {
+  const std::string body = "\"" + std::string(300 * 1024, 'x') + "\"";
+  expect_error(post("/v1/publish", R"({"ch":"chat:x","body":)" + body + "}"), 413, "too_large");
+}
+
+TEST_F(HttpApiTest, PublishOverTheTenantRateIsRateLimited) {
+  // Tenant "limited": publish_per_sec = 2, a burst of 2.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(post("/v1/publish", R"({"ch":"chat:x","body":1})", kLimitedApiKey).status, 200);
+  }
+  auto r = post("/v1/publish", R"({"ch":"chat:x","body":1})", kLimitedApiKey);
+  expect_error(r, 429, "rate_limited");
+  EXPECT_GT(json_int(r.body, "retry_ms").value_or(0), 0) << r.body;
+}
+
+// ---- health and metrics ----
+
+TEST_F(HttpApiTest, HealthzAnswers200WithoutAuth) {
+  EXPECT_EQ(get("/healthz", "").status, 200);
+}
+
+TEST_F(HttpApiTest, MetricsHasTheAckHistogram) {
+  auto c = connect_as("alice");
+  c->join("chat:metrics");
+  c->send(R"({"op":"pub","ch":"chat:metrics","id":"m1","body":1,"rid":1})");
+  ASSERT_FALSE(c->expect("ack").empty());
+  auto r = get("/metrics", "");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("# TYPE parley_ack_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(r.body.find("\nparley_ack_seconds_bucket{le=\"+Inf\"} "), std::string::npos);
+  EXPECT_NE(r.body.find("\nparley_ack_seconds_sum "), std::string::npos);
+  const std::string count = "\nparley_ack_seconds_count ";
+  const auto at = r.body.find(count);
+  ASSERT_NE(at, std::string::npos) << r.body.substr(0, 2000);
+  EXPECT_GE(std::stoll(r.body.substr(at + count.size())), 1) << "the pub above was acked";
+}
+
+TEST_F(HttpApiTest, MetricsCountsConnectionsByTenant) {
+  auto c = connect_as("alice");
+  auto r = get("/metrics", "");
+  const std::string series = "\nparley_connections{tenant=\"demo\"} ";
+  const auto at = r.body.find(series);
+  ASSERT_NE(at, std::string::npos) << r.body.substr(0, 2000);
+  EXPECT_GE(std::stoll(r.body.substr(at + series.size())), 1);
+}
+
+}  // namespace
+}  // namespace parley::testing
