@@ -2,6 +2,7 @@
 // batching and coalescing"): state, presence, and tick batching.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,30 @@ TEST_F(DeliveryTest, StatesWithDifferentKeysWithinATickAreAllDelivered) {
   ASSERT_EQ(states.size(), 2u);
   EXPECT_EQ(json_str(states[0], "key"), "pos");
   EXPECT_EQ(json_str(states[1], "key"), "hp");
+}
+
+TEST_F(DeliveryTest, StatesOfDifferentSendersWithTheSameKeyAreAllDelivered) {
+  auto a = connect_as("alice");
+  auto b = connect_as("bob");
+  auto c = connect_as("carol");
+  for (auto* x : {a.get(), b.get(), c.get()}) x->join("slow:senders");
+  state(*a, "slow:senders", "pos", "1");
+  state(*b, "slow:senders", "pos", "2");
+  // Both sentinels must arrive: each sender's state went out before its own.
+  pub(*a, "slow:senders", "sentinel-a");
+  pub(*b, "slow:senders", "sentinel-b");
+  std::vector<std::string> states;
+  for (int sentinels = 0; sentinels < 2;) {
+    auto o = c->next();
+    ASSERT_TRUE(o.has_value()) << "a sentinel never came";
+    if (op_of(*o) == "state") states.push_back(*o);
+    if (op_of(*o) == "msg") ++sentinels;
+  }
+  ASSERT_EQ(states.size(), 2u);
+  std::vector<std::string> from = {json_str(states[0], "from").value_or(""),
+                                   json_str(states[1], "from").value_or("")};
+  std::sort(from.begin(), from.end());
+  EXPECT_EQ(from, (std::vector<std::string>{"alice", "bob"}));
 }
 
 // ---- presence ----

@@ -253,6 +253,16 @@ TEST_F(ErrorsTest, TokenOfAnUnknownTenantIsUnauthorized) {
 
 TEST_F(ErrorsTest, GarbageTokenIsUnauthorized) { expect_refused("not.a.jwt"); }
 
+TEST_F(ErrorsTest, TokenWithAUserIdOver64CharsIsUnauthorized) {
+  expect_refused(token_signed_with(kDemoSecret, "demo", std::string(65, 'u')));
+}
+
+TEST_F(ErrorsTest, TokenWithAUserIdOf64CharsIsAccepted) {
+  auto c = connect();
+  auto w = c->hello(token_signed_with(kDemoSecret, "demo", std::string(64, 'u')));
+  EXPECT_EQ(json_str(w, "user"), std::string(64, 'u')) << w;
+}
+
 TEST_F(ErrorsTest, TokenExpiredBeyondTheLeewayIsUnauthorized) {
   expect_refused(ServerProcess::token("u1", "demo", {}, false, -120));
 }

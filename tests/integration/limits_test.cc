@@ -52,6 +52,7 @@ class LimitsTest : public ::testing::Test {
                         tenant_toml("connrate", "publish_per_conn_sec = 5") +
                         tenant_toml("staterate", "publish_per_conn_sec = 5") +
                         tenant_toml("tenantrate", "publish_per_sec = 5") +
+                        tenant_toml("mixedrate", "publish_per_sec = 3") +
                         tenant_toml("full", "max_connections = 2") +
                         tenant_toml("fullb", "max_connections = 2") +
                         tenant_toml("fullc", "max_connections = 2") +
@@ -157,6 +158,23 @@ TEST_F(LimitsTest, TheTenantRateCountsPublishesOfEveryConnection) {
   EXPECT_EQ(json_str(e, "code"), "rate_limited") << e;
   EXPECT_GT(json_int(e, "retry_ms").value_or(0), 0) << e;
   expect_open(*b);
+}
+
+TEST_F(LimitsTest, TheTenantRateCountsHttpPublishesToo) {
+  auto c = connect_as("u1", "mixedrate");
+  c->join("chat:mixed-rate");
+  for (int i = 1; i <= 2; ++i) pub(*c, "chat:mixed-rate", i);
+  auto r = replies(*c, 1, 2);
+  for (int i = 1; i <= 2; ++i) ASSERT_EQ(op_of(r[i]), "ack") << r[i];
+  auto ok = http_request(server_->http_port(), "POST", "/v1/publish",
+                         R"({"ch":"chat:mixed-rate","body":1})", "key-mixedrate");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  auto refused = http_request(server_->http_port(), "POST", "/v1/publish",
+                              R"({"ch":"chat:mixed-rate","body":1})", "key-mixedrate");
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(json_str(refused.body, "code"), "rate_limited") << refused.body;
+  pub(*c, "chat:mixed-rate", 3);
+  EXPECT_EQ(json_str(reply_to(*c, 3), "code"), "rate_limited");
 }
 
 // ---- quota_exceeded ----
