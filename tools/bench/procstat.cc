@@ -46,3 +46,27 @@ double self_cpu_s() {
 }
 
 }  // namespace bench
+
+namespace bench {
+
+std::string machine_summary() {
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line, model;
+  while (std::getline(cpu, line))
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  double load[3] = {0, 0, 0};
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    std::fclose(f);
+  }
+  double gib = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE)) / (1 << 30);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%ld cpus (%s), %.0f GiB, load %.2f %.2f %.2f",
+                sysconf(_SC_NPROCESSORS_ONLN), model.c_str(), gib, load[0], load[1], load[2]);
+  return buf;
+}
+
+}  // namespace bench

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace bench {
 
@@ -14,5 +15,7 @@ struct ProcStat {
 
 ProcStat read_proc(int pid);
 double self_cpu_s();  // this process, all threads (getrusage)
+// "N cpus (model), M GiB, load a/b/c": what a figure of record needs about the host.
+std::string machine_summary();
 
 }  // namespace bench

@@ -80,6 +80,7 @@ void print_table(const RunResult& r) {
   line("\nparley-bench {} ({}) against {} {}:{} over {}, {} s load, started {}\n",
        r.o.scenario, r.o.preset.empty() ? "custom" : r.o.preset, r.o.target_name, r.o.host,
        r.o.port, r.o.transport, r.load_seconds(), r.started_at);
+  line("  machine: {}\n", r.machine);
   line("  connections {} in {} channels of {}, {} thread(s) x {} process(es)\n", r.o.conns,
        (r.o.conns + r.o.channel_size - 1) / r.o.channel_size, r.o.channel_size, r.o.threads,
        r.o.procs);
@@ -102,7 +103,9 @@ void print_table(const RunResult& r) {
   line("  {:<26}{:>14}  (ready {}, failed {}, disconnects {}, reconnects {}, failed reconnects {})\n",
        "connections held at end", r.at_load_end.held(), c.conn_ready, c.conn_failed,
        c.disconnects, c.reconnects, c.reconnect_failed);
-  line("  {:<26}{:>14.2f}\n", "load generator CPU s", r.own_cpu_s);
+  line("  {:<26}{:>14.2f}", "load generator CPU s", r.own_cpu_s);
+  if (c.frames_in) line("  ({:.2f} us per frame received)", r.own_cpu_s * 1e6 / double(c.frames_in));
+  line("\n");
   if (r.server_cpu_s >= 0) {
     line("  {:<26}{:>14.2f}  (whole run {:.2f})\n", "server CPU s (load)", r.server_cpu_s,
          r.server_cpu_total_s);
@@ -149,7 +152,8 @@ std::string to_json(const RunResult& r) {
   kv(R"(  "target": "{}", "scenario": "{}", "preset": "{}", "started_at": "{}", "run_id": "{}",)"
      "\n",
      esc(r.o.target_name), esc(r.o.scenario), esc(r.o.preset), r.started_at, esc(r.o.run_id));
-  kv(R"(  "command": "{}", "server_cmd": "{}",)" "\n", esc(r.o.command_line), esc(r.o.server_cmd));
+  kv(R"(  "command": "{}", "server_cmd": "{}", "machine": "{}",)" "\n", esc(r.o.command_line),
+     esc(r.o.server_cmd), esc(r.machine));
   kv(R"(  "options": {{"host": "{}", "port": {}, "transport": "{}", "conns": {}, "channel_size": {}, "ns": "{}", "rate": {}, "body_bytes": {}, "state_hz": {}, "churn_per_s": {}, "duration_s": {}, "ramp_s": {}, "threads": {}, "procs": {}, "src_addrs": {}, "history_check": {}}},)"
      "\n",
      esc(r.o.host), r.o.port, r.o.transport, r.o.conns, r.o.channel_size, esc(r.o.ns), r.o.rate,

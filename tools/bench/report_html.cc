@@ -101,7 +101,9 @@ std::string run_section(const RunResult& r) {
   const Counters& c = r.counters;
   std::string s = fmt::format("<section><h2>{} — {} {}</h2>\n", html_escape(r.o.target_name),
                               html_escape(r.o.scenario), html_escape(r.o.preset));
-  s += fmt::format("<p class=\"cmd\"><code>{}</code></p>\n", html_escape(r.o.command_line));
+  s += fmt::format("<p class=\"cmd\"><code>{}</code><br>{} — {}</p>\n",
+                   html_escape(r.o.command_line), html_escape(r.started_at),
+                   html_escape(r.machine));
   if (!r.o.server_cmd.empty())
     s += fmt::format("<p class=\"cmd\">server: <code>{}</code></p>\n", html_escape(r.o.server_cmd));
   auto row = [&](const char* name, const Histogram& h) {

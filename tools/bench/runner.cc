@@ -315,6 +315,7 @@ RunResult run(const Options& o) {
   RunResult r;
   r.o = o;
   r.started_at = utc_now();
+  r.machine = machine_summary();
   Collector col{o, {}};
   const int64_t t0 = now_ns() + 100'000'000;
   if (o.procs <= 1) {

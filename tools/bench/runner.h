@@ -29,6 +29,7 @@ struct StepResult {
 struct RunResult {
   Options o;
   std::string started_at;  // UTC, ISO 8601
+  std::string machine;     // cpus, memory, load average when the run started
   double load_start_t = 0, load_end_t = 0;
   Counters counters;       // final totals
   Counters at_load_start, at_load_end;
