@@ -27,11 +27,13 @@ bool Connection::send(OutFrame frame) {
 
 void Connection::send_last_and_close(OutFrame last, int code, std::string reason) {
   if (closing()) return;
-  // Keep the frame being written (queue_[head_-1] is in flight when writing_);
-  // drop the rest: this peer will resume with `since`.
+  // Keep the frame being written (queue_[head_] is in flight when writing_:
+  // head_ moves on in on_write_done); drop the rest: this peer will resume
+  // with `since`.
+  const size_t keep = head_ + (writing_ ? 1 : 0);
   uint64_t dropped = 0;
-  for (size_t i = head_; i < queue_.size(); ++i) dropped += queue_[i].bytes();
-  queue_.resize(head_);
+  for (size_t i = keep; i < queue_.size(); ++i) dropped += queue_[i].bytes();
+  queue_.resize(keep);
   queued_bytes_ -= dropped;
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(dropped), std::memory_order_relaxed);
   last.enqueued_ns = steady_ns();
