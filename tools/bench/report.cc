@@ -104,7 +104,10 @@ void print_table(const RunResult& r) {
        "connections held at end", r.at_load_end.held(), c.conn_ready, c.conn_failed,
        c.disconnects, c.reconnects, c.reconnect_failed);
   line("  {:<26}{:>14.2f}", "load generator CPU s", r.own_cpu_s);
-  if (c.frames_in) line("  ({:.2f} us per frame received)", r.own_cpu_s * 1e6 / double(c.frames_in));
+  uint64_t load_frames = r.at_load_end.frames_in - r.at_load_start.frames_in;
+  if (load_frames)
+    line("  (load phase {:.2f} s, {:.2f} us per frame received)", r.own_cpu_in_load(),
+         r.own_cpu_in_load() * 1e6 / double(load_frames));
   line("\n");
   if (r.server_cpu_s >= 0) {
     line("  {:<26}{:>14.2f}  (whole run {:.2f})\n", "server CPU s (load)", r.server_cpu_s,
@@ -163,11 +166,11 @@ std::string to_json(const RunResult& r) {
      hist_json(r.latencies.ack), hist_json(r.latencies.delivery), hist_json(r.latencies.state),
      hist_json(r.latencies.send_lag));
   double dpc = r.server_cpu_s > 0 ? double(r.all_deliveries_in_load()) / r.server_cpu_s : 0;
-  kv(R"(  "figures": {{"load_seconds": {}, "accepted_pct": {:.4f}, "msgs_per_s": {:.2f}, "deliveries_per_s": {:.2f}, "state_deliveries_per_s": {:.2f}, "bytes_in_per_s": {:.0f}, "bytes_out_per_s": {:.0f}, "conns_held": {}, "own_cpu_s": {:.3f}, "server_cpu_s": {:.3f}, "server_cpu_total_s": {:.3f}, "server_peak_rss_bytes": {}, "deliveries_per_server_cpu_s": {:.1f}}},)"
+  kv(R"(  "figures": {{"load_seconds": {}, "accepted_pct": {:.4f}, "msgs_per_s": {:.2f}, "deliveries_per_s": {:.2f}, "state_deliveries_per_s": {:.2f}, "bytes_in_per_s": {:.0f}, "bytes_out_per_s": {:.0f}, "conns_held": {}, "own_cpu_s": {:.3f}, "own_cpu_load_s": {:.3f}, "server_cpu_s": {:.3f}, "server_cpu_total_s": {:.3f}, "server_peak_rss_bytes": {}, "deliveries_per_server_cpu_s": {:.1f}}},)"
      "\n",
      r.load_seconds(), r.accepted_pct(), r.per_s(&Counters::acked), r.per_s(&Counters::deliveries),
      r.per_s(&Counters::state_deliveries), r.per_s(&Counters::bytes_in),
-     r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.server_cpu_s,
+     r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.own_cpu_in_load(), r.server_cpu_s,
      r.server_cpu_total_s, r.server_peak_rss, dpc);
   kv(R"(  "audit": {{"passed": {}, "lost": {}, "duplicates": {}, "reorders": {}, "mismatches": {}, "history_checked": {}, "history_missing": {}, "history_mismatch": {}, "acked_msgs": {}, "channels_checked": {}, "members_checked": {}, "expected_deliveries": {}}},)"
      "\n",

@@ -60,6 +60,15 @@ struct RunResult {
     return (at_load_end.deliveries - at_load_start.deliveries) +
            (at_load_end.state_deliveries - at_load_start.state_deliveries);
   }
+  // The bench's own CPU seconds during the load phase (connects and drain excluded).
+  double own_cpu_in_load() const {
+    double a = 0, b = 0;
+    for (const Sample& s : samples) {
+      if (s.t <= load_start_t + 1e-9) a = s.own_cpu_s;
+      if (s.t <= load_end_t + 1e-9) b = s.own_cpu_s;
+    }
+    return b - a;
+  }
   bool audit_failed() const {
     return counters.lost || counters.duplicates || counters.reorders || counters.mismatches ||
            counters.history_missing || counters.history_mismatch;
