@@ -186,7 +186,9 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     for (auto& chunk : r.backfill) {
       chunk.insert(chunk.begin(), '[');
       chunk.push_back(']');
-      self->reply(std::move(chunk));
+      net::OutFrame f(std::move(chunk));
+      f.backfill = true;
+      self->send(std::move(f));
     }
   };
   gw_.hub().join(std::move(req));

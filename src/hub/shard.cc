@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/clock.h"
+#include "net/connection.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 
@@ -119,15 +120,29 @@ void Shard::join(JoinRequest req) {
       if (!msgs) {
         result.recovered = false;
       } else {
+        // Newest first within the connection's backfill allowance (see
+        // net::Connection::send): an older remainder is left to `history`.
+        const uint64_t budget = req.tenant->max_queue_bytes * net::kBackfillAllowance;
+        std::vector<std::string> encoded;
         uint64_t expect = from + 1;
-        std::string frame;
         for (const auto& m : *msgs) {
           if (m.seq > latest) break;  // committed in the store, not yet here
           if (m.seq != expect) result.recovered = false;
           expect = m.seq + 1;
+          encoded.emplace_back();
+          protocol::encode_msg(encoded.back(), {req.ch, m.seq, m.from, m.id, m.ts_ms, m.body});
+        }
+        size_t first = encoded.size();
+        for (uint64_t bytes = 0; first > 0 && bytes + encoded[first - 1].size() + 2 <= budget; --first) {
+          bytes += encoded[first - 1].size() + 1;
+        }
+        if (first > 0) result.recovered = false;
+        const size_t chunk = std::min<uint64_t>(kBackfillFrameBytes, req.tenant->max_queue_bytes / 2);
+        std::string frame;
+        for (size_t i = first; i < encoded.size(); ++i) {
           if (!frame.empty()) frame += ',';
-          protocol::encode_msg(frame, {req.ch, m.seq, m.from, m.id, m.ts_ms, m.body});
-          if (frame.size() >= kBackfillFrameBytes) result.backfill.push_back(std::move(frame)), frame.clear();
+          frame += encoded[i];
+          if (frame.size() >= chunk) result.backfill.push_back(std::move(frame)), frame.clear();
         }
         if (!frame.empty()) result.backfill.push_back(std::move(frame));
         if (expect != latest + 1 || from != since) result.recovered = false;

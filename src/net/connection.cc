@@ -15,31 +15,44 @@ void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
 
 bool Connection::send(OutFrame frame) {
   if (closing()) return true;  // silently dropped: the peer is going away
-  const size_t n = frame.bytes();
-  if (queued_bytes_ + n > queue_cap_ && queued_bytes_ > 0) return false;
-  frame.enqueued_ns = steady_ns();
-  queued_bytes_ += n;
-  metrics_.queued_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-  queue_.push_back(std::move(frame));
+  const uint64_t n = frame.bytes();
+  if (frame.backfill) {
+    const uint64_t cap = queue_cap_ * kBackfillAllowance;
+    if (backfill_bytes_ + n > cap && backfill_bytes_ > 0) return false;
+  } else {
+    // The first frame always fits, however large: a fast reader of one big
+    // tick batch is not a slow consumer.
+    const uint64_t live = queued_bytes_ - backfill_bytes_;
+    if (live + n > queue_cap_ && live > 0) return false;
+  }
+  enqueue(std::move(frame));
   if (!writing_) write_next();
   return true;
 }
 
+void Connection::enqueue(OutFrame frame) {
+  const uint64_t n = frame.bytes();
+  frame.enqueued_ns = steady_ns();
+  queued_bytes_ += n;
+  if (frame.backfill) backfill_bytes_ += n;
+  metrics_.queued_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+  queue_.push_back(std::move(frame));
+}
+
+void Connection::dequeued(const OutFrame& frame) {
+  const uint64_t n = frame.bytes();
+  queued_bytes_ -= n;
+  if (frame.backfill) backfill_bytes_ -= n;
+  metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
 void Connection::send_last_and_close(OutFrame last, int code, std::string reason) {
   if (closing()) return;
-  // Keep the frame being written (queue_[head_] is in flight when writing_:
-  // head_ moves on in on_write_done); drop the rest: this peer will resume
-  // with `since`.
-  const size_t keep = head_ + (writing_ ? 1 : 0);
-  uint64_t dropped = 0;
-  for (size_t i = keep; i < queue_.size(); ++i) dropped += queue_[i].bytes();
-  queue_.resize(keep);
-  queued_bytes_ -= dropped;
-  metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(dropped), std::memory_order_relaxed);
-  last.enqueued_ns = steady_ns();
-  queued_bytes_ += last.bytes();
-  metrics_.queued_bytes.fetch_add(static_cast<int64_t>(last.bytes()), std::memory_order_relaxed);
-  queue_.push_back(std::move(last));
+  // Keep the frame in flight; drop what waits behind it: this peer will
+  // resume with `since`.
+  for (size_t i = head_; i < queue_.size(); ++i) dequeued(queue_[i]);
+  queue_.resize(head_);
+  enqueue(std::move(last));
   close(code, std::move(reason));
   if (!writing_) write_next();
 }
@@ -73,23 +86,19 @@ void Connection::write_next() {
     return;
   }
   writing_ = true;
-  write_frame(queue_[head_]);
+  inflight_ = std::move(queue_[head_++]);
+  write_frame(inflight_);
 }
 
 void Connection::on_write_done(bool ok) {
-  if (head_ < queue_.size()) {
-    const OutFrame& f = queue_[head_];
-    const size_t n = f.bytes();
-    queued_bytes_ -= n;
-    metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
-    if (ok) {
-      metrics_.observe(admin::Stage::kWrite, steady_ns() - f.enqueued_ns);
-      metrics_.inc(metrics_.frames_out);
-      metrics_.inc(metrics_.bytes_out, n);
-    }
-    queue_[head_] = OutFrame();  // release shared buffers now
-    ++head_;
+  const uint64_t n = inflight_.bytes();
+  dequeued(inflight_);
+  if (ok) {
+    metrics_.observe(admin::Stage::kWrite, steady_ns() - inflight_.enqueued_ns);
+    metrics_.inc(metrics_.frames_out);
+    metrics_.inc(metrics_.bytes_out, n);
   }
+  inflight_ = OutFrame();  // release shared buffers now
   if (!ok) {
     writing_ = false;
     abort_transport();

@@ -42,6 +42,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Queues a frame. Returns false, queuing nothing, when the queue would pass
   // its byte cap: the caller decides (a slow consumer is disconnected).
+  // Backfill frames (frame.backfill) have their own allowance of
+  // kBackfillAllowance x the cap, so that live traffic and a resume each
+  // stay bounded without starving one another.
   bool send(OutFrame frame);
   // Drops what is queued but not yet being written, queues `last`, then
   // closes with `code` once it is out (slow consumer, drain).
@@ -54,6 +57,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int unanswered_pings() const { return unanswered_pings_; }
 
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
+  uint64_t queue_cap() const { return queue_cap_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
   bool closing() const { return close_requested_ || finished_; }
   unsigned loop() const { return loop_; }
@@ -84,14 +88,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void write_next();
+  void enqueue(OutFrame frame);
+  void dequeued(const OutFrame& frame);
   void arm_close_deadline();
 
   std::shared_ptr<ConnectionHandler> handler_;
+  // The frame being written lives apart from the queue, so that the queue
+  // may grow (and move its elements) while the transport reads this one.
+  OutFrame inflight_;
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
   // connection up front.
   std::vector<OutFrame> queue_;
   size_t head_ = 0;
-  uint64_t queued_bytes_ = 0;
+  uint64_t queued_bytes_ = 0;    // queue + in flight
+  uint64_t backfill_bytes_ = 0;  // of which backfill frames
   uint64_t queue_cap_ = 4ull << 20;
   bool writing_ = false;
   bool close_requested_ = false;
@@ -103,5 +113,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 // How long a graceful close may take before the socket is dropped.
 inline constexpr int kCloseTimeoutMs = 5000;
+// Backfill may occupy up to this many times max_queue_bytes on its own.
+inline constexpr uint64_t kBackfillAllowance = 4;
 
 }  // namespace parley::net

@@ -36,6 +36,9 @@ class OutFrame {
   size_t bytes() const { return gathered() ? bytes_ : owned_.size(); }
 
   int64_t enqueued_ns = 0;  // for the write-stage histogram
+  // Counted against the connection's backfill allowance instead of its queue
+  // cap (a `since` resume after a slow-consumer drop must not trip it again).
+  bool backfill = false;
 
  private:
   std::string owned_;

@@ -102,8 +102,10 @@ struct Publisher {
   // Publishes until the connection closes (the server died) or a bound is hit.
   void run(const ServerProcess& server, const std::string& ch, std::atomic<size_t>& acked_total) {
     auto c = Client::connect(wire == Wire::kTcp ? server.tcp_port() : server.http_port(), wire);
-    if (op_of(c->hello(ServerProcess::token(user))) != "welcome" || op_of(c->join(ch)) != "joined") {
-      errors.push_back("could not join");
+    const std::string welcome = c->hello(ServerProcess::token(user));
+    const std::string joined = op_of(welcome) == "welcome" ? c->join(ch) : "";
+    if (op_of(joined) != "joined") {
+      errors.push_back("could not join: hello got '" + welcome + "', join got '" + joined + "'");
       return;
     }
     size_t inflight = 0;

@@ -338,11 +338,6 @@ TEST_F(SlowConsumerTest, OtherMembersAndPublishersAreNotHeldUpByASlowConsumer) {
 }
 
 TEST_F(SlowConsumerTest, SlowConsumerRecoversEverythingByJoiningWithSince) {
-  GTEST_SKIP() << "server bug: a join's backfill is queued in one burst (ClientSession::on_join "
-                  "sends every chunk of JoinResult::backfill at once) and counts against "
-                  "max_queue_bytes, so a resume whose missed messages exceed the cap gets "
-                  "bye slow_consumer again; a dropped slow consumer always missed about the cap "
-                  "(its dropped queue), so it can never resume with since. Needs a paced backfill.";
   const std::string ch = "long:slow-resume";
   auto run = run_with_a_slow_consumer(ch);
   ASSERT_GT(run.disconnects_after, run.disconnects_before);
