@@ -34,9 +34,12 @@ unsigned Hub::shard_of(std::string_view tenant, std::string_view ch) const {
 }
 
 void Hub::join(JoinRequest req) {
-  Shard* s = shards_[shard_of(req.tenant->id, req.ch)].get();
-  loops_.run_on(shard_of(req.tenant->id, req.ch),
-                [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
+  // The index is computed before `req` is moved into the task: argument
+  // evaluation order is unspecified, and a moved-from channel name would
+  // route the task to another shard's loop.
+  const unsigned i = shard_of(req.tenant->id, req.ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
 }
 
 void Hub::leave(const auth::TenantConfig* tenant, std::string ch, uint64_t conn) {
