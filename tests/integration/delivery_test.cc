@@ -12,30 +12,21 @@
 namespace parley::testing {
 namespace {
 
-class DeliveryTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
+class DeliveryTest : public SharedServerTest<DeliveryTest> {
+ public:
+  static ServerSpec server_spec() {
     // world (presence, tick 20) comes with the default tenants.
-    spec.tenants_toml = default_tenants_toml(
+    return spec_with_tenants(default_tenants_toml(
         "publish_per_conn_sec = 0\n"
         "[tenants.demo.namespaces.slow]\ndurable = false\ntick_ms = 200\n"
         "[tenants.demo.namespaces.tick]\ndurable = false\ntick_ms = 100\npresence = false\n"
-        "[tenants.demo.namespaces.now]\ndurable = false\ntick_ms = 0\npresence = false\n");
-    server_ = new ServerProcess(spec);
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
-
-  static std::unique_ptr<Client> connect_as(const std::string& user) {
-    auto c = Client::connect(server_->http_port());
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
-    return c;
+        "[tenants.demo.namespaces.now]\ndurable = false\ntick_ms = 0\npresence = false\n"));
   }
 
+ protected:
   static void pub(Client& c, const std::string& ch, const std::string& id,
                   const std::string& body = "1") {
-    c.send(R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":)" + body + "}");
+    c.send(pub_frame(ch, id, body));
   }
 
   static void state(Client& c, const std::string& ch, const std::string& key,
@@ -66,10 +57,7 @@ class DeliveryTest : public ::testing::Test {
     }
     return out;
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* DeliveryTest::server_ = nullptr;
 
 // ---- state ----
 

@@ -3,7 +3,6 @@
 // closed, the process exits 0 within seconds, nothing acknowledged is lost, and
 // no new connection is admitted while the server drains.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <atomic>
 #include <map>
@@ -27,40 +26,9 @@ constexpr const char* kTenantExtra =
     "\n[tenants.demo.namespaces.log]\nhistory = 1000000\n";
 constexpr size_t kWindow = 32;  // pubs in flight per publisher
 
-ServerSpec spec() {
-  ServerSpec s;
-  s.tenants_toml = default_tenants_toml(kTenantExtra);
-  return s;
-}
+ServerSpec spec() { return spec_with_tenants(default_tenants_toml(kTenantExtra)); }
 
-std::string pub_frame(const std::string& ch, const std::string& id, size_t rid) {
-  return R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":{"id":")" + id +
-         R"("},"rid":)" + std::to_string(rid) + "}";
-}
-
-std::vector<std::string> array_items(const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::array arr;
-  std::vector<std::string> out;
-  if (parser.parse(json).get(arr)) return out;
-  for (auto e : arr) out.push_back(simdjson::minify(e));
-  return out;
-}
-
-std::vector<std::string> full_history(uint16_t port, const std::string& ch) {
-  std::vector<std::string> all;
-  for (int page = 0; page < 10000; ++page) {
-    const int64_t after = all.empty() ? 0 : json_int(all.back(), "seq").value_or(0);
-    auto r = http_request(port, "GET",
-                          "/v1/history?ch=" + ch + "&after=" + std::to_string(after) + "&limit=1000",
-                          "", kDemoApiKey);
-    EXPECT_EQ(r.status, 200) << r.body;
-    auto items = array_items(json_raw(r.body, "msgs").value_or(""));
-    if (r.status != 200 || items.empty()) break;
-    all.insert(all.end(), items.begin(), items.end());
-  }
-  return all;
-}
+std::string body_of(const std::string& id) { return R"({"id":")" + id + R"("})"; }
 
 // What a client saw of the drain: the bye, anything after it, how it closed.
 struct Ending {
@@ -112,7 +80,7 @@ struct Publisher {
   Ending ending;
 
   void run(const ServerProcess& server, const std::string& ch, std::atomic<size_t>& acked_total) {
-    auto c = Client::connect(wire == Wire::kTcp ? server.tcp_port() : server.http_port(), wire);
+    auto c = Client::connect(server.port(wire), wire);
     if (op_of(c->hello(ServerProcess::token(user))) != "welcome" || op_of(c->join(ch)) != "joined") {
       errors.push_back("could not join");
       return;
@@ -123,7 +91,7 @@ struct Publisher {
     while (Clock::now() < deadline) {
       while (!stop && inflight < kWindow) {
         sent.push_back(user + "-" + std::to_string(sent.size()));
-        c->send(pub_frame(ch, sent.back(), sent.size() - 1));
+        c->send(pub_frame(ch, sent.back(), body_of(sent.back()), sent.size() - 1));
         ++inflight;
       }
       auto o = c->next(1s);
@@ -153,8 +121,7 @@ class DrainTest : public ::testing::Test {
  protected:
   static std::unique_ptr<Client> member(const ServerProcess& server, const std::string& user,
                                         const std::string& ch, Wire wire) {
-    auto c = Client::connect(wire == Wire::kTcp ? server.tcp_port() : server.http_port(), wire);
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
+    auto c = connect_as(server.port(wire), user, "demo", wire);
     EXPECT_EQ(op_of(c->join(ch)), "joined");
     return c;
   }
@@ -177,7 +144,7 @@ class DrainTest : public ::testing::Test {
   // True when a new connection over `wire` gets a welcome.
   static bool admits_a_new_session(const ServerProcess& server, Wire wire) {
     try {
-      auto c = Client::connect(wire == Wire::kTcp ? server.tcp_port() : server.http_port(), wire);
+      auto c = Client::connect(server.port(wire), wire);
       return op_of(c->hello(ServerProcess::token("late"))) == "welcome";
     } catch (const std::exception&) {
       return false;  // refused at connect or at the upgrade
@@ -248,7 +215,7 @@ TEST_F(DrainTest, EveryMessageAckedBeforeTheDrainIsInHistoryAfterRestart) {
   ASSERT_EQ(server.wait_exit(10s), 0) << server.log();
   server.restart();
 
-  const auto history = full_history(server.http_port(), ch);
+  const auto history = http_history_all(server.http_port(), ch);
   std::map<std::string, std::string> by_key;  // from/id -> msg
   for (size_t i = 0; i < history.size(); ++i) {
     ASSERT_EQ(json_int(history[i], "seq"), static_cast<int64_t>(i + 1)) << history[i];
@@ -262,7 +229,7 @@ TEST_F(DrainTest, EveryMessageAckedBeforeTheDrainIsInHistoryAfterRestart) {
       auto it = by_key.find(p.user + "/" + id);
       ASSERT_NE(it, by_key.end()) << "acknowledged as seq " << seq << " but lost: " << id;
       EXPECT_EQ(json_int(it->second, "seq"), seq) << it->second;
-      EXPECT_EQ(json_raw(it->second, "body"), R"({"id":")" + id + R"("})");
+      EXPECT_EQ(json_raw(it->second, "body"), body_of(id));
       ++checked;
     }
   }

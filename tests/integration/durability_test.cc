@@ -5,7 +5,6 @@
 // its unacknowledged pubs after the restart gets each stored once. A namespace
 // with durable = false keeps the same rules in memory only.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <atomic>
 #include <cstdio>
@@ -33,45 +32,11 @@ constexpr size_t kWindow = 64;               // pubs in flight per publisher
 constexpr size_t kMaxPerPublisher = 200000;  // a bound; a run ends far earlier
 
 ServerSpec spec(const std::string& server_extra = "") {
-  ServerSpec s;
-  s.tenants_toml = default_tenants_toml(kTenantExtra);
-  s.server_extra = server_extra;
-  return s;
-}
-
-std::string pub_frame(const std::string& ch, const std::string& id, const std::string& body,
-                      size_t rid) {
-  return R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":)" + body +
-         R"(,"rid":)" + std::to_string(rid) + "}";
+  return spec_with_tenants(default_tenants_toml(kTenantExtra), server_extra);
 }
 
 std::string body_of(const std::string& id) {
   return R"({"id":")" + id + R"(","pad":"0123456789abcdef0123456789abcdef"})";
-}
-
-std::vector<std::string> array_items(const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::array arr;
-  std::vector<std::string> out;
-  if (parser.parse(json).get(arr)) return out;
-  for (auto e : arr) out.push_back(simdjson::minify(e));
-  return out;
-}
-
-// Every stored message of `ch`, oldest first: GET /v1/history paged with `after`.
-std::vector<std::string> full_history(uint16_t port, const std::string& ch) {
-  std::vector<std::string> all;
-  for (int page = 0; page < 10000; ++page) {
-    const int64_t after = all.empty() ? 0 : json_int(all.back(), "seq").value_or(0);
-    auto r = http_request(port, "GET",
-                          "/v1/history?ch=" + ch + "&after=" + std::to_string(after) + "&limit=1000",
-                          "", kDemoApiKey);
-    EXPECT_EQ(r.status, 200) << r.body;
-    auto items = array_items(json_raw(r.body, "msgs").value_or(""));
-    if (r.status != 200 || items.empty()) break;
-    all.insert(all.end(), items.begin(), items.end());
-  }
-  return all;
 }
 
 std::string key_of(const std::string& msg) {
@@ -101,7 +66,7 @@ struct Publisher {
 
   // Publishes until the connection closes (the server died) or a bound is hit.
   void run(const ServerProcess& server, const std::string& ch, std::atomic<size_t>& acked_total) {
-    auto c = Client::connect(wire == Wire::kTcp ? server.tcp_port() : server.http_port(), wire);
+    auto c = Client::connect(server.port(wire), wire);
     const std::string welcome = c->hello(ServerProcess::token(user));
     const std::string joined = op_of(welcome) == "welcome" ? c->join(ch) : "";
     if (op_of(joined) != "joined") {
@@ -205,7 +170,7 @@ TEST_F(DurabilityTest, Kill9KeepsEveryAcknowledgedMessageWithItsSeqAndBody) {
   server.start();
   const std::string ch = "log:crash-acked";
   auto pubs = crash_while_publishing(server, ch, 2000, 1500ms);
-  expect_every_ack_stored(pubs, full_history(server.http_port(), ch));
+  expect_every_ack_stored(pubs, http_history_all(server.http_port(), ch));
 }
 
 TEST_F(DurabilityTest, Kill9LeavesGapFreeSeqsAndNoMessageTwice) {
@@ -213,7 +178,7 @@ TEST_F(DurabilityTest, Kill9LeavesGapFreeSeqsAndNoMessageTwice) {
   server.start();
   const std::string ch = "log:crash-gaps";
   auto pubs = crash_while_publishing(server, ch, 2000, 1500ms);
-  auto history = full_history(server.http_port(), ch);
+  auto history = http_history_all(server.http_port(), ch);
   EXPECT_FALSE(history.empty());
   EXPECT_EQ(gap_or_duplicate(history), "");
 }
@@ -223,7 +188,7 @@ TEST_F(DurabilityTest, RetriedInFlightPubsAfterKill9AreStoredExactlyOnce) {
   server.start();
   const std::string ch = "log:crash-retry";
   auto pubs = crash_while_publishing(server, ch, 1000, 1000ms);
-  const auto before = full_history(server.http_port(), ch);
+  const auto before = http_history_all(server.http_port(), ch);
   ASSERT_EQ(gap_or_duplicate(before), "");
   std::map<std::string, int64_t> stored;  // from/id -> seq
   for (const auto& m : before) stored[key_of(m)] = json_int(m, "seq").value_or(0);
@@ -236,7 +201,7 @@ TEST_F(DurabilityTest, RetriedInFlightPubsAfterKill9AreStoredExactlyOnce) {
     for (const auto& id : p.sent) {
       if (!p.acked.contains(id)) retry.push_back(id);
     }
-    auto c = Client::connect(p.wire == Wire::kTcp ? server.tcp_port() : server.http_port(), p.wire);
+    auto c = Client::connect(server.port(p.wire), p.wire);
     ASSERT_EQ(op_of(c->hello(ServerProcess::token(p.user))), "welcome");
     ASSERT_EQ(op_of(c->join(ch)), "joined");
     retried += retry.size();
@@ -262,7 +227,7 @@ TEST_F(DurabilityTest, RetriedInFlightPubsAfterKill9AreStoredExactlyOnce) {
               fresh);
 
   // Now every id ever sent is stored exactly once, still gap-free.
-  const auto after = full_history(server.http_port(), ch);
+  const auto after = http_history_all(server.http_port(), ch);
   EXPECT_EQ(gap_or_duplicate(after), "");
   EXPECT_EQ(after.size(), before.size() + fresh);
   size_t sent = 0;
@@ -275,7 +240,7 @@ TEST_F(DurabilityTest, FsyncAlwaysKeepsEveryAcknowledgedMessageThroughKill9) {
   server.start();
   const std::string ch = "log:crash-fsync";
   auto pubs = crash_while_publishing(server, ch, 300, 500ms);
-  auto history = full_history(server.http_port(), ch);
+  auto history = http_history_all(server.http_port(), ch);
   EXPECT_EQ(gap_or_duplicate(history), "");
   expect_every_ack_stored(pubs, history);
 }
@@ -304,7 +269,7 @@ TEST_F(DurabilityTest, DedupeHoldsAcrossARestart) {
   c->send(pub_frame(ch, "m2", R"({"n":2})", 4));
   EXPECT_EQ(c->expect("ack"), R"({"op":"ack","rid":4,"ch":")" + ch +
                                   R"(","id":"m2","seq":3,"dup":false})");
-  auto history = full_history(server.http_port(), ch);
+  auto history = http_history_all(server.http_port(), ch);
   EXPECT_EQ(history.size(), 3u);
   EXPECT_EQ(gap_or_duplicate(history), "");
 }
@@ -329,7 +294,7 @@ TEST_F(DurabilityTest, NonDurableNamespaceIsAckedAndDeliveredButForgottenOnResta
       EXPECT_EQ(json_int(m, "seq"), i) << m;
       EXPECT_EQ(json_raw(m, "body"), std::to_string(i));
     }
-    EXPECT_EQ(full_history(server.http_port(), ch).size(), 3u);
+    EXPECT_EQ(http_history_all(server.http_port(), ch).size(), 3u);
   }
   server.terminate();
   ASSERT_EQ(server.wait_exit(10s), 0);
@@ -338,7 +303,7 @@ TEST_F(DurabilityTest, NonDurableNamespaceIsAckedAndDeliveredButForgottenOnResta
   pub->hello(ServerProcess::token("alice"));
   auto joined = pub->join(ch);
   EXPECT_EQ(json_int(joined, "seq"), 0) << joined;
-  EXPECT_TRUE(full_history(server.http_port(), ch).empty());
+  EXPECT_TRUE(http_history_all(server.http_port(), ch).empty());
   pub->send(pub_frame(ch, "e1", "1", 1));  // a new message, not a duplicate
   EXPECT_EQ(pub->expect("ack"), R"({"op":"ack","rid":1,"ch":")" + ch +
                                     R"(","id":"e1","seq":1,"dup":false})");

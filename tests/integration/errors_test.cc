@@ -14,35 +14,28 @@ namespace {
 
 constexpr const char* kSmallSecret = "test-secret-small-0123456789abcdef";
 
-class ErrorsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml() +
-                        "\n[tenants.small]\nsecret = \"" + kSmallSecret +
-                        "\"\napi_key = \"key-small\"\nmax_message_bytes = 1024\n";
-    server_ = new ServerProcess(spec);
-    server_->start();
+class ErrorsTest : public SharedServerTest<ErrorsTest> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml() +
+                             "\n[tenants.small]\nsecret = \"" + kSmallSecret +
+                             "\"\napi_key = \"key-small\"\nmax_message_bytes = 1024\n");
   }
-  static void TearDownTestSuite() { delete server_; }
 
+ protected:
   static std::unique_ptr<Client> connect() { return Client::connect(server_->http_port()); }
 
+  // "small" has its own secret; demo and other use ServerProcess::token.
   static std::unique_ptr<Client> connect_as(const std::string& user,
                                             const std::string& tenant = "demo") {
-    auto c = connect();
-    const std::string t = tenant == "small" ? token_signed_with(kSmallSecret, "small", user)
-                                            : ServerProcess::token(user, tenant);
-    EXPECT_EQ(op_of(c->hello(t)), "welcome");
-    return c;
+    if (tenant != "small") return SharedServerTest::connect_as(user, tenant);
+    return connect_with_token(server_->http_port(), token_signed_with(kSmallSecret, "small", user));
   }
 
   static std::unique_ptr<Client> connect_with_chans(const std::string& user,
                                                     std::vector<std::string> chans) {
-    auto c = connect();
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user, "demo", std::move(chans), true))),
-              "welcome");
-    return c;
+    return connect_with_token(server_->http_port(),
+                              ServerProcess::token(user, "demo", std::move(chans), true));
   }
 
   // The next object, which must be an error with this code; returns it.
@@ -66,10 +59,6 @@ class ErrorsTest : public ::testing::Test {
     EXPECT_EQ(*p, R"({"op":"pong","rid":"alive"})");
   }
 
-  static std::string hello_frame(const std::string& token, int v = 1) {
-    return R"({"op":"hello","v":)" + std::to_string(v) + R"(,"token":")" + token + R"(","rid":1})";
-  }
-
   static std::string token_signed_with(const std::string& secret, const std::string& tenant,
                                        const std::string& user = "mallory") {
     auth::Claims c;
@@ -87,10 +76,7 @@ class ErrorsTest : public ::testing::Test {
     EXPECT_EQ(json_int(e, "rid"), 1) << e;
     EXPECT_EQ(c->wait_closed(), 4001);
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* ErrorsTest::server_ = nullptr;
 
 // ---- bad_request: stays open ----
 
@@ -215,7 +201,7 @@ TEST_F(ErrorsTest, EmptyChannelNameIsBadRequest) {
 
 TEST_F(ErrorsTest, SecondHelloIsBadRequest) {
   auto c = connect_as("u1");
-  c->send(R"({"op":"hello","v":1,"token":")" + ServerProcess::token("u1") + R"(","rid":2})");
+  c->send(hello_frame(ServerProcess::token("u1"), 2));
   auto e = expect_error(*c, "bad_request");
   EXPECT_EQ(json_int(e, "rid"), 2) << e;
   expect_open(*c);
@@ -225,7 +211,7 @@ TEST_F(ErrorsTest, SecondHelloIsBadRequest) {
 
 TEST_F(ErrorsTest, UnsupportedVersionIsBadRequestAndCloses4002) {
   auto c = connect();
-  c->send(hello_frame(ServerProcess::token("u1"), 2));
+  c->send(hello_frame(ServerProcess::token("u1"), /*rid=*/1, /*v=*/2));
   auto e = expect_error(*c, "bad_request");
   EXPECT_EQ(json_int(e, "rid"), 1) << e;
   EXPECT_EQ(c->wait_closed(), 4002);

@@ -1,7 +1,6 @@
 // The HTTP API of PROTOCOL.md ("HTTP API"): publish, send, history,
 // presence, their errors and statuses, /healthz and /metrics.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <string>
 #include <vector>
@@ -14,18 +13,16 @@ namespace {
 
 constexpr const char* kLimitedApiKey = "key-limited";
 
-class HttpApiTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml() +
-                        "\n[tenants.limited]\nsecret = \"test-secret-limited-0123456789abcdef\"\n"
-                        "api_key = \"" + kLimitedApiKey + "\"\npublish_per_sec = 2\n";
-    server_ = new ServerProcess(spec);
-    server_->start();
+class HttpApiTest : public SharedServerTest<HttpApiTest> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml() +
+                             "\n[tenants.limited]\n"
+                             "secret = \"test-secret-limited-0123456789abcdef\"\n"
+                             "api_key = \"" + kLimitedApiKey + "\"\npublish_per_sec = 2\n");
   }
-  static void TearDownTestSuite() { delete server_; }
 
+ protected:
   static uint16_t port() { return server_->http_port(); }
 
   static HttpResult post(const std::string& path, const std::string& body,
@@ -36,35 +33,12 @@ class HttpApiTest : public ::testing::Test {
     return http_request(port(), "GET", target, "", key);
   }
 
-  static std::unique_ptr<Client> connect_as(const std::string& user) {
-    auto c = Client::connect(port());
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
-    return c;
-  }
-
   static void expect_error(const HttpResult& r, int status, const std::string& code) {
     EXPECT_EQ(r.status, status) << r.body;
     EXPECT_EQ(json_str(r.body, "code"), code) << r.body;
     EXPECT_TRUE(json_str(r.body, "msg").has_value()) << r.body;
   }
-
-  static std::vector<int64_t> seqs(const std::string& body) {
-    std::vector<int64_t> out;
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    if (parser.parse(body).get(doc)) return out;
-    simdjson::dom::array msgs;
-    if (doc["msgs"].get_array().get(msgs)) return out;
-    for (auto m : msgs) {
-      int64_t s;
-      if (!m["seq"].get_int64().get(s)) out.push_back(s);
-    }
-    return out;
-  }
-
-  static ServerProcess* server_;
 };
-ServerProcess* HttpApiTest::server_ = nullptr;
 
 // ---- POST /v1/publish ----
 
@@ -160,25 +134,22 @@ class HttpHistoryTest : public HttpApiTest {
                               R"(","body":)" + std::to_string(i) + "}");
     }
   }
-  static std::vector<int64_t> range(int64_t a, int64_t b) {
-    std::vector<int64_t> out;
-    for (; a <= b; ++a) out.push_back(a);
-    return out;
-  }
 };
 
 TEST_F(HttpHistoryTest, AfterReturnsOldestFirstWithTheDefaultLimitOf50) {
   auto r = get("/v1/history?ch=chat:http-hist&after=0");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(seqs(r.body), range(1, 50));
+  EXPECT_EQ(msg_seqs(r.body), seq_range(1, 50));
 }
 
 TEST_F(HttpHistoryTest, AfterHonoursLimit) {
-  EXPECT_EQ(seqs(get("/v1/history?ch=chat:http-hist&after=5&limit=2").body), range(6, 7));
+  EXPECT_EQ(msg_seqs(get("/v1/history?ch=chat:http-hist&after=5&limit=2").body),
+            seq_range(6, 7));
 }
 
 TEST_F(HttpHistoryTest, BeforeReturnsTheNewestBelowItOldestFirst) {
-  EXPECT_EQ(seqs(get("/v1/history?ch=chat:http-hist&before=61&limit=3").body), range(58, 60));
+  EXPECT_EQ(msg_seqs(get("/v1/history?ch=chat:http-hist&before=61&limit=3").body),
+            seq_range(58, 60));
 }
 
 TEST_F(HttpHistoryTest, MessagesAreMsgObjects) {

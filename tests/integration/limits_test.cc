@@ -44,28 +44,24 @@ int64_t metric(uint16_t port, const std::string& series) {
   return std::stoll(r.body.substr(at + needle.size()));
 }
 
-class LimitsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml() +
-                        tenant_toml("connrate", "publish_per_conn_sec = 5") +
-                        tenant_toml("staterate", "publish_per_conn_sec = 5") +
-                        tenant_toml("tenantrate", "publish_per_sec = 5") +
-                        tenant_toml("mixedrate", "publish_per_sec = 3") +
-                        tenant_toml("full", "max_connections = 2") +
-                        tenant_toml("fullb", "max_connections = 2") +
-                        tenant_toml("fullc", "max_connections = 2") +
-                        tenant_toml("narrow", "max_channels_per_conn = 2");
-    server_ = new ServerProcess(spec);
-    server_->start();
+class LimitsTest : public SharedServerTest<LimitsTest> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml() +
+                             tenant_toml("connrate", "publish_per_conn_sec = 5") +
+                             tenant_toml("staterate", "publish_per_conn_sec = 5") +
+                             tenant_toml("tenantrate", "publish_per_sec = 5") +
+                             tenant_toml("mixedrate", "publish_per_sec = 3") +
+                             tenant_toml("full", "max_connections = 2") +
+                             tenant_toml("fullb", "max_connections = 2") +
+                             tenant_toml("fullc", "max_connections = 2") +
+                             tenant_toml("narrow", "max_channels_per_conn = 2"));
   }
-  static void TearDownTestSuite() { delete server_; }
 
+ protected:
+  // Every tenant here but demo has its own secret (secret_of).
   static std::unique_ptr<Client> connect_as(const std::string& user, const std::string& tenant) {
-    auto c = Client::connect(server_->http_port());
-    EXPECT_EQ(op_of(c->hello(token(user, tenant))), "welcome");
-    return c;
+    return connect_with_token(server_->http_port(), token(user, tenant));
   }
 
   static void pub(Client& c, const std::string& ch, int n) {
@@ -95,10 +91,7 @@ class LimitsTest : public ::testing::Test {
     c.send(R"({"op":"ping","rid":"alive"})");
     EXPECT_EQ(json_str(c.expect("pong"), "rid"), "alive") << "connection closed";
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* LimitsTest::server_ = nullptr;
 
 // ---- rate_limited ----
 

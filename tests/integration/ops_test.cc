@@ -29,63 +29,27 @@ std::vector<std::string> sorted_strings(const std::string& obj, const char* key)
   return out;
 }
 
-// The seqs of the msgs of a history reply, in the order given.
-std::vector<int64_t> history_seqs(const std::string& reply) {
-  std::vector<int64_t> out;
-  auto raw = json_raw(reply, "msgs");
-  if (!raw) return out;
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(*raw).get(doc)) return out;
-  for (auto e : doc.get_array()) {
-    int64_t seq;
-    if (!e["seq"].get_int64().get(seq)) out.push_back(seq);
-  }
-  return out;
-}
-
-std::vector<int64_t> range(int64_t first, int64_t last) {
-  std::vector<int64_t> out;
-  for (int64_t s = first; s <= last; ++s) out.push_back(s);
-  return out;
-}
-
 constexpr int kBigLogSize = 1100;  // more than the history cap of 1000
 
-class OpsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
+class OpsTest : public SharedServerTest<OpsTest> {
+ public:
+  static ServerSpec server_spec() {
     // Unlimited per-connection rate so a test can fill a long log quickly;
     // `log` keeps more history than one request may return.
-    spec.tenants_toml = default_tenants_toml(
+    return spec_with_tenants(default_tenants_toml(
         "publish_per_conn_sec = 0\n"
         "[tenants.demo.namespaces.quiet]\npresence = false\n"
-        "[tenants.demo.namespaces.log]\ndurable = false\nhistory = 2000\n");
-    server_ = new ServerProcess(spec);
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
-
-  static std::unique_ptr<Client> connect_as(const std::string& user) {
-    auto c = Client::connect(server_->http_port());
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
-    return c;
+        "[tenants.demo.namespaces.log]\ndurable = false\nhistory = 2000\n"));
   }
 
+ protected:
   // Publishes `n` messages (ids m1..mn) without waiting in between, then
   // waits for every ack. The client must have joined `ch`.
   static void publish_many(Client& c, const std::string& ch, int n) {
-    for (int i = 1; i <= n; ++i) {
-      c.send(R"({"op":"pub","ch":")" + ch + R"(","id":"m)" + std::to_string(i) +
-             R"(","body":)" + std::to_string(i) + "}");
-    }
+    for (int i = 1; i <= n; ++i) c.send(pub_frame(ch, "m" + std::to_string(i), std::to_string(i)));
     for (int i = 1; i <= n; ++i) ASSERT_FALSE(c.expect("ack").empty()) << "ack " << i;
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* OpsTest::server_ = nullptr;
 
 // ---- join ----
 
@@ -202,27 +166,27 @@ TEST_F(HistoryTest, AfterReturnsTheFirst50OldestFirstByDefault) {
   auto h = history(R"("after":0)");
   EXPECT_EQ(json_str(h, "rid"), "h") << h.substr(0, 200);
   EXPECT_EQ(json_str(h, "ch"), "log:big");
-  EXPECT_EQ(history_seqs(h), range(1, 50));
+  EXPECT_EQ(msg_seqs(h), seq_range(1, 50));
 }
 
 TEST_F(HistoryTest, AfterHonoursLimit) {
-  EXPECT_EQ(history_seqs(history(R"("after":10,"limit":3)")), range(11, 13));
+  EXPECT_EQ(msg_seqs(history(R"("after":10,"limit":3)")), seq_range(11, 13));
 }
 
 TEST_F(HistoryTest, AfterNearTheEndReturnsWhatThereIs) {
-  EXPECT_EQ(history_seqs(history(R"("after":1098)")), range(1099, 1100));
+  EXPECT_EQ(msg_seqs(history(R"("after":1098)")), seq_range(1099, 1100));
 }
 
 TEST_F(HistoryTest, BeforeReturnsTheNewestBelowItOldestFirst) {
-  EXPECT_EQ(history_seqs(history(R"("before":1101,"limit":3)")), range(1098, 1100));
+  EXPECT_EQ(msg_seqs(history(R"("before":1101,"limit":3)")), seq_range(1098, 1100));
 }
 
 TEST_F(HistoryTest, BeforeUsesTheDefaultLimitOf50) {
-  EXPECT_EQ(history_seqs(history(R"("before":101)")), range(51, 100));
+  EXPECT_EQ(msg_seqs(history(R"("before":101)")), seq_range(51, 100));
 }
 
 TEST_F(HistoryTest, LimitIsCappedAt1000) {
-  EXPECT_EQ(history_seqs(history(R"("after":0,"limit":5000)")), range(1, 1000));
+  EXPECT_EQ(msg_seqs(history(R"("after":0,"limit":5000)")), seq_range(1, 1000));
 }
 
 TEST_F(HistoryTest, MessagesCarryTheirFields) {

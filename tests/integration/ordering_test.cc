@@ -25,12 +25,6 @@ using Clock = std::chrono::steady_clock;
 // 0 is "unlimited": no rate limit may interfere with what is measured here.
 constexpr const char* kNoRateLimits = "publish_per_sec = 0\npublish_per_conn_sec = 0\n";
 
-std::string pub_frame(const std::string& ch, const std::string& id, const std::string& body,
-                      int64_t rid) {
-  return R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":)" + body +
-         R"(,"rid":)" + std::to_string(rid) + "}";
-}
-
 std::string ack_frame(int64_t rid, const std::string& ch, const std::string& id, int64_t seq,
                       bool dup) {
   return R"({"op":"ack","rid":)" + std::to_string(rid) + R"(,"ch":")" + ch + R"(","id":")" + id +
@@ -96,21 +90,17 @@ struct ConcurrentRun {
   std::vector<std::vector<int64_t>> acked;
 };
 
-class OrderingTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml(kNoRateLimits);
-    spec.server_extra = "threads = 4";  // members spread over four loops
-    server_ = new ServerProcess(spec);
-    server_->start();
+class OrderingTest : public SharedServerTest<OrderingTest> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml(kNoRateLimits),
+                             "threads = 4");  // members spread over four loops
   }
-  static void TearDownTestSuite() { delete server_; }
 
+ protected:
   static std::unique_ptr<Client> session(const std::string& user, const std::string& ch,
                                          Wire wire = Wire::kWebSocket) {
-    auto c = Client::connect(wire == Wire::kTcp ? server_->tcp_port() : server_->http_port(), wire);
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
+    auto c = ::parley::testing::connect_as(server_->port(wire), user, "demo", wire);
     EXPECT_EQ(op_of(c->join(ch)), "joined");
     return c;
   }
@@ -209,10 +199,7 @@ class OrderingTest : public ::testing::Test {
     for (size_t k = 0; k < run.publishers.size(); ++k) check(run.publishers[k], run.publisher_users[k]);
     for (size_t k = 0; k < run.subscribers.size(); ++k) check(run.subscribers[k], "sub" + std::to_string(k));
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* OrderingTest::server_ = nullptr;
 
 constexpr int kPerPublisher = 200;
 

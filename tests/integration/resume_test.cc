@@ -2,7 +2,6 @@
 // `joined` comes first, then every msg with seq > since, in order, before any
 // newer live msg; `recovered` says whether history still held all of them.
 #include <gtest/gtest.h>
-#include <simdjson.h>
 
 #include <atomic>
 #include <string>
@@ -24,24 +23,9 @@ constexpr const char* kTenantExtra =
     "\n[tenants.demo.namespaces.short]\nhistory = 10\n"
     "\n[tenants.demo.namespaces.long]\nhistory = 1000000\n";
 
-std::string pub_frame(const std::string& ch, int i) {
-  return R"({"op":"pub","ch":")" + ch + R"(","id":"m)" + std::to_string(i) + R"(","body":{"i":)" +
-         std::to_string(i) + R"(},"rid":)" + std::to_string(i) + "}";
-}
-
-std::string join_frame(const std::string& ch, uint64_t since, int rid) {
-  return R"({"op":"join","ch":")" + ch + R"(","since":)" + std::to_string(since) + R"(,"rid":)" +
-         std::to_string(rid) + "}";
-}
-
-// The objects of a JSON array (minified).
-std::vector<std::string> array_items(const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::array arr;
-  std::vector<std::string> out;
-  if (parser.parse(json).get(arr)) return out;
-  for (auto e : arr) out.push_back(simdjson::minify(e));
-  return out;
+// The pub of message number i: id m<i>, body {"i":<i>}, rid i.
+std::string numbered_pub(const std::string& ch, int i) {
+  return pub_frame(ch, "m" + std::to_string(i), R"({"i":)" + std::to_string(i) + "}", i);
 }
 
 // Asserts that `m` is the msg the helpers publish as number i.
@@ -56,47 +40,33 @@ void expect_msg(const std::optional<std::string>& m, const std::string& ch, int 
   EXPECT_EQ(json_raw(*m, "body"), R"({"i":)" + std::to_string(i) + "}") << *m;
 }
 
-class ResumeTest : public ::testing::Test {
+class ResumeTest : public SharedServerTest<ResumeTest> {
+ public:
+  static ServerSpec server_spec() { return spec_with_tenants(default_tenants_toml(kTenantExtra)); }
+
  protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml(kTenantExtra);
-    server_ = new ServerProcess(spec);
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
-
-  static std::unique_ptr<Client> connected(const std::string& user) {
-    auto c = Client::connect(server_->http_port());
-    EXPECT_EQ(op_of(c->hello(ServerProcess::token(user))), "welcome");
-    return c;
-  }
-
   // A joined publisher ("pub") for `ch`.
   static std::unique_ptr<Client> publisher(const std::string& ch) {
-    auto c = connected("pub");
+    auto c = connect_as("pub");
     EXPECT_EQ(op_of(c->join(ch)), "joined");
     return c;
   }
 
   // Publishes m<first>..m<last> (expected to get those seqs) and waits for their acks.
   static void publish(Client& p, const std::string& ch, int first, int last) {
-    for (int i = first; i <= last; ++i) p.send(pub_frame(ch, i));
+    for (int i = first; i <= last; ++i) p.send(numbered_pub(ch, i));
     for (int i = first; i <= last; ++i) {
       auto ack = p.expect("ack");
       ASSERT_EQ(json_int(ack, "seq"), json_int(ack, "rid")) << ack;
     }
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* ResumeTest::server_ = nullptr;
 
 TEST_F(ResumeTest, JoinWithSinceReplaysTheMissedMessagesInOrderBeforeLiveOnes) {
   const std::string ch = "chat:resume";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 10);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 4, 7));
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -116,13 +86,13 @@ TEST_F(ResumeTest, ReconnectWithSinceWhilePublishingLosesAndRepeatsNothing) {
   std::atomic<int> acked{0};
   std::atomic<bool> stop{false};
   auto pub = publisher(ch);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   EXPECT_EQ(op_of(bob->join(ch)), "joined");
   // Publishes in small pipelined batches until told to stop.
   std::thread publishing([&] {
     for (int next = 1; next <= kMaxMessages && !stop.load();) {
       const int last = std::min(next + 9, kMaxMessages);
-      for (int i = next; i <= last; ++i) pub->send(pub_frame(ch, i));
+      for (int i = next; i <= last; ++i) pub->send(numbered_pub(ch, i));
       for (int i = next; i <= last; ++i) {
         if (pub->expect("ack").empty()) return;
         acked.store(i);
@@ -146,7 +116,7 @@ TEST_F(ResumeTest, ReconnectWithSinceWhilePublishingLosesAndRepeatsNothing) {
   while (acked.load() < seen + 100 && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  auto back = connected("bob");
+  auto back = connect_as("bob");
   back->send(join_frame(ch, seen, 9));
   auto joined = back->next();
   ASSERT_TRUE(joined.has_value());
@@ -179,7 +149,7 @@ TEST_F(ResumeTest, SinceAboveTheLatestSeqIsNotRecovered) {
   const std::string ch = "chat:resume-ahead";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 3);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 10, 2));
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -194,7 +164,7 @@ TEST_F(ResumeTest, SinceAtTheLatestSeqIsRecoveredWithNothingToReplay) {
   const std::string ch = "chat:resume-current";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 5);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 5, 2));
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -209,7 +179,7 @@ TEST_F(ResumeTest, SinceOlderThanTheNamespaceHistoryGivesItsNewestMessagesNotRec
   const std::string ch = "short:old";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 25);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 2, 2));
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -225,7 +195,7 @@ TEST_F(ResumeTest, SinceOneBeyondTheNamespaceHistoryIsNotRecovered) {
   const std::string ch = "short:edge-out";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 25);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 14, 2));  // 11 missed, 10 kept
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -237,7 +207,7 @@ TEST_F(ResumeTest, SinceExactlyTheNamespaceHistoryBehindIsRecovered) {
   const std::string ch = "short:edge-in";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 25);
-  auto bob = connected("bob");
+  auto bob = connect_as("bob");
   bob->send(join_frame(ch, 15, 2));  // 10 missed, 10 kept
   auto joined = bob->next();
   ASSERT_TRUE(joined.has_value());
@@ -251,16 +221,16 @@ TEST_F(ResumeTest, HistoryOpPagesForwardWithAfter) {
   const std::string ch = "chat:pages";
   auto pub = publisher(ch);
   publish(*pub, ch, 1, 120);
-  auto reader = connected("reader");  // history needs no join
+  auto reader = connect_as("reader");  // history needs no join
   reader->send(R"({"op":"history","ch":")" + ch + R"(","after":0,"rid":1})");
   auto first = reader->expect("history");
   EXPECT_EQ(json_int(first, "rid"), 1) << first;
   EXPECT_EQ(json_str(first, "ch"), ch);
-  auto page = array_items(json_raw(first, "msgs").value_or(""));
+  auto page = json_array_items(json_raw(first, "msgs").value_or(""));
   ASSERT_EQ(page.size(), 50u);  // the default limit
   for (int i = 1; i <= 50; ++i) expect_msg(page[i - 1], ch, i);
   reader->send(R"({"op":"history","ch":")" + ch + R"(","after":50,"limit":1000,"rid":2})");
-  page = array_items(json_raw(reader->expect("history"), "msgs").value_or(""));
+  page = json_array_items(json_raw(reader->expect("history"), "msgs").value_or(""));
   ASSERT_EQ(page.size(), 70u);
   for (int i = 51; i <= 120; ++i) expect_msg(page[i - 51], ch, i);
   reader->send(R"({"op":"history","ch":")" + ch + R"(","after":120,"rid":3})");
@@ -274,13 +244,13 @@ TEST_F(ResumeTest, HttpHistoryPagesForwardWithAfter) {
   auto r = http_request(server_->http_port(), "GET", "/v1/history?ch=" + ch + "&after=0&limit=20",
                         "", kDemoApiKey);
   ASSERT_EQ(r.status, 200) << r.body;
-  auto page = array_items(json_raw(r.body, "msgs").value_or(""));
+  auto page = json_array_items(json_raw(r.body, "msgs").value_or(""));
   ASSERT_EQ(page.size(), 20u) << r.body;
   for (int i = 1; i <= 20; ++i) expect_msg(page[i - 1], ch, i);
   r = http_request(server_->http_port(), "GET", "/v1/history?ch=" + ch + "&after=20&limit=20", "",
                    kDemoApiKey);
   ASSERT_EQ(r.status, 200) << r.body;
-  page = array_items(json_raw(r.body, "msgs").value_or(""));
+  page = json_array_items(json_raw(r.body, "msgs").value_or(""));
   ASSERT_EQ(page.size(), 10u) << r.body;
   for (int i = 21; i <= 30; ++i) expect_msg(page[i - 21], ch, i);
 }

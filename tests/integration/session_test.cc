@@ -7,16 +7,7 @@
 namespace parley::testing {
 namespace {
 
-class SessionTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
-  static ServerProcess* server_;
-};
-ServerProcess* SessionTest::server_ = nullptr;
+class SessionTest : public SharedServerTest<SessionTest> {};
 
 TEST_F(SessionTest, HelloIsAnsweredWithWelcome) {
   auto c = Client::connect(server_->http_port());

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <simdjson.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,20 +38,6 @@ constexpr const char* kTenantExtra =
 constexpr size_t kBodyPad = 4096;
 constexpr int kBatch = 10;
 constexpr int kMaxBatches = 300;  // ~12 MiB at most before the test gives up
-
-// The objects of one server frame (an object or a tick batch array).
-std::vector<std::string> objects_of(const std::string& frame) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  std::vector<std::string> out;
-  if (parser.parse(frame).get(doc)) return {"!invalid-json:" + frame};
-  if (doc.is_array()) {
-    for (auto e : doc.get_array()) out.push_back(simdjson::minify(e));
-  } else {
-    out.push_back(simdjson::minify(doc));
-  }
-  return out;
-}
 
 // A WebSocket client that reads only when asked, on a socket whose receive
 // buffer is set small before connecting (so the window it offers stays small).
@@ -112,7 +97,7 @@ class StalledPeer {
     std::vector<std::string> seen;
     while (auto f = read_frame()) {
       if (f->opcode != ws_op::kText) continue;
-      for (auto& o : objects_of(f->payload)) {
+      for (auto& o : json_frame_objects(f->payload)) {
         seen.push_back(o);
         if (op_of(o) == op) return seen;
       }
@@ -201,16 +186,11 @@ struct SlowRun {
   std::vector<std::string> observer_msgs;  // in arrival order
 };
 
-class SlowConsumerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml(kTenantExtra);
-    server_ = new ServerProcess(spec);
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
+class SlowConsumerTest : public SharedServerTest<SlowConsumerTest> {
+ public:
+  static ServerSpec server_spec() { return spec_with_tenants(default_tenants_toml(kTenantExtra)); }
 
+ protected:
   static int64_t slow_consumer_disconnects() {
     auto r = http_request(server_->http_port(), "GET", "/metrics");
     const std::string name = "\nparley_slow_consumer_disconnects_total ";
@@ -220,9 +200,10 @@ class SlowConsumerTest : public ::testing::Test {
   }
 
   static std::string big_pub(const std::string& ch, int i) {
-    return R"({"op":"pub","ch":")" + ch + R"(","id":"big)" + std::to_string(i) +
-           R"(","body":{"i":)" + std::to_string(i) + R"(,"pad":")" + std::string(kBodyPad, 'x') +
-           R"("},"rid":)" + std::to_string(i) + "}";
+    return pub_frame(ch, "big" + std::to_string(i),
+                     R"({"i":)" + std::to_string(i) + R"(,"pad":")" + std::string(kBodyPad, 'x') +
+                         R"("})",
+                     i);
   }
 
   // Publishes the next `n` messages and waits for their acks (seqs in order).
@@ -257,9 +238,9 @@ class SlowConsumerTest : public ::testing::Test {
     SlowRun run;
     run.disconnects_before = slow_consumer_disconnects();
     auto slow = StalledPeer::open(server_->http_port());
-    slow->send_text(R"({"op":"hello","v":1,"token":")" + ServerProcess::token("slow") + R"(","rid":1})");
+    slow->send_text(hello_frame(ServerProcess::token("slow")));
     EXPECT_EQ(op_of(slow->read_until_op("welcome").back()), "welcome");
-    slow->send_text(R"({"op":"join","ch":")" + ch + R"(","rid":2})");
+    slow->send_text(join_frame(ch, std::nullopt, 2));
     EXPECT_EQ(op_of(slow->read_until_op("joined").back()), "joined");
     // From here on the slow peer reads nothing. (The kernel still takes a few
     // MiB into socket buffers before the server's queue for it starts to grow.)
@@ -281,7 +262,7 @@ class SlowConsumerTest : public ::testing::Test {
     // Now read what the server sent the slow peer before dropping it.
     while (auto f = slow->read_frame()) {
       if (f->opcode == ws_op::kText) {
-        for (auto& o : objects_of(f->payload)) run.slow_objects.push_back(o);
+        for (auto& o : json_frame_objects(f->payload)) run.slow_objects.push_back(o);
       } else if (f->opcode == ws_op::kClose) {
         run.slow_close_code = f->payload.size() >= 2
                                   ? (uint8_t(f->payload[0]) << 8) | uint8_t(f->payload[1])
@@ -301,10 +282,7 @@ class SlowConsumerTest : public ::testing::Test {
     }
     return run;
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* SlowConsumerTest::server_ = nullptr;
 
 TEST_F(SlowConsumerTest, SlowConsumerGetsByeSlowConsumerAndIsClosedWith4010) {
   auto run = run_with_a_slow_consumer("long:slow-bye");
@@ -345,8 +323,7 @@ TEST_F(SlowConsumerTest, SlowConsumerRecoversEverythingByJoiningWithSince) {
 
   auto back = Client::connect(server_->http_port());
   back->hello(ServerProcess::token("slow"));
-  back->send(R"({"op":"join","ch":")" + ch + R"(","since":)" + std::to_string(run.slow_last_seq) +
-             R"(,"rid":3})");
+  back->send(join_frame(ch, run.slow_last_seq, 3));
   auto joined = back->next();
   ASSERT_TRUE(joined.has_value());
   EXPECT_EQ(op_of(*joined), "joined") << *joined;
@@ -376,7 +353,7 @@ TEST_F(SlowConsumerTest, SlowConsumerRecoversEverythingThroughHistoryPages) {
                R"(,"limit":10,"rid":)" + std::to_string(rid) + "}");
     auto page = back->expect("history");
     ASSERT_EQ(json_int(page, "rid"), rid) << page;
-    auto msgs = objects_of(json_raw(page, "msgs").value_or(""));
+    auto msgs = json_array_items(json_raw(page, "msgs").value_or(""));
     ASSERT_FALSE(msgs.empty()) << "history ends at " << have << " of " << run.published;
     for (const auto& m : msgs) {
       ASSERT_EQ(json_int(m, "seq"), have + 1) << m;
@@ -385,7 +362,7 @@ TEST_F(SlowConsumerTest, SlowConsumerRecoversEverythingThroughHistoryPages) {
     }
   }
   EXPECT_EQ(have, run.published);
-  back->send(R"({"op":"join","ch":")" + ch + R"(","since":)" + std::to_string(have) + R"(,"rid":2000})");
+  back->send(join_frame(ch, have, 2000));
   auto joined = back->expect("joined");
   EXPECT_EQ(json_int(joined, "seq"), run.published) << joined;
   EXPECT_EQ(json_bool(joined, "recovered"), true);

@@ -12,30 +12,13 @@
 namespace parley::testing {
 namespace {
 
-class TenantIsolationTest : public ::testing::Test {
+class TenantIsolationTest : public SharedServerTest<TenantIsolationTest> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess();
-    server_->start();
-  }
-  static void TearDownTestSuite() { delete server_; }
-
-  static std::unique_ptr<Client> connect_as(const std::string& user, const std::string& tenant) {
-    auto c = Client::connect(server_->http_port());
-    auto w = c->hello(ServerProcess::token(user, tenant));
-    EXPECT_EQ(op_of(w), "welcome") << w;
-    EXPECT_EQ(json_str(w, "tenant"), tenant) << w;
-    return c;
-  }
-
   static void pub(Client& c, const std::string& ch, const std::string& id) {
     c.send(R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":")" + id +
            R"(","rid":")" + id + R"("})");
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* TenantIsolationTest::server_ = nullptr;
 
 TEST_F(TenantIsolationTest, MessagesStayInTheirTenant) {
   auto d = connect_as("alice", "demo");
@@ -153,17 +136,15 @@ TEST_F(TenantIsolationTest, HttpSendGoesOnlyToTheKeysTenant) {
 
 constexpr const char* kWebSecret = "test-secret-web-0123456789abcdef";
 
-class AllowedOriginsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    ServerSpec spec;
-    spec.tenants_toml = default_tenants_toml() + "\n[tenants.web]\nsecret = \"" + kWebSecret +
-                        "\"\napi_key = \"key-web\"\nallowed_origins = [\"https://game.example\"]\n";
-    server_ = new ServerProcess(spec);
-    server_->start();
+class AllowedOriginsTest : public SharedServerTest<AllowedOriginsTest> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml() + "\n[tenants.web]\nsecret = \"" + kWebSecret +
+                             "\"\napi_key = \"key-web\"\n"
+                             "allowed_origins = [\"https://game.example\"]\n");
   }
-  static void TearDownTestSuite() { delete server_; }
 
+ protected:
   static std::string web_token() {
     auth::Claims c;
     c.sub = "w1";
@@ -171,10 +152,7 @@ class AllowedOriginsTest : public ::testing::Test {
     c.exp = wall_ms() / 1000 + 3600;
     return auth::mint_hs256(c, kWebSecret);
   }
-
-  static ServerProcess* server_;
 };
-ServerProcess* AllowedOriginsTest::server_ = nullptr;
 
 TEST_F(AllowedOriginsTest, HelloFromAnAllowedOriginIsWelcome) {
   auto c = Client::connect(server_->http_port(), Wire::kWebSocket, "https://game.example");

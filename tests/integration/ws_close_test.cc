@@ -150,18 +150,16 @@ TEST_F(WsClose, CloseCodeAbove4999EndsTheConnectionWithItsCodeOr1002) {
 // Every tenant at 1 KiB, so the hard limit is 4 KiB whoever connects.
 constexpr size_t kSmallLimit = 1024;
 
-class WsLimits : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess(websocket_spec(default_tenants_toml("max_message_bytes = 1024\n") +
-                                               "max_message_bytes = 1024\n"));  // `other`'s
-    server_->start();
+class WsLimits : public SharedServerTest<WsLimits> {
+ public:
+  static ServerSpec server_spec() {
+    return websocket_spec(default_tenants_toml("max_message_bytes = 1024\n") +
+                          "max_message_bytes = 1024\n");  // `other`'s
   }
-  static void TearDownTestSuite() { delete server_; }
+
+ protected:
   uint16_t port() { return server_->http_port(); }
-  static ServerProcess* server_;
 };
-ServerProcess* WsLimits::server_ = nullptr;
 
 TEST_F(WsLimits, FrameOfFourTimesTheLimitGetsTooLargeWithItsRid) {
   auto ws = open_session(port());

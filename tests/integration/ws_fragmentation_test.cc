@@ -18,8 +18,7 @@ FrameSpec fragment(uint8_t opcode, std::string payload, bool fin) {
 
 TEST_F(WsFragmentation, TextMessageInThreeFragmentsIsOneMessage) {
   auto ws = RawWs::open(port());
-  const std::string hello =
-      R"({"op":"hello","v":1,"token":")" + ServerProcess::token("u1") + R"(","rid":1})";
+  const std::string hello = hello_frame(ServerProcess::token("u1"));
   ws->send_frame(fragment(ws_op::kText, hello.substr(0, 10), false));
   ws->send_frame(fragment(ws_op::kContinuation, hello.substr(10, 50), false));
   ws->send_frame(fragment(ws_op::kContinuation, hello.substr(60), true));

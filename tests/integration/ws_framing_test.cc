@@ -54,8 +54,8 @@ TEST_F(WsFraming, FrameWithSixtyFourBitLengthIsRead) {
 
 TEST_F(WsFraming, FrameWrittenOneByteAtATimeIsOneMessage) {
   auto ws = RawWs::open(port());
-  ws->send_bytes_one_at_a_time(encode_frame(
-      {ws_op::kText, R"({"op":"hello","v":1,"token":")" + ServerProcess::token("u1") + R"(","rid":2})"}));
+  ws->send_bytes_one_at_a_time(
+      encode_frame({ws_op::kText, hello_frame(ServerProcess::token("u1"), 2)}));
   const auto welcome = ws->next_text();
   ASSERT_TRUE(welcome);
   EXPECT_EQ(op_of(*welcome), "welcome") << *welcome;
@@ -82,7 +82,7 @@ TEST_F(WsFraming, EmptyTextMessageGetsBadRequestAndTheConnectionStaysOpen) {
 // RFC 6455 5.1: a server MUST NOT mask; 5.2: lengths use the minimal encoding.
 TEST_F(WsFraming, ServerFramesAreUnmaskedFinalTextFramesWithMinimalLengths) {
   auto ws = RawWs::open(port());
-  ws->send_text(R"({"op":"hello","v":1,"token":")" + ServerProcess::token("big") + R"(","rid":1})");
+  ws->send_text(hello_frame(ServerProcess::token("big")));
   auto welcome = ws->read_frame();
   ASSERT_TRUE(welcome);
   EXPECT_TRUE(welcome->fin);

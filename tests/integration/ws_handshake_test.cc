@@ -114,23 +114,20 @@ TEST_F(WsHandshake, OfferedExtensionIsNotAccepted) {
 // --- Origin (10.2; docs/protocol-notes.md "Origin") -----------------------------
 
 // Every tenant lists its origins: the handshake itself checks them.
-class WsOriginAllListed : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess(
-        websocket_spec(default_tenants_toml("allowed_origins = [\"https://demo.example\"]\n") +
-                       "allowed_origins = [\"https://other.example\"]\n"));  // `other`'s
-    server_->start();
+class WsOriginAllListed : public SharedServerTest<WsOriginAllListed> {
+ public:
+  static ServerSpec server_spec() {
+    return websocket_spec(default_tenants_toml("allowed_origins = [\"https://demo.example\"]\n") +
+                          "allowed_origins = [\"https://other.example\"]\n");  // `other`'s
   }
-  static void TearDownTestSuite() { delete server_; }
+
+ protected:
   HttpHead ask(const std::string& origin) {
     auto ws = RawWs::connect(server_->http_port());
     return ws->http(RawWs::upgrade_request("/v1/ws", "Origin: " + origin + "\r\n"))
         .value_or(HttpHead{});
   }
-  static ServerProcess* server_;
 };
-ServerProcess* WsOriginAllListed::server_ = nullptr;
 
 TEST_F(WsOriginAllListed, OriginNoTenantAllowsIsAnswered403) {
   EXPECT_EQ(ask("https://evil.example").status, 403);

@@ -12,6 +12,8 @@
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include "support/server_process.h"
+
 namespace parley::testing {
 
 namespace asio = boost::asio;
@@ -58,6 +60,62 @@ std::optional<std::string> json_raw(const std::string& obj, const char* key) {
 }
 
 std::string op_of(const std::string& obj) { return json_str(obj, "op").value_or(""); }
+
+std::vector<std::string> json_array_items(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::array arr;
+  std::vector<std::string> out;
+  if (parser.parse(json).get(arr)) return out;
+  for (auto e : arr) out.push_back(simdjson::minify(e));
+  return out;
+}
+
+std::vector<std::string> json_frame_objects(const std::string& frame) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(frame).get(doc)) return {"!invalid-json:" + frame};
+  std::vector<std::string> out;
+  if (doc.is_array()) {
+    for (auto e : doc.get_array()) out.push_back(simdjson::minify(e));
+  } else {
+    out.push_back(simdjson::minify(doc));
+  }
+  return out;
+}
+
+std::vector<int64_t> msg_seqs(const std::string& obj) {
+  std::vector<int64_t> out;
+  for (const auto& m : json_array_items(json_raw(obj, "msgs").value_or(""))) {
+    if (auto seq = json_int(m, "seq")) out.push_back(*seq);
+  }
+  return out;
+}
+
+std::vector<int64_t> seq_range(int64_t first, int64_t last) {
+  std::vector<int64_t> out;
+  for (int64_t s = first; s <= last; ++s) out.push_back(s);
+  return out;
+}
+
+std::string hello_frame(const std::string& token, int rid, int v) {
+  return R"({"op":"hello","v":)" + std::to_string(v) + R"(,"token":")" + token + R"(","rid":)" +
+         std::to_string(rid) + "}";
+}
+
+std::string join_frame(const std::string& ch, std::optional<uint64_t> since,
+                       std::optional<int64_t> rid) {
+  std::string f = R"({"op":"join","ch":")" + ch + "\"";
+  if (since) f += ",\"since\":" + std::to_string(*since);
+  if (rid) f += ",\"rid\":" + std::to_string(*rid);
+  return f + "}";
+}
+
+std::string pub_frame(const std::string& ch, const std::string& id, const std::string& body,
+                      std::optional<int64_t> rid) {
+  std::string f = R"({"op":"pub","ch":")" + ch + R"(","id":")" + id + R"(","body":)" + body;
+  if (rid) f += ",\"rid\":" + std::to_string(*rid);
+  return f + "}";
+}
 
 struct Client::Impl {
   asio::io_context io;
@@ -152,17 +210,10 @@ void Client::close() {
 }
 
 void Client::push_frame(const std::string& frame) {
-  thread_local simdjson::dom::parser parser;
   frames_.fetch_add(1);
-  simdjson::dom::element doc;
+  auto objects = json_frame_objects(frame);
   std::lock_guard lk(mu_);
-  if (parser.parse(frame).get(doc)) {
-    objects_.push_back("!invalid-json:" + frame);
-  } else if (doc.is_array()) {
-    for (auto e : doc.get_array()) objects_.push_back(simdjson::minify(e));
-  } else {
-    objects_.push_back(simdjson::minify(doc));
-  }
+  for (auto& o : objects) objects_.push_back(std::move(o));
   cv_.notify_all();
 }
 
@@ -210,15 +261,13 @@ std::string Client::expect(const std::string& op, std::chrono::milliseconds time
 }
 
 std::string Client::hello(const std::string& token, int rid) {
-  send(R"({"op":"hello","v":1,"token":")" + token + R"(","rid":)" + std::to_string(rid) + "}");
+  send(hello_frame(token, rid));
   auto o = next();
   return o.value_or("");
 }
 
 std::string Client::join(const std::string& ch, std::optional<uint64_t> since) {
-  std::string f = R"({"op":"join","ch":")" + ch + "\"";
-  if (since) f += ",\"since\":" + std::to_string(*since);
-  send(f + "}");
+  send(join_frame(ch, since));
   return expect("joined");
 }
 
@@ -231,6 +280,22 @@ std::optional<int> Client::wait_closed(std::chrono::milliseconds timeout) {
 bool Client::closed() {
   std::lock_guard lk(mu_);
   return closed_;
+}
+
+std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token, Wire wire) {
+  auto c = Client::connect(port, wire);
+  const std::string welcome = c->hello(token);
+  EXPECT_EQ(op_of(welcome), "welcome") << welcome;
+  return c;
+}
+
+std::unique_ptr<Client> connect_as(uint16_t port, const std::string& user,
+                                   const std::string& tenant, Wire wire) {
+  auto c = Client::connect(port, wire);
+  const std::string welcome = c->hello(ServerProcess::token(user, tenant));
+  EXPECT_EQ(op_of(welcome), "welcome") << welcome;
+  EXPECT_EQ(json_str(welcome, "tenant"), tenant) << welcome;
+  return c;
 }
 
 }  // namespace parley::testing

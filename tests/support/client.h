@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace parley::testing {
 
@@ -24,6 +25,23 @@ std::optional<bool> json_bool(const std::string& obj, const char* key);
 // The field's raw minified JSON ("{...}", "[...]", "1", "\"x\"").
 std::optional<std::string> json_raw(const std::string& obj, const char* key);
 std::string op_of(const std::string& obj);
+// The items of a JSON array (minified), in order; empty when `json` is not an array.
+std::vector<std::string> json_array_items(const std::string& json);
+// The objects of one server frame: the object itself, or each object of a tick
+// batch array; {"!invalid-json:<frame>"} when the frame does not parse.
+std::vector<std::string> json_frame_objects(const std::string& frame);
+// The seq of each message in obj's "msgs" array (a history reply), in order.
+std::vector<int64_t> msg_seqs(const std::string& obj);
+// first, first + 1, ..., last (what msg_seqs should be).
+std::vector<int64_t> seq_range(int64_t first, int64_t last);
+
+// Client frames of PROTOCOL.md ("Client ops"); optional fields are left out when unset.
+std::string hello_frame(const std::string& token, int rid = 1, int v = 1);
+std::string join_frame(const std::string& ch, std::optional<uint64_t> since = std::nullopt,
+                       std::optional<int64_t> rid = std::nullopt);
+// `body` is raw JSON.
+std::string pub_frame(const std::string& ch, const std::string& id, const std::string& body,
+                      std::optional<int64_t> rid = std::nullopt);
 
 enum class Wire { kWebSocket, kTcp, kUnix };
 
@@ -69,5 +87,14 @@ class Client {
   std::thread reader_;
   friend struct ClientAccess;
 };
+
+// Connects and says hello with `token`; EXPECTs (gtest) a welcome.
+std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token,
+                                           Wire wire = Wire::kWebSocket);
+// Connects and says hello as `user` of `tenant` (a ServerProcess::token); EXPECTs
+// (gtest) a welcome for that tenant.
+std::unique_ptr<Client> connect_as(uint16_t port, const std::string& user,
+                                   const std::string& tenant = "demo",
+                                   Wire wire = Wire::kWebSocket);
 
 }  // namespace parley::testing

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <random>
 
+#include "support/client.h"
+
 namespace parley::testing {
 
 namespace {
@@ -268,8 +270,7 @@ bool RawWs::wait_eof(std::chrono::milliseconds timeout) {
 }
 
 std::string RawWs::hello(const std::string& token, int rid) {
-  send_text(R"({"op":"hello","v":1,"token":")" + token + R"(","rid":)" + std::to_string(rid) +
-            "}");
+  send_text(hello_frame(token, rid));
   return next_text().value_or("");
 }
 

@@ -160,4 +160,20 @@ HttpResult http_request(uint16_t port, const std::string& method, const std::str
   return {static_cast<int>(res.result_int()), res.body()};
 }
 
+std::vector<std::string> http_history_all(uint16_t port, const std::string& ch,
+                                          const std::string& api_key) {
+  std::vector<std::string> all;
+  for (int page = 0; page < 10000; ++page) {
+    const int64_t after = all.empty() ? 0 : json_int(all.back(), "seq").value_or(0);
+    auto r = http_request(port, "GET",
+                          "/v1/history?ch=" + ch + "&after=" + std::to_string(after) + "&limit=1000",
+                          "", api_key);
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto items = json_array_items(json_raw(r.body, "msgs").value_or(""));
+    if (r.status != 200 || items.empty()) break;
+    all.insert(all.end(), items.begin(), items.end());
+  }
+  return all;
+}
+
 }  // namespace parley::testing

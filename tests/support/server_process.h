@@ -3,12 +3,16 @@
 // and reads the bound ports from it (listeners use port 0).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "support/client.h"
 
 namespace parley::testing {
 
@@ -29,6 +33,14 @@ struct ServerSpec {
   bool unix_socket = false;
 };
 
+// A spec with these tenants (and more [server] keys); the rest as ServerSpec has it.
+inline ServerSpec spec_with_tenants(std::string tenants_toml, std::string server_extra = "") {
+  ServerSpec spec;
+  spec.tenants_toml = std::move(tenants_toml);
+  spec.server_extra = std::move(server_extra);
+  return spec;
+}
+
 class ServerProcess {
  public:
   explicit ServerProcess(ServerSpec spec = {});
@@ -45,6 +57,8 @@ class ServerProcess {
 
   uint16_t http_port() const { return http_port_; }
   uint16_t tcp_port() const { return tcp_port_; }
+  // Where a client over `wire` connects: tcp_port() for raw TCP, else http_port().
+  uint16_t port(Wire wire) const { return wire == Wire::kTcp ? tcp_port_ : http_port_; }
   const std::string& dir() const { return dir_; }
   std::string unix_path() const { return dir_ + "/parley.sock"; }
   std::string log() const;  // what the server wrote to stderr/stdout
@@ -69,5 +83,40 @@ struct HttpResult {
 };
 HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,
                         const std::string& body = "", const std::string& api_key = "");
+
+// Every stored message of `ch`, oldest first: GET /v1/history paged with `after`
+// until a page is empty. EXPECTs (gtest) each page to be answered 200.
+std::vector<std::string> http_history_all(uint16_t port, const std::string& ch,
+                                          const std::string& api_key = kDemoApiKey);
+
+// A fixture whose test suite shares one server, started before the suite's
+// first test and killed after its last:
+//   class FooTest : public SharedServerTest<FooTest> {
+//    public:
+//     static ServerSpec server_spec() { ... }  // optional; default ServerSpec{}
+//   };
+template <typename Suite>
+class SharedServerTest : public ::testing::Test {
+ public:
+  static ServerSpec server_spec() { return {}; }
+
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess(Suite::server_spec());
+    server_->start();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  // connect_as (support/client.h) on this suite's server, over WebSocket.
+  static std::unique_ptr<Client> connect_as(const std::string& user,
+                                            const std::string& tenant = "demo") {
+    return ::parley::testing::connect_as(server_->http_port(), user, tenant);
+  }
+
+  static inline ServerProcess* server_ = nullptr;
+};
 
 }  // namespace parley::testing
