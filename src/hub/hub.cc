@@ -10,7 +10,7 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, admin::Metrics& metrics, Shar
   for (unsigned i = 0; i < loops.size(); ++i) {
     // The view is created here but used only on its loop (the Metrics slot of
     // that loop is the one ThreadMetrics it may touch).
-    fanouts_.push_back(std::make_unique<LoopFanout>(loops.loop(i), metrics.slot(i)));
+    fanouts_.push_back(std::make_unique<LoopFanout>(i, loops.loop(i), metrics.slot(i)));
     views.push_back(fanouts_.back().get());
   }
   for (unsigned i = 0; i < loops.size(); ++i) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/check.h"
 #include "common/clock.h"
+#include "runtime/loop_group.h"
 
 namespace parley::hub {
 
@@ -13,10 +15,11 @@ constexpr char kComma[] = ",";
 constexpr char kClose[] = "]";
 }  // namespace
 
-LoopFanout::LoopFanout(boost::asio::io_context& loop, admin::ThreadMetrics& metrics)
-    : loop_(loop), metrics_(metrics) {}
+LoopFanout::LoopFanout(unsigned index, boost::asio::io_context& loop, admin::ThreadMetrics& metrics)
+    : index_(index), loop_(loop), metrics_(metrics) {}
 
 void LoopFanout::add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Local& local = channels_[channel_key];
   local.tick_ms = tick_ms;
   for (auto& m : local.members) {
@@ -34,6 +37,7 @@ void LoopFanout::remove_member(const std::string& channel_key, uint64_t conn_id)
 }
 
 void LoopFanout::deliver(const std::string& channel_key, ChannelEvent ev) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(channel_key);
   if (it == channels_.end() || it->second.members.empty()) return;
   Local& local = it->second;

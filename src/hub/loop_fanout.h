@@ -30,7 +30,7 @@ struct ChannelEvent {
 
 class LoopFanout {
  public:
-  LoopFanout(boost::asio::io_context& loop, admin::ThreadMetrics& metrics);
+  LoopFanout(unsigned index, boost::asio::io_context& loop, admin::ThreadMetrics& metrics);
 
   // Adds a member; it receives events delivered from now on. Idempotent.
   void add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub);
@@ -67,6 +67,7 @@ class LoopFanout {
   void flush(uint32_t tick_ms);
   void encode_channel(Local& local, std::unordered_map<Subscriber*, Assembly>& out);
 
+  unsigned index_;
   boost::asio::io_context& loop_;
   admin::ThreadMetrics& metrics_;
   std::unordered_map<std::string, Local> channels_;

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "common/check.h"
 #include "common/clock.h"
 #include "net/connection.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
+#include "runtime/loop_group.h"
 
 namespace parley::hub {
 
@@ -83,6 +85,7 @@ Channel* Shard::open(const auth::TenantConfig* tenant, std::string_view ch, Erro
 }
 
 void Shard::join(JoinRequest req) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const unsigned loop = req.sub->loop();
   Error err;
   Channel* c = open(req.tenant, req.ch, &err);
@@ -161,6 +164,7 @@ void Shard::join(JoinRequest req) {
 }
 
 void Shard::leave(const auth::TenantConfig* tenant, const std::string& ch, uint64_t conn) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(fanout_key(tenant->id, ch));
   if (it == channels_.end()) return;
   remove_member(*it->second, conn);
@@ -186,6 +190,7 @@ void Shard::remove_member(Channel& c, uint64_t conn) {
 }
 
 void Shard::publish(PublishRequest req) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const int64_t start = steady_ns();
   metrics_.local().observe(admin::Stage::kQueueWait, start - req.arrived_ns);
   auto reply = [this, &req](PublishOutcome out) {
@@ -238,6 +243,7 @@ void Shard::publish(PublishRequest req) {
 }
 
 void Shard::on_committed(Channel* c, Status status) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Channel::InFlight f = std::move(c->inflight.front());
   c->inflight.pop_front();
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
@@ -271,6 +277,7 @@ void Shard::on_committed(Channel* c, Status status) {
 }
 
 void Shard::state(StateRequest req) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Channel* c = find(req.tenant, req.ch);
   if (!c || !c->members.contains(req.conn)) return;  // the session checked; a leave raced it
   auto json = std::make_shared<std::string>();
