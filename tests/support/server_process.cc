@@ -58,7 +58,10 @@ void ServerProcess::start() {
     dup2(log, 2);
     close(out[0]);
     const std::string cfg = dir_ + "/parley.toml";
-    execl(PARLEY_BIN, PARLEY_BIN, "serve", "--config", cfg.c_str(), nullptr);
+    // PARLEY_TEST_BIN runs the suite against another build (e.g. a sanitizer one).
+    const char* env_bin = std::getenv("PARLEY_TEST_BIN");
+    const char* bin = env_bin && *env_bin ? env_bin : PARLEY_BIN;
+    execl(bin, bin, "serve", "--config", cfg.c_str(), nullptr);
     _exit(127);
   }
   close(out[1]);
