@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,16 @@ constexpr const char* kUsage =
     "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
     "  parley version\n";
 
-parley::Result<parley::server::ServerConfig> load(const std::string& path) {
-  if (path.empty()) return parley::server::demo_config();
-  return parley::server::load_config_file(path);
+// The configuration at `path` (the demo one when empty); explains and returns
+// nullopt when it cannot be used.
+std::optional<parley::server::ServerConfig> load(const std::string& path) {
+  auto cfg = path.empty() ? parley::Result<parley::server::ServerConfig>(parley::server::demo_config())
+                          : parley::server::load_config_file(path);
+  if (!cfg) {
+    std::cerr << "parley: " << cfg.error().msg << "\n";
+    return std::nullopt;
+  }
+  return std::move(*cfg);
 }
 
 int serve(const std::vector<std::string>& args) {
@@ -36,10 +44,7 @@ int serve(const std::vector<std::string>& args) {
     }
   }
   auto cfg = load(config_path);
-  if (!cfg) {
-    std::cerr << "parley: " << cfg.error().msg << "\n";
-    return 2;
-  }
+  if (!cfg) return 2;
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l %v");
   // Signals are taken by sigwait in the main thread only: block them before
@@ -106,10 +111,7 @@ int token(const std::vector<std::string>& args) {
     return 2;
   }
   auto cfg = load(config_path);
-  if (!cfg) {
-    std::cerr << "parley: " << cfg.error().msg << "\n";
-    return 2;
-  }
+  if (!cfg) return 2;
   auto it = cfg->tenants.find(tenant);
   if (it == cfg->tenants.end()) {
     std::cerr << "parley: no tenant \"" << tenant << "\" in the configuration\n";
