@@ -1,4 +1,4 @@
-// Connecting and the basic ops of PROTOCOL.md, over WebSocket and raw TCP.
+// Connecting and the basic ops of PROTOCOL.md, over WebSocket, raw TCP and Unix sockets.
 #include <gtest/gtest.h>
 
 #include "support/client.h"
@@ -7,7 +7,14 @@
 namespace parley::testing {
 namespace {
 
-class SessionTest : public SharedServerTest<SessionTest> {};
+class SessionTest : public SharedServerTest<SessionTest> {
+ public:
+  static ServerSpec server_spec() {
+    ServerSpec spec;
+    spec.unix_socket = true;
+    return spec;
+  }
+};
 
 TEST_F(SessionTest, HelloIsAnsweredWithWelcome) {
   auto c = Client::connect(server_->http_port());
@@ -53,6 +60,20 @@ TEST_F(SessionTest, RawTcpSpeaksTheSameProtocol) {
   EXPECT_EQ(json_raw(c->expect("msg"), "body"), "1");
   c->send(R"({"op":"ping","rid":3})");
   EXPECT_EQ(json_int(c->expect("pong"), "rid"), 3);
+}
+
+TEST_F(SessionTest, UnixSocketSpeaksTheSameProtocol) {
+  auto game_server = Client::connect(0, Wire::kUnix, "", server_->unix_path());
+  auto player = Client::connect(server_->http_port());
+  EXPECT_EQ(op_of(game_server->hello(ServerProcess::token("gs1"))), "welcome");
+  EXPECT_EQ(op_of(player->hello(ServerProcess::token("p1"))), "welcome");
+  game_server->join("chat:unix");
+  player->join("chat:unix");
+  game_server->send(R"({"op":"pub","ch":"chat:unix","id":"u1","body":{"round":1},"rid":5})");
+  EXPECT_EQ(json_int(game_server->expect("ack"), "seq"), 1);
+  auto m = player->expect("msg");
+  EXPECT_EQ(json_str(m, "from"), "gs1") << m;
+  EXPECT_EQ(json_raw(m, "body"), R"({"round":1})");
 }
 
 }  // namespace
