@@ -1,5 +1,7 @@
 #include "gateway/gateway.h"
 
+#include <algorithm>
+
 #include "common/clock.h"
 #include "gateway/client_session.h"
 #include "protocol/encoder.h"
@@ -7,7 +9,12 @@
 namespace parley::gateway {
 
 namespace {
-constexpr auto kSweepPeriod = std::chrono::milliseconds(500);
+// Sweeps run often enough to keep heartbeat and hello deadlines within a
+// quarter of their period, and never more often than every 25 ms.
+std::chrono::milliseconds sweep_period(const GatewayOptions& o) {
+  const uint32_t shortest = std::min(o.heartbeat_ms, o.hello_timeout_ms);
+  return std::chrono::milliseconds(std::clamp<uint32_t>(shortest / 4, 25, 500));
+}
 
 std::string user_key(const ClientSession& s) {
   std::string k = s.tenant()->config.id;
@@ -78,7 +85,7 @@ void Gateway::start() {
 
 void Gateway::arm_sweep(unsigned loop) {
   auto& ls = *per_loop_[loop];
-  ls.sweep.expires_after(kSweepPeriod);
+  ls.sweep.expires_after(sweep_period(opts_));
   ls.sweep.async_wait([this, loop](boost::system::error_code ec) {
     if (ec) return;
     run_sweep(loop);

@@ -52,8 +52,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Graceful close after the queued frames are written.
   void close(int code, std::string reason);
 
-  // Heartbeat: WebSocket sends a ping; counts unanswered ones.
-  virtual void heartbeat() {}
+  // Heartbeat: counts a period without news from the peer (any frame, or a
+  // WebSocket pong, resets it); WebSocket also sends a ping.
+  virtual void heartbeat() {
+    if (!closing()) ++unanswered_pings_;
+  }
   int unanswered_pings() const { return unanswered_pings_; }
 
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
