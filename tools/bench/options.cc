@@ -76,6 +76,20 @@ bool apply_preset(const std::string& name, Options& o) {
     o.step_factor = 1.5;
     o.max_steps = 8;
     o.ramp_s = 3;
+  } else if (name == "ramp-world") {
+    // The world ramp: avatars in worlds of 100 raise their state rate in steps (chat
+    // stays at a trickle) until the state delivery p99 bound breaks.
+    o.scenario = "ramp";
+    o.ramp_of = "state";
+    o.ns = "world";
+    o.conns = 1000;
+    o.channel_size = 100;
+    o.state_hz = 2;
+    o.rate = 5;
+    o.step_s = 5;
+    o.step_factor = 1.5;
+    o.max_steps = 10;
+    o.ramp_s = 3;
   } else {
     o.preset.clear();
     return false;
@@ -86,14 +100,15 @@ bool apply_preset(const std::string& name, Options& o) {
 std::string usage() {
   return R"(usage: parley-bench SCENARIO|PRESET [flags]
        parley-bench compare SCENARIO|PRESET [flags]   (Parley and each peer, one by one)
-presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp
+presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp ramp-world
 flags (defaults from the preset):
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
   --state-hz H --churn PER_S --ping-s S --no-reconnect
   --duration S --ramp-up S --drain S
-  --step-s S --step-factor F --max-steps N --max-p99-ms MS --min-accepted PCT   (ramp)
+  --step-s S --step-factor F --max-steps N --max-p99-ms MS --min-accepted PCT
+  --ramp-of rate|state   (ramp: step the pub rate, or the state Hz per connection)
   --threads N --procs N --max-inflight N --retry-max N
   --no-history --history-len N
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
@@ -137,7 +152,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--retry-max", n(o.retry_max)}, {"--history-len", n(o.history_len)},
       {"--json", s(o.json_out)}, {"--html", s(o.html_out)}, {"--server-pid", n(o.server_pid)},
       {"--run-id", s(o.run_id)}, {"--parley-bin", s(o.parley_bin)},
-      {"--peers-dir", s(o.peers_dir)}, {"--targets", s(o.targets)}, {"--proc-index", n(o.proc_index)},
+      {"--peers-dir", s(o.peers_dir)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -155,6 +170,10 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--duration must be in (0, 86400]");
   if (o.transport != "ws" && o.transport != "tcp")
     throw std::runtime_error("--transport is ws or tcp");
+  if (o.ramp_of != "rate" && o.ramp_of != "state")
+    throw std::runtime_error("--ramp-of is rate or state");
+  if (o.ramp_of == "state" && o.state_hz <= 0)
+    throw std::runtime_error("--ramp-of state wants --state-hz > 0");
   int p = 1;
   while (p < o.max_inflight) p <<= 1;
   o.max_inflight = p;

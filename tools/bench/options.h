@@ -34,7 +34,9 @@ struct Options {
   double ramp_s = 2;              // connections are opened evenly over this
   double drain_s = 5;             // max wait for acks and deliveries at the end
   double connect_timeout_s = 10;
-  // Ramp scenario: rate steps.
+  // Ramp scenario: steps of the pub rate (ramp_of = "rate") or of the state rate per
+  // connection (ramp_of = "state", the world ramp).
+  std::string ramp_of = "rate";
   double step_s = 5;
   double step_factor = 1.5;
   int max_steps = 8;

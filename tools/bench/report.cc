@@ -117,7 +117,21 @@ void print_table(const RunResult& r) {
       line("  {:<26}{:>14.0f}\n", "deliveries/server CPU-s",
            double(r.all_deliveries_in_load()) / r.server_cpu_s);
   }
-  if (!r.steps.empty()) {
+  if (!r.steps.empty() && r.o.ramp_of == "state") {
+    line("\n  ramp steps       state Hz  states/s  state deliv/s  state p99  deliv p99  accepted\n");
+    for (auto& s : r.steps)
+      line("  {:>3} {:<6} {:>9.2f} {:>9.0f} {:>14.0f} {:>10.1f} {:>10.1f} {:>9.3f}%  {}\n",
+           s.step, s.held ? "held" : "BROKE", s.rate, s.states_sent_per_s,
+           s.state_deliveries_per_s, s.state_p99_ms, s.delivery_p99_ms, s.accepted_pct, s.why);
+    if (r.last_good_step >= 0) {
+      const StepResult& g = r.steps[size_t(r.last_good_step)];
+      line("  last step that held: {} at {:.2f} Hz per connection ({:.0f} states/s sent, {:.0f} "
+           "state deliveries/s)\n",
+           r.last_good_step, g.rate, g.states_sent_per_s, g.state_deliveries_per_s);
+    } else {
+      line("  no step held\n");
+    }
+  } else if (!r.steps.empty()) {
     line("\n  ramp steps           rate   acked/s  deliv/s  ack p99  deliv p99  accepted\n");
     for (auto& s : r.steps)
       line("  {:>3} {:<6} {:>11.0f} {:>9.0f} {:>8.0f} {:>8.1f} {:>10.1f} {:>9.3f}%  {}\n", s.step,
@@ -157,11 +171,12 @@ std::string to_json(const RunResult& r) {
      esc(r.o.target_name), esc(r.o.scenario), esc(r.o.preset), r.started_at, esc(r.o.run_id));
   kv(R"(  "command": "{}", "server_cmd": "{}", "machine": "{}",)" "\n", esc(r.o.command_line),
      esc(r.o.server_cmd), esc(r.machine));
-  kv(R"(  "options": {{"host": "{}", "port": {}, "transport": "{}", "conns": {}, "channel_size": {}, "ns": "{}", "rate": {}, "body_bytes": {}, "state_hz": {}, "churn_per_s": {}, "duration_s": {}, "ramp_s": {}, "threads": {}, "procs": {}, "src_addrs": {}, "history_check": {}}},)"
+  kv(R"(  "options": {{"host": "{}", "port": {}, "transport": "{}", "conns": {}, "channel_size": {}, "ns": "{}", "rate": {}, "body_bytes": {}, "state_hz": {}, "churn_per_s": {}, "duration_s": {}, "ramp_s": {}, "threads": {}, "procs": {}, "src_addrs": {}, "history_check": {}, "ramp_of": "{}", "step_s": {}, "step_factor": {}, "max_p99_ms": {}}},)"
      "\n",
      esc(r.o.host), r.o.port, r.o.transport, r.o.conns, r.o.channel_size, esc(r.o.ns), r.o.rate,
      r.o.body_bytes, r.o.state_hz, r.o.churn_per_s, r.o.duration_s, r.o.ramp_s, r.o.threads,
-     r.o.procs, r.o.src_addrs, r.o.history_check);
+     r.o.procs, r.o.src_addrs, r.o.history_check, esc(r.o.ramp_of), r.o.step_s, r.o.step_factor,
+     r.o.max_p99_ms);
   kv(R"(  "latency_ms": {{"ack": {}, "delivery": {}, "state": {}, "send_lag": {}}},)" "\n",
      hist_json(r.latencies.ack), hist_json(r.latencies.delivery), hist_json(r.latencies.state),
      hist_json(r.latencies.send_lag));
@@ -189,9 +204,10 @@ std::string to_json(const RunResult& r) {
   j += "},\n  \"steps\": [";
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepResult& s = r.steps[i];
-    kv(R"({}{{"step": {}, "rate": {:.1f}, "held": {}, "msgs_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "ack_p99_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "accepted_pct": {:.4f}, "why": "{}"}})",
-       i ? ", " : "", s.step, s.rate, s.held, s.msgs_per_s, s.deliveries_per_s, s.ack_p99_ms,
-       s.delivery_p99_ms, s.accepted_pct, esc(s.why));
+    kv(R"({}{{"step": {}, "rate": {:.2f}, "held": {}, "msgs_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "states_sent_per_s": {:.1f}, "state_deliveries_per_s": {:.1f}, "ack_p99_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "state_p99_ms": {:.3f}, "accepted_pct": {:.4f}, "why": "{}"}})",
+       i ? ", " : "", s.step, s.rate, s.held, s.msgs_per_s, s.deliveries_per_s,
+       s.states_sent_per_s, s.state_deliveries_per_s, s.ack_p99_ms, s.delivery_p99_ms,
+       s.state_p99_ms, s.accepted_pct, esc(s.why));
   }
   kv("],\n  \"last_good_step\": {},\n  \"timeline\": [", r.last_good_step);
   auto tl = timeline(r);

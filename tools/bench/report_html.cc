@@ -164,7 +164,15 @@ std::string run_section(const RunResult& r) {
              ls, le);
   s += chart("Server memory", "RSS MiB", x,
              {{"server RSS", "#17becf", col(&TimelinePoint::server_rss_mib)}}, ls, le);
-  if (!r.steps.empty()) {
+  if (!r.steps.empty() && r.o.ramp_of == "state") {
+    s += "<table><tr><th>step</th><th>state Hz</th><th>states/s</th><th>state deliveries/s</th><th>state p99</th><th>delivery p99</th><th>accepted</th><th></th></tr>";
+    for (auto& st : r.steps)
+      s += fmt::format("<tr><td>{}</td><td>{:.2f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.3f}%</td><td>{}</td></tr>",
+                       st.step, st.rate, st.states_sent_per_s, st.state_deliveries_per_s,
+                       st.state_p99_ms, st.delivery_p99_ms, st.accepted_pct,
+                       st.held ? "held" : html_escape(st.why));
+    s += "</table>\n";
+  } else if (!r.steps.empty()) {
     s += "<table><tr><th>step</th><th>rate</th><th>acked/s</th><th>deliveries/s</th><th>ack p99</th><th>delivery p99</th><th>accepted</th><th></th></tr>";
     for (auto& st : r.steps)
       s += fmt::format("<tr><td>{}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.3f}%</td><td>{}</td></tr>",

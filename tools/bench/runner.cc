@@ -65,16 +65,29 @@ StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, i
   double secs = t1 - t0;
   r.msgs_per_s = double(d.acked) / secs;
   r.deliveries_per_s = double(d.deliveries) / secs;
+  r.states_sent_per_s = double(d.state_sent) / secs;
+  r.state_deliveries_per_s = double(d.state_deliveries) / secs;
   r.ack_p99_ms = ms(lat.ack.percentile(99));
   r.delivery_p99_ms = ms(lat.delivery.percentile(99));
+  r.state_p99_ms = ms(lat.state.percentile(99));
   // Accepted at first try: acks trail their pubs, so acked/attempted inside a short
   // window would read as loss at every step boundary; rejections do not.
   uint64_t rejected = d.rate_limited + d.backpressure + d.pub_errors;
   r.accepted_pct = d.pub_sent ? 100.0 * (1.0 - double(rejected) / double(d.pub_sent)) : 100;
   r.held = true;
+  // The state ramp schedules rate x connections states/s; sending under 95 % of that
+  // means the generator (or its connections) could not keep up.
+  const double states_scheduled = o.ramp_of == "state" ? rate * double(o.conns) : 0;
   if (r.delivery_p99_ms > o.max_p99_ms) {
     r.held = false;
     r.why = fmt::format("delivery p99 {:.1f} ms > {} ms", r.delivery_p99_ms, o.max_p99_ms);
+  } else if (r.state_p99_ms > o.max_p99_ms) {
+    r.held = false;
+    r.why = fmt::format("state p99 {:.1f} ms > {} ms", r.state_p99_ms, o.max_p99_ms);
+  } else if (states_scheduled > 0 && r.states_sent_per_s < 0.95 * states_scheduled) {
+    r.held = false;
+    r.why = fmt::format("the load generator sent {:.0f} of {:.0f} states/s",
+                        r.states_sent_per_s, states_scheduled);
   } else if (r.accepted_pct < o.min_accepted_pct) {
     r.held = false;
     r.why = fmt::format("accepted {:.3f} % < {} %", r.accepted_pct, o.min_accepted_pct);
@@ -136,9 +149,10 @@ LocalFinal run_local(const Options& o, int64_t t0, const Emit& emit) {
     sleep_until_ns(at(k));
     take(k, 0);
   }
-  double rate = o.rate;
+  const bool ramp_state = ramp && o.ramp_of == "state";
+  double rate = ramp_state ? o.state_hz : o.rate;
   for (auto& w : workers) {
-    w->set_rate(rate);
+    w->set_rate(o.rate);
     w->set_publishing(true);
   }
   int step = 0;
@@ -155,7 +169,12 @@ LocalFinal run_local(const Options& o, int64_t t0, const Emit& emit) {
       f.last_good_step = step;
       ++step;
       rate *= o.step_factor;
-      for (auto& w : workers) w->set_rate(rate);
+      for (auto& w : workers) {
+        if (ramp_state)
+          w->set_state_hz(rate);
+        else
+          w->set_rate(rate);
+      }
     }
   }
   f.load_end_t = k - 1;

@@ -18,10 +18,11 @@ namespace bench {
 
 struct StepResult {
   int step = 0;
-  double rate = 0;
+  double rate = 0;      // the stepped figure: pub msgs/s, or state Hz per connection
   double t_start = 0, t_end = 0;
   double msgs_per_s = 0, deliveries_per_s = 0;
-  double ack_p99_ms = 0, delivery_p99_ms = 0, accepted_pct = 100;
+  double states_sent_per_s = 0, state_deliveries_per_s = 0;
+  double ack_p99_ms = 0, delivery_p99_ms = 0, state_p99_ms = 0, accepted_pct = 100;
   bool held = false;
   std::string why;  // what broke it
 };

@@ -43,6 +43,7 @@ Worker::Worker(const Options& o, int index, Assignment a, double total_conns)
     : o_(o), index_(index), assignment_(std::move(a)),
       share_(total_conns > 0 ? double(assignment_.conns) / total_conns : 0),
       rbuf_(256 * 1024 + simdjson::SIMDJSON_PADDING), tick_(io_),
+      state_hz_(o.state_hz),
       rng_(0x9e3779b97f4a7c15ull * uint64_t(index + 1 + o.proc_index * 64)) {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(o_.host, ec);
@@ -146,6 +147,10 @@ void Worker::set_rate(double total_rate) {
   asio::post(io_, [this, total_rate] { pub_rate_ = total_rate * share_; });
 }
 
+void Worker::set_state_hz(double hz) {
+  asio::post(io_, [this, hz] { state_hz_ = hz; });
+}
+
 void Worker::set_publishing(bool on) {
   asio::post(io_, [this, on] {
     publishing_ = on;
@@ -169,8 +174,8 @@ void Worker::on_tick() {
   if (publishing_) {
     pace(now, pub_rate_, next_pub_, pub_cursor_,
          [](Connection& c, int64_t t) { return c.publish(0, t); }, true);
-    if (o_.state_hz > 0)
-      pace(now, o_.state_hz * double(conns_.size()), next_state_, state_cursor_,
+    if (state_hz_ > 0)
+      pace(now, state_hz_ * double(conns_.size()), next_state_, state_cursor_,
            [](Connection& c, int64_t) { return c.send_state(); }, false);
     if (o_.churn_per_s > 0 && !conns_.empty()) {
       size_t cursor = random() % conns_.size();

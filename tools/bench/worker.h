@@ -52,6 +52,7 @@ class Worker {
   // Any thread.
   void start(int64_t t0_ns);
   void set_rate(double total_rate);
+  void set_state_hz(double hz);  // per connection
   void set_publishing(bool on);
   std::pair<Counters, Latencies> sample();  // interval latencies since the last call
   bool drained();
@@ -133,6 +134,7 @@ class Worker {
   bool publishing_ = false;
   bool shutting_down_ = false;
   double pub_rate_ = 0;  // this worker's share, msgs/s
+  double state_hz_ = 0;  // per connection
   int64_t next_pub_ = 0, next_state_ = 0, next_churn_ = 0, next_ping_ = 0;
   size_t pub_cursor_ = 0, state_cursor_ = 0, ping_cursor_ = 0;
   int64_t next_timeout_check_ = 0;
