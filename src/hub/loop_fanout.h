@@ -40,6 +40,9 @@ class LoopFanout {
   size_t channel_count() const { return channels_.size(); }
 
  private:
+  // tick_batcher_bench.cc: flushes a tick without waiting for the timer.
+  friend struct LoopFanoutTestPeer;
+
   struct Member {
     SubscriberRef sub;
     uint32_t from_index;  // events before this pending index predate the join

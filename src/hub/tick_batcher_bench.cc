@@ -1,0 +1,219 @@
+// Micro-benchmarks of the tick batcher (LoopFanout): the cost of one tick of
+// one channel, from the events' arrival on the loop (deliver) to every
+// member's gathered frame being written, for channels of 20 and 100 members.
+// Not run by the tests: see docs/benchmarks.md.
+//
+// Each member is a fake session (as gateway::ClientSession::send) in front of
+// a real net::Connection:
+// - BM_TickMsg, BM_TickState: the connection's transport completes every
+//   write at once, so the figure is the batcher plus the write queue's work
+//   per frame (send, write_next, on_write_done, releasing the slices);
+// - BM_TickMsgUnix: a real Unix-socket connection (Asio's gathered write, one
+//   sendmsg per member) whose peer is drained after each tick; its time is
+//   mostly the kernel's, its instruction count (callgrind) is user space.
+// The body runs on loop 0 of a real LoopGroup (LoopFanout checks that it runs
+// on its own loop); the fan-out's timers sit on an io_context nobody runs, and
+// each tick is flushed directly.
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/connect_pair.hpp>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "admin/metrics.h"
+#include "common/bench_alloc_counter.h"
+#include "hub/loop_fanout.h"
+#include "net/connection.h"
+#include "net/stream_connection.h"
+#include "protocol/encoder.h"
+#include "runtime/loop_group.h"
+
+namespace parley::hub {
+
+struct LoopFanoutTestPeer {
+  static void flush(LoopFanout& fan, uint32_t tick_ms) { fan.flush(tick_ms); }
+};
+
+namespace {
+
+constexpr uint32_t kTickMs = 20;
+
+// A connection whose every write completes at once, on the caller's stack.
+class NullConnection final : public net::Connection {
+ public:
+  NullConnection(boost::asio::io_context& io, admin::ThreadMetrics& m)
+      : Connection(io.get_executor(), 0, m) {}
+  net::Transport transport() const override { return net::Transport::kWebSocket; }
+  uint64_t bytes_written = 0;
+
+ private:
+  void start_reading() override {}
+  void write_frame(const net::OutFrame& frame) override {
+    bytes_written += frame.bytes();
+    on_write_done(true);
+  }
+  void close_transport(int, const std::string&) override { finish(); }
+  void abort_transport() override {}
+};
+
+// Stands in for gateway::ClientSession::send.
+class FakeSession final : public Subscriber {
+ public:
+  FakeSession(uint64_t conn_id, std::shared_ptr<net::Connection> conn)
+      : conn_id_(conn_id), user_("user-" + std::to_string(conn_id)), conn_(std::move(conn)) {}
+  uint64_t conn_id() const override { return conn_id_; }
+  const std::string& user_id() const override { return user_; }
+  unsigned loop() const override { return 0; }
+  bool gone() const override { return false; }
+  void send(net::OutFrame frame) override {
+    if (!conn_->send(std::move(frame))) std::abort();  // writes complete within the tick
+  }
+
+ private:
+  uint64_t conn_id_;
+  std::string user_;
+  std::shared_ptr<net::Connection> conn_;
+};
+
+using local_socket = boost::asio::local::stream_protocol::socket;
+
+// Runs `fn` on loop 0 of a fresh LoopGroup and waits for it.
+template <typename Fn>
+void on_loop(Fn fn) {
+  runtime::LoopGroup loops(1);
+  loops.start();
+  std::promise<void> done;
+  loops.run_on(0, [&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+std::string body_of(size_t bytes) {
+  std::string body = R"({"kind":"text","n":42,"text":")";
+  while (body.size() + 2 < bytes) body += "lorem ipsum dolor sit amet "[body.size() % 27];
+  return body + "\"}";
+}
+
+enum class Kind { kMsg, kState };
+enum class Sink { kNull, kUnix };
+
+// Args: members, events per tick. Msg: sequenced messages, every member gets
+// all of them in one slice. State: each event from a different member
+// (round-robin), not echoed to its sender, so most members get two slices.
+void run_tick(benchmark::State& state, Kind kind, Sink sink) {
+  const int members = static_cast<int>(state.range(0));
+  const int events = static_cast<int>(state.range(1));
+  on_loop([&] {
+    boost::asio::io_context timers;  // never run: the fan-out's tick timers
+    boost::asio::io_context io;      // the connections' completions, polled after each tick
+    admin::ThreadMetrics metrics;
+    std::vector<std::shared_ptr<NullConnection>> nulls;
+    std::vector<local_socket> peers;
+    LoopFanout fan(0, timers, metrics);
+    const std::string key = std::string("bench") + '\0' + "chat:room-17";
+    for (int i = 0; i < members; ++i) {
+      std::shared_ptr<net::Connection> conn;
+      if (sink == Sink::kNull) {
+        nulls.push_back(std::make_shared<NullConnection>(io, metrics));
+        conn = nulls.back();
+      } else {
+        local_socket ours(io);
+        peers.emplace_back(io);
+        boost::asio::local::connect_pair(ours, peers.back());
+        peers.back().non_blocking(true);
+        conn = std::make_shared<net::UnixConnection>(std::move(ours), 0, metrics, 1 << 20,
+                                                     net::Transport::kUnix);
+      }
+      fan.add_member(key, kTickMs, std::make_shared<FakeSession>(i + 1, std::move(conn)));
+    }
+    // Completes the writes of a tick and reads them on the peers' side.
+    std::vector<char> sink_buf(1 << 20);
+    uint64_t bytes_read = 0;
+    auto complete_writes = [&] {
+      if (sink == Sink::kNull) return;
+      io.poll();
+      io.restart();
+      for (auto& p : peers) {
+        boost::system::error_code ec;
+        bytes_read += p.read_some(boost::asio::buffer(sink_buf), ec);
+      }
+    };
+
+    // The events as the shard posts them (encoded once, before the loop).
+    const std::string body = body_of(100);
+    std::vector<ChannelEvent> tick;
+    for (int e = 0; e < events; ++e) {
+      auto json = std::make_shared<std::string>();
+      const uint64_t sender = e % members + 1;
+      const std::string from = "user-" + std::to_string(sender);
+      if (kind == Kind::kMsg) {
+        protocol::encode_msg(*json, {"chat:room-17", 1000u + e, from, "c-" + std::to_string(e),
+                                     1764460800123, body});
+        tick.push_back(ChannelEvent{std::move(json), 0, {}, {}, 0});
+      } else {
+        protocol::encode_state(*json, "chat:room-17", from, "pos", body);
+        std::string coalesce = std::to_string(sender) + '\0' + "pos";
+        // Distinct keys per event, so that none coalesces away.
+        coalesce += std::to_string(e);
+        tick.push_back(ChannelEvent{std::move(json), sender, {}, std::move(coalesce), 0});
+      }
+    }
+
+    // One tick off the clock, to check what each member gets.
+    for (const auto& ev : tick) fan.deliver(key, ev);
+    LoopFanoutTestPeer::flush(fan, kTickMs);
+    complete_writes();
+    uint64_t expected = 0;
+    for (int i = 0; i < members; ++i) {
+      uint64_t own = 0;
+      if (kind == Kind::kState) {
+        for (int e = 0; e < events; ++e) own += (e % members == i);
+      }
+      expected += events - own;
+    }
+    if (metrics.deliveries.load() != expected) {
+      state.SkipWithError("unexpected number of deliveries");
+      return;
+    }
+
+    const uint64_t allocs = bench::t_allocations;
+    for (auto _ : state) {
+      for (const auto& ev : tick) fan.deliver(key, ev);
+      LoopFanoutTestPeer::flush(fan, kTickMs);
+      complete_writes();
+    }
+    state.counters["allocs"] = benchmark::Counter(
+        static_cast<double>(bench::t_allocations - allocs), benchmark::Counter::kAvgIterations);
+    uint64_t bytes = bytes_read;
+    for (const auto& c : nulls) bytes += c->bytes_written;
+    state.SetBytesProcessed(static_cast<int64_t>(bytes));
+    state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(expected));
+    // Time of one tick divided by the members: the cost per receiver.
+    state.counters["per_member"] = benchmark::Counter(
+        members, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  });
+}
+
+void BM_TickMsg(benchmark::State& state) { run_tick(state, Kind::kMsg, Sink::kNull); }
+void BM_TickState(benchmark::State& state) { run_tick(state, Kind::kState, Sink::kNull); }
+void BM_TickMsgUnix(benchmark::State& state) { run_tick(state, Kind::kMsg, Sink::kUnix); }
+
+void tick_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"members", "events"});
+  for (int members : {20, 100}) {
+    for (int events : {1, 10, 50}) b->Args({members, events});
+  }
+}
+BENCHMARK(BM_TickMsg)->Apply(tick_args);
+BENCHMARK(BM_TickState)->Apply(tick_args);
+BENCHMARK(BM_TickMsgUnix)->ArgNames({"members", "events"})->Args({20, 10})->Args({100, 10});
+
+}  // namespace
+}  // namespace parley::hub
+
+BENCHMARK_MAIN();
