@@ -24,7 +24,7 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
       conn_name_(fmt::format("c{:x}", conn_id)),
       hello_deadline_ms_(hello_deadline_ms) {}
 
-void ClientSession::send(net::OutFrame frame) {
+void ClientSession::send(net::OutFrame&& frame) {
   if (gone()) return;
   if (conn_->send(std::move(frame))) return;
   // Over max_queue_bytes: a slow consumer. It can reconnect and resume with `since`.

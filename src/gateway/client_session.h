@@ -38,7 +38,7 @@ class ClientSession final : public net::ConnectionHandler,
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
-  void send(net::OutFrame frame) override;
+  void send(net::OutFrame&& frame) override;
 
   bool authenticated() const { return tenant_ != nullptr; }
   TenantRuntime* tenant() const { return tenant_; }

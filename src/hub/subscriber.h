@@ -18,8 +18,9 @@ class Subscriber {
   virtual unsigned loop() const = 0;
   // The connection is closed or closing: deliver nothing more.
   virtual bool gone() const = 0;
-  // Queues a frame. The subscriber disconnects itself when it cannot keep up.
-  virtual void send(net::OutFrame frame) = 0;
+  // Queues a frame, taking it. The subscriber disconnects itself when it
+  // cannot keep up.
+  virtual void send(net::OutFrame&& frame) = 0;
 };
 
 using SubscriberRef = std::shared_ptr<Subscriber>;

@@ -8,16 +8,19 @@
 // - BM_TickMsg, BM_TickState: the connection's transport completes every
 //   write at once, so the figure is the batcher plus the write queue's work
 //   per frame (send, write_next, on_write_done, releasing the slices);
-// - BM_TickMsgUnix: a real Unix-socket connection (Asio's gathered write, one
-//   sendmsg per member) whose peer is drained after each tick; its time is
-//   mostly the kernel's, its instruction count (callgrind) is user space.
+// - BM_TickMsgUnix, BM_TickMsgWs: a real Unix-socket or WebSocket (over
+//   loopback TCP) connection, Asio's or Beast's gathered write, one sendmsg
+//   per member, the peer drained after each tick; their time is mostly the
+//   kernel's, their instruction count (callgrind) is user space.
 // The body runs on loop 0 of a real LoopGroup (LoopFanout checks that it runs
 // on its own loop); the fan-out's timers sit on an io_context nobody runs, and
 // each tick is flushed directly.
 #include <benchmark/benchmark.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
+#include <boost/beast/http/field.hpp>
 #include <future>
 #include <memory>
 #include <string>
@@ -28,6 +31,7 @@
 #include "hub/loop_fanout.h"
 #include "net/connection.h"
 #include "net/stream_connection.h"
+#include "net/ws_connection.h"
 #include "protocol/encoder.h"
 #include "runtime/loop_group.h"
 
@@ -68,7 +72,7 @@ class FakeSession final : public Subscriber {
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return 0; }
   bool gone() const override { return false; }
-  void send(net::OutFrame frame) override {
+  void send(net::OutFrame&& frame) override {
     if (!conn_->send(std::move(frame))) std::abort();  // writes complete within the tick
   }
 
@@ -79,6 +83,31 @@ class FakeSession final : public Subscriber {
 };
 
 using local_socket = boost::asio::local::stream_protocol::socket;
+using tcp = boost::asio::ip::tcp;
+
+// A WebSocket connection past its handshake, and the raw socket of its peer.
+std::shared_ptr<net::WsConnection> open_ws(boost::asio::io_context& io, tcp::acceptor& acceptor,
+                                           admin::ThreadMetrics& metrics, tcp::socket& peer) {
+  namespace http = boost::beast::http;
+  peer.connect(acceptor.local_endpoint());
+  tcp::socket ours(io);
+  acceptor.accept(ours);
+  auto ws = std::make_shared<net::WsConnection>(std::move(ours), 0, metrics, 1 << 20);
+  net::WsConnection::Request req{http::verb::get, "/", 11};
+  req.set(http::field::host, "localhost");
+  req.set(http::field::upgrade, "websocket");
+  req.set(http::field::connection, "upgrade");
+  req.set(http::field::sec_websocket_key, "dGhlIHNhbXBsZSBub25jZQ==");
+  req.set(http::field::sec_websocket_version, "13");
+  bool ready = false;
+  ws->accept(std::move(req), [&](std::shared_ptr<net::WsConnection>) { ready = true; });
+  while (!ready && io.run_one() > 0) {
+  }
+  io.restart();
+  if (!ready) std::abort();
+  peer.non_blocking(true);
+  return ws;
+}
 
 // Runs `fn` on loop 0 of a fresh LoopGroup and waits for it.
 template <typename Fn>
@@ -99,8 +128,23 @@ std::string body_of(size_t bytes) {
   return body + "\"}";
 }
 
+// Runs the write completions of a tick, then reads what the peers received.
+// Not inlined, so that a profile shows its cost per tick (complete_and_drain).
+[[gnu::noinline]] uint64_t complete_and_drain(boost::asio::io_context& io,
+                                              std::vector<local_socket>& unix_peers,
+                                              std::vector<tcp::socket>& tcp_peers,
+                                              std::vector<char>& buf) {
+  io.poll();
+  io.restart();
+  uint64_t bytes = 0;
+  boost::system::error_code ec;
+  for (auto& p : unix_peers) bytes += p.read_some(boost::asio::buffer(buf), ec);
+  for (auto& p : tcp_peers) bytes += p.read_some(boost::asio::buffer(buf), ec);
+  return bytes;
+}
+
 enum class Kind { kMsg, kState };
-enum class Sink { kNull, kUnix };
+enum class Sink { kNull, kUnix, kWs };
 
 // Args: members, events per tick. Msg: sequenced messages, every member gets
 // all of them in one slice. State: each event from a different member
@@ -114,6 +158,8 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
     admin::ThreadMetrics metrics;
     std::vector<std::shared_ptr<NullConnection>> nulls;
     std::vector<local_socket> peers;
+    std::vector<tcp::socket> ws_peers;
+    tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
     LoopFanout fan(0, timers, metrics);
     const std::string key = std::string("bench") + '\0' + "chat:room-17";
     for (int i = 0; i < members; ++i) {
@@ -121,6 +167,9 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
       if (sink == Sink::kNull) {
         nulls.push_back(std::make_shared<NullConnection>(io, metrics));
         conn = nulls.back();
+      } else if (sink == Sink::kWs) {
+        ws_peers.emplace_back(io);
+        conn = open_ws(io, acceptor, metrics, ws_peers.back());
       } else {
         local_socket ours(io);
         peers.emplace_back(io);
@@ -132,16 +181,10 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
       fan.add_member(key, kTickMs, std::make_shared<FakeSession>(i + 1, std::move(conn)));
     }
     // Completes the writes of a tick and reads them on the peers' side.
-    std::vector<char> sink_buf(1 << 20);
+    std::vector<char> sink_buf(sink == Sink::kNull ? 0 : 1 << 20);
     uint64_t bytes_read = 0;
     auto complete_writes = [&] {
-      if (sink == Sink::kNull) return;
-      io.poll();
-      io.restart();
-      for (auto& p : peers) {
-        boost::system::error_code ec;
-        bytes_read += p.read_some(boost::asio::buffer(sink_buf), ec);
-      }
+      if (sink != Sink::kNull) bytes_read += complete_and_drain(io, peers, ws_peers, sink_buf);
     };
 
     // The events as the shard posts them (encoded once, before the loop).
@@ -202,6 +245,7 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
 void BM_TickMsg(benchmark::State& state) { run_tick(state, Kind::kMsg, Sink::kNull); }
 void BM_TickState(benchmark::State& state) { run_tick(state, Kind::kState, Sink::kNull); }
 void BM_TickMsgUnix(benchmark::State& state) { run_tick(state, Kind::kMsg, Sink::kUnix); }
+void BM_TickMsgWs(benchmark::State& state) { run_tick(state, Kind::kMsg, Sink::kWs); }
 
 void tick_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"members", "events"});
@@ -212,6 +256,7 @@ void tick_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_TickMsg)->Apply(tick_args);
 BENCHMARK(BM_TickState)->Apply(tick_args);
 BENCHMARK(BM_TickMsgUnix)->ArgNames({"members", "events"})->Args({20, 10})->Args({100, 10});
+BENCHMARK(BM_TickMsgWs)->ArgNames({"members", "events"})->Args({20, 10})->Args({100, 10});
 
 }  // namespace
 }  // namespace parley::hub

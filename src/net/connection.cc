@@ -13,7 +13,7 @@ void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
   start_reading();
 }
 
-bool Connection::send(OutFrame frame) {
+bool Connection::send(OutFrame&& frame) {
   if (closing()) return true;  // silently dropped: the peer is going away
   const uint64_t n = frame.bytes();
   if (frame.backfill) {
@@ -25,17 +25,29 @@ bool Connection::send(OutFrame frame) {
     const uint64_t live = queued_bytes_ - backfill_bytes_;
     if (live + n > queue_cap_ && live > 0) return false;
   }
+  if (!writing_ && head_ == queue_.size()) {
+    // Nothing ahead of it: straight to the transport, not through the queue.
+    count_in(frame);
+    writing_ = true;
+    inflight_.emplace(std::move(frame));
+    write_frame(*inflight_);
+    return true;
+  }
   enqueue(std::move(frame));
   if (!writing_) write_next();
   return true;
 }
 
-void Connection::enqueue(OutFrame frame) {
+void Connection::count_in(OutFrame& frame) {
   const uint64_t n = frame.bytes();
   frame.enqueued_ns = steady_ns();
   queued_bytes_ += n;
   if (frame.backfill) backfill_bytes_ += n;
   metrics_.queued_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
+void Connection::enqueue(OutFrame&& frame) {
+  count_in(frame);
   queue_.push_back(std::move(frame));
 }
 
@@ -86,19 +98,19 @@ void Connection::write_next() {
     return;
   }
   writing_ = true;
-  inflight_ = std::move(queue_[head_++]);
-  write_frame(inflight_);
+  inflight_.emplace(std::move(queue_[head_++]));
+  write_frame(*inflight_);
 }
 
 void Connection::on_write_done(bool ok) {
-  const uint64_t n = inflight_.bytes();
-  dequeued(inflight_);
+  const uint64_t n = inflight_->bytes();
+  dequeued(*inflight_);
   if (ok) {
-    metrics_.observe(admin::Stage::kWrite, steady_ns() - inflight_.enqueued_ns);
+    metrics_.observe(admin::Stage::kWrite, steady_ns() - inflight_->enqueued_ns);
     metrics_.inc(metrics_.frames_out);
     metrics_.inc(metrics_.bytes_out, n);
   }
-  inflight_ = OutFrame();  // release shared buffers now
+  inflight_.reset();  // release shared buffers now
   if (!ok) {
     writing_ = false;
     abort_transport();

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,12 +41,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Installs the handler and starts reading.
   void start(std::shared_ptr<ConnectionHandler> handler);
 
-  // Queues a frame. Returns false, queuing nothing, when the queue would pass
-  // its byte cap: the caller decides (a slow consumer is disconnected).
+  // Queues a frame, taking it. Returns false, queuing nothing (and leaving the
+  // frame alone), when the queue would pass its byte cap: the caller decides
+  // (a slow consumer is disconnected).
   // Backfill frames (frame.backfill) have their own allowance of
   // kBackfillAllowance x the cap, so that live traffic and a resume each
   // stay bounded without starving one another.
-  bool send(OutFrame frame);
+  bool send(OutFrame&& frame);
   // Drops what is queued but not yet being written, queues `last`, then
   // closes with `code` once it is out (slow consumer, drain).
   void send_last_and_close(OutFrame last, int code, std::string reason);
@@ -91,14 +93,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void write_next();
-  void enqueue(OutFrame frame);
+  void enqueue(OutFrame&& frame);
+  // The byte accounting of a frame entering the queue (or going straight to
+  // the transport), and of one leaving it.
+  void count_in(OutFrame& frame);
   void dequeued(const OutFrame& frame);
   void arm_close_deadline();
 
   std::shared_ptr<ConnectionHandler> handler_;
   // The frame being written lives apart from the queue, so that the queue
   // may grow (and move its elements) while the transport reads this one.
-  OutFrame inflight_;
+  // Empty between writes: its shared buffers are released as soon as written.
+  std::optional<OutFrame> inflight_;
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
   // connection up front.
   std::vector<OutFrame> queue_;

@@ -1,12 +1,16 @@
 // One outgoing frame as a gather list: owned bytes and/or slices of shared,
 // immutable buffers (a tick batch encoded once for many receivers).
+//
+// The lists keep a few entries inline: a tick frame of one channel is "[",
+// one or two slices and "]" of one buffer, so the fan-out builds it without
+// touching the heap (it is built once per receiver per tick).
 #pragma once
 
 #include <boost/asio/buffer.hpp>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace parley::net {
 
@@ -32,7 +36,8 @@ class OutFrame {
 
   bool gathered() const { return !parts_.empty(); }
   const std::string& owned() const { return owned_; }
-  const std::vector<boost::asio::const_buffer>& parts() const { return parts_; }
+  // A ConstBufferSequence (for Asio's and Beast's gathered writes).
+  const auto& parts() const { return parts_; }
   size_t bytes() const { return gathered() ? bytes_ : owned_.size(); }
 
   int64_t enqueued_ns = 0;  // for the write-stage histogram
@@ -42,8 +47,10 @@ class OutFrame {
 
  private:
   std::string owned_;
-  std::vector<SharedBuf> keep_;
-  std::vector<boost::asio::const_buffer> parts_;
+  // "[", slice, ",", slice, "]": a member that skips one event of one channel.
+  static constexpr size_t kInlineParts = 5;
+  boost::container::small_vector<SharedBuf, 1> keep_;
+  boost::container::small_vector<boost::asio::const_buffer, kInlineParts> parts_;
   size_t bytes_ = 0;
 };
 
