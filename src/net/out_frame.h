@@ -10,6 +10,7 @@
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace parley::net {
@@ -36,8 +37,12 @@ class OutFrame {
 
   bool gathered() const { return !parts_.empty(); }
   const std::string& owned() const { return owned_; }
-  // A ConstBufferSequence (for Asio's and Beast's gathered writes).
-  const auto& parts() const { return parts_; }
+  // The slices as a ConstBufferSequence for a gathered write. A view, valid
+  // while this frame is unchanged: Asio and Beast copy the sequence they
+  // write (more than once), and copying a view never allocates.
+  std::span<const boost::asio::const_buffer> parts() const {
+    return {parts_.data(), parts_.size()};
+  }
   size_t bytes() const { return gathered() ? bytes_ : owned_.size(); }
 
   int64_t enqueued_ns = 0;  // for the write-stage histogram

@@ -69,9 +69,11 @@ void StreamConnection<Socket>::write_frame(const OutFrame& frame) {
   } else {
     gather_.emplace_back(frame.owned().data(), frame.owned().size());
   }
-  boost::asio::async_write(socket_, gather_, [self](boost::system::error_code ec, size_t) {
-    self->on_write_done(!ec);
-  });
+  // A view, not the vector: the write operation keeps a copy of the sequence.
+  boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(gather_),
+                           [self](boost::system::error_code ec, size_t) {
+                             self->on_write_done(!ec);
+                           });
 }
 
 template <typename Socket>
