@@ -52,14 +52,14 @@ void LoopFanout::deliver(const std::string& channel_key, ChannelEvent ev) {
   local.pending.push_back(std::move(ev));
   if (!local.dirty) {
     local.dirty = true;
-    schedule(local.tick_ms, channel_key);
+    schedule(local.tick_ms, &*it);
   }
 }
 
-void LoopFanout::schedule(uint32_t tick_ms, const std::string& key) {
+void LoopFanout::schedule(uint32_t tick_ms, Entry* entry) {
   auto it = ticks_.try_emplace(tick_ms, loop_).first;
   TickClass& tc = it->second;
-  tc.dirty.push_back(key);
+  tc.dirty.push_back(entry);
   if (tick_ms == 0) {
     flush(0);
     return;
@@ -85,89 +85,108 @@ void LoopFanout::arm(uint32_t tick_ms, TickClass& tc) {
 
 void LoopFanout::flush(uint32_t tick_ms) {
   TickClass& tc = ticks_.at(tick_ms);
-  std::vector<std::string> keys;
-  keys.swap(tc.dirty);
-  std::unordered_map<Subscriber*, Assembly> frames;
-  for (const auto& key : keys) {
-    auto it = channels_.find(key);
-    if (it == channels_.end()) continue;
-    Local& local = it->second;
-    encode_channel(local, frames);
-    if (local.members.empty()) channels_.erase(it);
+  // The scratch members are one flush's; sending never re-enters the fan-out.
+  PARLEY_CHECK(!flushing_);
+  flushing_ = true;
+  ++flush_count_;
+  flushing_channels_.swap(tc.dirty);  // tc.dirty takes the spare (empty) capacity
+  for (Entry* entry : flushing_channels_) {
+    Local& local = entry->second;
+    encode_channel(local);
+    if (local.members.empty()) channels_.erase(channels_.find(entry->first));
   }
-  for (auto& [ptr, a] : frames) {
+  flushing_channels_.clear();
+  for (Assembly& a : assemblies_) {
     a.frame.add_static(kClose, 1);
     a.sub->send(std::move(a.frame));
   }
+  assemblies_.clear();
+  flushing_ = false;
 }
 
-void LoopFanout::encode_channel(Local& local, std::unordered_map<Subscriber*, Assembly>& out) {
+LoopFanout::Assembly* LoopFanout::assembly_of(Subscriber& sub) {
+  return sub.fanout_flush_ == flush_count_ ? &assemblies_[sub.fanout_slot_] : nullptr;
+}
+
+void LoopFanout::encode_channel(Local& local) {
   const int64_t now = steady_ns();
   const size_t n = local.pending.size();
   std::string buf;
-  std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) of each event
-  spans.reserve(n);
+  spans_.clear();
   size_t total = 0;
   for (const auto& ev : local.pending) total += ev.json->size() + 1;
   buf.reserve(total);
-  // Per-receiver exclusions, indexed so that each member costs O(its own).
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by_conn;
-  std::unordered_map<std::string_view, std::vector<uint32_t>> by_user;
+  // Per-receiver exclusions, sorted so that each member finds its own in O(log n).
+  conn_excluded_.clear();
+  user_excluded_.clear();
   for (uint32_t i = 0; i < n; ++i) {
     const auto& ev = local.pending[i];
     if (i) buf += ',';
-    spans.emplace_back(buf.size(), buf.size() + ev.json->size());
+    spans_.emplace_back(buf.size(), buf.size() + ev.json->size());
     buf += *ev.json;
-    if (ev.exclude_conn) by_conn[ev.exclude_conn].push_back(i);
-    if (!ev.exclude_user.empty()) by_user[ev.exclude_user].push_back(i);
+    if (ev.exclude_conn) conn_excluded_.emplace_back(ev.exclude_conn, i);
+    if (!ev.exclude_user.empty()) user_excluded_.emplace_back(ev.exclude_user, i);
     metrics_.observe(admin::Stage::kFanout, now - ev.created_ns);
   }
+  std::sort(conn_excluded_.begin(), conn_excluded_.end());
+  std::sort(user_excluded_.begin(), user_excluded_.end());
   auto shared = std::make_shared<const std::string>(std::move(buf));
 
-  std::vector<bool> skip;
+  // The events excluded for one key: a run of the sorted list (empty if none).
+  auto excluded = [](const auto& list, const auto& key) {
+    auto first = std::lower_bound(list.begin(), list.end(), key,
+                                  [](const auto& e, const auto& k) { return e.first < k; });
+    auto last = first;
+    while (last != list.end() && last->first == key) ++last;
+    return std::pair(first, last);
+  };
+
   for (auto& m : local.members) {
     if (m.sub->gone()) continue;
-    const auto* conn_ex = by_conn.empty() ? nullptr : [&]() -> const std::vector<uint32_t>* {
-      auto f = by_conn.find(m.sub->conn_id());
-      return f == by_conn.end() ? nullptr : &f->second;
-    }();
-    const auto* user_ex = by_user.empty() ? nullptr : [&]() -> const std::vector<uint32_t>* {
-      auto f = by_user.find(m.sub->user_id());
-      return f == by_user.end() ? nullptr : &f->second;
-    }();
+    const auto [conn_first, conn_last] = excluded(conn_excluded_, m.sub->conn_id());
+    const auto [user_first, user_last] =
+        excluded(user_excluded_, std::string_view(m.sub->user_id()));
+    const bool has_exclusions = conn_first != conn_last || user_first != user_last;
     const uint32_t from = std::min<uint32_t>(m.from_index, n);
     m.from_index = 0;
     if (from >= n) continue;
 
-    auto [slot, fresh] = out.try_emplace(m.sub.get());
-    Assembly& a = slot->second;
-    const bool first_in_frame = fresh;
-    if (fresh) a.sub = m.sub;
+    Subscriber& sub = *m.sub;
+    Assembly* a = assembly_of(sub);
+    const bool first_in_frame = a == nullptr;
+    if (first_in_frame) {
+      sub.fanout_flush_ = flush_count_;
+      sub.fanout_slot_ = static_cast<uint32_t>(assemblies_.size());
+      a = &assemblies_.emplace_back(m.sub);
+    }
 
-    if (!conn_ex && !user_ex && from == 0) {
-      a.frame.add_static(first_in_frame ? kOpen : kComma, 1);
-      a.frame.add_shared(shared, 0, shared->size());
+    if (!has_exclusions && from == 0) {
+      a->frame.add_static(first_in_frame ? kOpen : kComma, 1);
+      a->frame.add_shared(shared, 0, shared->size());
       metrics_.deliveries.fetch_add(n, std::memory_order_relaxed);
       continue;
     }
-    skip.assign(n, false);
-    for (uint32_t i = 0; i < from; ++i) skip[i] = true;
-    if (conn_ex) for (auto i : *conn_ex) skip[i] = true;
-    if (user_ex) for (auto i : *user_ex) skip[i] = true;
+    skip_.assign(n, false);
+    for (uint32_t i = 0; i < from; ++i) skip_[i] = true;
+    for (auto e = conn_first; e != conn_last; ++e) skip_[e->second] = true;
+    for (auto e = user_first; e != user_last; ++e) skip_[e->second] = true;
     // Runs of consecutive kept events are one slice each (their commas included).
     bool wrote = !first_in_frame;
     uint64_t delivered = 0;
     for (uint32_t i = 0; i < n;) {
-      if (skip[i]) { ++i; continue; }
+      if (skip_[i]) { ++i; continue; }
       uint32_t j = i;
-      while (j + 1 < n && !skip[j + 1]) ++j;
-      a.frame.add_static(wrote ? kComma : kOpen, 1);
+      while (j + 1 < n && !skip_[j + 1]) ++j;
+      a->frame.add_static(wrote ? kComma : kOpen, 1);
       wrote = true;
-      a.frame.add_shared(shared, spans[i].first, spans[j].second - spans[i].first);
+      a->frame.add_shared(shared, spans_[i].first, spans_[j].second - spans_[i].first);
       delivered += j - i + 1;
       i = j + 1;
     }
-    if (!wrote) out.erase(slot);  // nothing for it at all this tick
+    if (!wrote) {  // nothing for it at all this tick: its fresh assembly is the last
+      assemblies_.pop_back();
+      sub.fanout_flush_ = 0;
+    }
     metrics_.deliveries.fetch_add(delivered, std::memory_order_relaxed);
   }
   local.pending.clear();

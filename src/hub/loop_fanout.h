@@ -54,27 +54,48 @@ class LoopFanout {
     std::unordered_map<std::string, size_t> coalesced;  // coalesce_key -> pending index
     bool dirty = false;
   };
+  // Node-based: a channel's entry stays put while others come and go, and a
+  // dirty channel is never erased before its flush, so tick classes list
+  // their dirty channels by pointer.
+  using Channels = std::unordered_map<std::string, Local>;
+  using Entry = Channels::value_type;
   struct TickClass {
     explicit TickClass(boost::asio::io_context& loop) : timer(loop) {}
     boost::asio::steady_timer timer;
     bool armed = false;
-    std::vector<std::string> dirty;
+    std::vector<Entry*> dirty;
   };
+  // One subscriber's frame in the flush being assembled.
   struct Assembly {
+    explicit Assembly(SubscriberRef s) : sub(std::move(s)) {}
     SubscriberRef sub;
     net::OutFrame frame;
   };
 
-  void schedule(uint32_t tick_ms, const std::string& key);
+  void schedule(uint32_t tick_ms, Entry* entry);
   void arm(uint32_t tick_ms, TickClass& tc);
   void flush(uint32_t tick_ms);
-  void encode_channel(Local& local, std::unordered_map<Subscriber*, Assembly>& out);
+  void encode_channel(Local& local);
+  // This flush's frame for `sub`, or nullptr when it has none yet.
+  Assembly* assembly_of(Subscriber& sub);
 
   unsigned index_;
   boost::asio::io_context& loop_;
   admin::ThreadMetrics& metrics_;
-  std::unordered_map<std::string, Local> channels_;
+  Channels channels_;
   std::map<uint32_t, TickClass> ticks_;
+
+  // Scratch of flush(), kept between ticks so that a tick allocates (almost)
+  // nothing but its shared buffers. Subscriber::fanout_flush_ marks which
+  // subscribers have an assembly in the flush numbered flush_count_.
+  uint64_t flush_count_ = 0;
+  bool flushing_ = false;
+  std::vector<Entry*> flushing_channels_;
+  std::vector<Assembly> assemblies_;
+  std::vector<std::pair<size_t, size_t>> spans_;               // [begin, end) of each event
+  std::vector<std::pair<uint64_t, uint32_t>> conn_excluded_;   // (conn id, event), sorted
+  std::vector<std::pair<std::string_view, uint32_t>> user_excluded_;  // (user id, event), sorted
+  std::vector<bool> skip_;
 };
 
 }  // namespace parley::hub

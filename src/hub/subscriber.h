@@ -21,6 +21,13 @@ class Subscriber {
   // Queues a frame, taking it. The subscriber disconnects itself when it
   // cannot keep up.
   virtual void send(net::OutFrame&& frame) = 0;
+
+ private:
+  friend class LoopFanout;
+  // The LoopFanout of the subscriber's loop marks it while assembling a tick:
+  // in flush number fanout_flush_, its frame is assembly fanout_slot_.
+  uint64_t fanout_flush_ = 0;
+  uint32_t fanout_slot_ = 0;
 };
 
 using SubscriberRef = std::shared_ptr<Subscriber>;
