@@ -19,9 +19,15 @@ void string_array(JsonWriter& w, std::string_view key, std::span<const std::stri
   w.end_array();
 }
 
+// Room for a frame's fixed text and widest numbers: the fields are escaped
+// into it in one allocation in the usual case (no character needs escaping).
+constexpr size_t kFrameOverhead = 104;
+
 }  // namespace
 
 void encode_msg(std::string& out, const MsgView& m) {
+  out.reserve(out.size() + kFrameOverhead + m.ch.size() + m.from.size() + m.id.size() +
+              m.body.size());
   JsonWriter w(out);
   begin(w, "msg")
       .field("ch", m.ch)
@@ -35,6 +41,7 @@ void encode_msg(std::string& out, const MsgView& m) {
 
 void encode_state(std::string& out, std::string_view ch, std::string_view from,
                   std::string_view key, std::string_view body) {
+  out.reserve(out.size() + kFrameOverhead + ch.size() + from.size() + key.size() + body.size());
   JsonWriter w(out);
   begin(w, "state")
       .field("ch", ch)
