@@ -21,7 +21,7 @@ mkdir -p "$build/corpus"
 # but simdjson (that is what keeps them fuzzable).
 sources=()
 for f in "$root"/src/protocol/*.cc "$root"/src/common/*.cc; do
-  [[ "$f" == *_test.cc ]] || sources+=("$f")
+  [[ "$f" == *_test.cc || "$f" == *_bench.cc ]] || sources+=("$f")
 done
 
 echo "building $build/fuzz_decoder"
