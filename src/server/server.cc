@@ -140,17 +140,17 @@ Status Server::start() {
   }
   gateway_->start();
   sweep_timer_ = std::make_unique<boost::asio::steady_timer>(loops_->loop(0));
-  auto tick = std::make_shared<std::function<void()>>();
-  *tick = [this, tick] {
-    sweep_timer_->expires_after(kHubSweepPeriod);
-    sweep_timer_->async_wait([this, tick](boost::system::error_code ec) {
-      if (ec) return;
-      hub_->sweep();
-      (*tick)();
-    });
-  };
-  loops_->run_on(0, [tick] { (*tick)(); });
+  loops_->run_on(0, [this] { arm_hub_sweep(); });
   return Status::ok();
+}
+
+void Server::arm_hub_sweep() {
+  sweep_timer_->expires_after(kHubSweepPeriod);
+  sweep_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec) return;
+    hub_->sweep();
+    arm_hub_sweep();
+  });
 }
 
 uint16_t Server::http_port() const { return http_listener_ ? http_listener_->port() : 0; }

@@ -35,6 +35,9 @@ class Server {
   uint16_t tcp_port() const;
 
  private:
+  // Every kHubSweepPeriod on loop 0: lets the shards drop idle channels.
+  void arm_hub_sweep();
+
   ServerConfig config_;
   std::unique_ptr<store::Store> durable_;
   std::unique_ptr<store::Store> ephemeral_;
