@@ -81,33 +81,34 @@ class MemoryStore final : public Store {
 
   Result<std::vector<StoredMessage>> read_after(const ChannelKey& key, uint64_t after,
                                                 uint32_t limit) override {
-    std::vector<StoredMessage> out;
-    std::string id = channel_id(key);
-    Shard& shard = shard_of(id);
-    std::lock_guard lock(shard.mu);
-    auto it = shard.channels.find(id);
-    if (it == shard.channels.end()) return out;
-    const auto& msgs = it->second.messages;
-    auto first = std::partition_point(msgs.begin(), msgs.end(),
-                                      [&](const StoredMessage& m) { return m.seq <= after; });
-    auto n = std::min<size_t>(limit, msgs.end() - first);
-    out.assign(first, first + n);
-    return out;
+    return read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+      auto first = std::partition_point(msgs.begin(), msgs.end(),
+                                        [&](const StoredMessage& m) { return m.seq <= after; });
+      auto n = std::min<size_t>(limit, msgs.end() - first);
+      out.assign(first, first + n);
+    });
   }
 
   Result<std::vector<StoredMessage>> read_before(const ChannelKey& key, uint64_t before,
                                                  uint32_t limit) override {
+    return read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+      auto last = std::partition_point(msgs.begin(), msgs.end(),
+                                       [&](const StoredMessage& m) { return m.seq < before; });
+      auto n = std::min<size_t>(limit, last - msgs.begin());
+      out.assign(last - n, last);
+    });
+  }
+
+  // Runs `pick(messages, out)` under the channel's shard lock; empty when the
+  // channel has never been written.
+  template <typename Pick>
+  Result<std::vector<StoredMessage>> read(const ChannelKey& key, Pick pick) {
     std::vector<StoredMessage> out;
     std::string id = channel_id(key);
     Shard& shard = shard_of(id);
     std::lock_guard lock(shard.mu);
     auto it = shard.channels.find(id);
-    if (it == shard.channels.end()) return out;
-    const auto& msgs = it->second.messages;
-    auto last = std::partition_point(msgs.begin(), msgs.end(),
-                                     [&](const StoredMessage& m) { return m.seq < before; });
-    auto n = std::min<size_t>(limit, last - msgs.begin());
-    out.assign(last - n, last);
+    if (it != shard.channels.end()) pick(it->second.messages, out);
     return out;
   }
 
