@@ -1,8 +1,20 @@
 #include "net/connection.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+
 #include "common/clock.h"
 
 namespace parley::net {
+
+namespace {
+// Slices per sendmsg: enough for dozens of queued tick frames, well under IOV_MAX.
+constexpr int kMaxIov = 64;
+// A drained queue keeps this many slots; a burst's larger array is released.
+constexpr size_t kKeepQueueSlots = 4;
+}  // namespace
 
 Connection::~Connection() {
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(queued_bytes_), std::memory_order_relaxed);
@@ -25,48 +37,53 @@ bool Connection::send(OutFrame&& frame) {
     const uint64_t live = queued_bytes_ - backfill_bytes_;
     if (live + n > queue_cap_ && live > 0) return false;
   }
-  if (!writing_ && head_ == queue_.size()) {
-    // Nothing ahead of it: straight to the transport, not through the queue.
-    count_in(frame);
-    writing_ = true;
-    inflight_.emplace(std::move(frame));
-    write_frame(*inflight_);
-    return true;
-  }
   enqueue(std::move(frame));
-  if (!writing_) write_next();
+  flush();
   return true;
 }
 
-void Connection::count_in(OutFrame& frame) {
+void Connection::send_unbounded(OutFrame&& frame) {
+  if (finished_) return;
+  enqueue(std::move(frame));
+  flush();
+}
+
+void Connection::enqueue(OutFrame&& frame) {
+  uint8_t header[OutFrame::kMaxHeader];
+  frame.set_header(header, frame_header(frame, header));
   const uint64_t n = frame.bytes();
   frame.enqueued_ns = steady_ns();
   queued_bytes_ += n;
   if (frame.backfill) backfill_bytes_ += n;
   metrics_.queued_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
-}
-
-void Connection::enqueue(OutFrame&& frame) {
-  count_in(frame);
   queue_.push_back(std::move(frame));
 }
 
-void Connection::dequeued(const OutFrame& frame) {
+void Connection::written(OutFrame& frame, int64_t now_ns) {
   const uint64_t n = frame.bytes();
   queued_bytes_ -= n;
   if (frame.backfill) backfill_bytes_ -= n;
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+  metrics_.observe(admin::Stage::kWrite, now_ns - frame.enqueued_ns);
+  metrics_.inc(metrics_.frames_out);
+  metrics_.inc(metrics_.bytes_out, n);
+  frame = OutFrame();  // release shared tick buffers now, not when the slot is reused
 }
 
 void Connection::send_last_and_close(OutFrame last, int code, std::string reason) {
   if (closing()) return;
-  // Keep the frame in flight; drop what waits behind it: this peer will
-  // resume with `since`.
-  for (size_t i = head_; i < queue_.size(); ++i) dequeued(queue_[i]);
-  queue_.resize(head_);
+  // Keep the frame partly sent (its bytes are on the wire); drop what waits
+  // behind it: this peer will resume with `since`.
+  const size_t keep = head_ + (head_sent_ > 0 ? 1 : 0);
+  for (size_t i = keep; i < queue_.size(); ++i) {
+    queued_bytes_ -= queue_[i].bytes();
+    if (queue_[i].backfill) backfill_bytes_ -= queue_[i].bytes();
+    metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(queue_[i].bytes()),
+                                    std::memory_order_relaxed);
+  }
+  queue_.resize(keep);
   enqueue(std::move(last));
   close(code, std::move(reason));
-  if (!writing_) write_next();
 }
 
 void Connection::close(int code, std::string reason) {
@@ -75,7 +92,7 @@ void Connection::close(int code, std::string reason) {
   close_code_ = code;
   close_reason_ = std::move(reason);
   arm_close_deadline();
-  if (!writing_) write_next();
+  flush();
 }
 
 void Connection::arm_close_deadline() {
@@ -88,36 +105,107 @@ void Connection::arm_close_deadline() {
   });
 }
 
-void Connection::write_next() {
-  if (finished_) return;
-  if (head_ == queue_.size()) {
-    queue_.clear();
-    head_ = 0;
-    writing_ = false;
-    if (close_requested_) close_transport(close_code_, close_reason_);
-    return;
+void Connection::flush() {
+  // Re-entry (a transport's close hook queuing its close frame) is absorbed
+  // by the loop below.
+  if (finished_ || waiting_writable_ || flushing_) return;
+  flushing_ = true;
+  for (;;) {
+    if (!write_queued()) break;
+    if (!close_requested_ || close_written_) break;
+    if (!close_started_) {
+      close_started_ = true;
+      close_transport(close_code_, close_reason_);
+      if (finished_) break;
+      continue;  // write what the transport queued
+    }
+    close_written_ = true;
+    close_written();
+    break;
   }
-  writing_ = true;
-  inflight_.emplace(std::move(queue_[head_++]));
-  write_frame(*inflight_);
+  flushing_ = false;
 }
 
-void Connection::on_write_done(bool ok) {
-  const uint64_t n = inflight_->bytes();
-  dequeued(*inflight_);
-  if (ok) {
-    metrics_.observe(admin::Stage::kWrite, steady_ns() - inflight_->enqueued_ns);
-    metrics_.inc(metrics_.frames_out);
-    metrics_.inc(metrics_.bytes_out, n);
+bool Connection::write_queued() {
+  while (head_ < queue_.size()) {
+    iovec iov[kMaxIov];
+    int count = 0;
+    size_t skip = head_sent_;
+    size_t want = 0;
+    auto add = [&](const void* data, size_t len) {
+      if (count == kMaxIov) return;
+      if (skip >= len) {
+        skip -= len;
+        return;
+      }
+      iov[count].iov_base = const_cast<char*>(static_cast<const char*>(data) + skip);
+      iov[count].iov_len = len - skip;
+      want += len - skip;
+      skip = 0;
+      ++count;
+    };
+    for (size_t i = head_; i < queue_.size() && count < kMaxIov; ++i) {
+      const OutFrame& f = queue_[i];
+      add(f.header(), f.header_len());
+      if (f.gathered()) {
+        for (const auto& part : f.parts()) add(part.data(), part.size());
+      } else {
+        add(f.owned().data(), f.owned().size());
+      }
+    }
+    const ssize_t n = write_some(iov, count);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        waiting_writable_ = true;
+        wait_writable();
+        return false;
+      }
+      abort_transport();
+      finish();
+      return false;
+    }
+    const int64_t now = steady_ns();
+    size_t left = static_cast<size_t>(n);
+    while (left > 0) {
+      OutFrame& f = queue_[head_];
+      const size_t remaining = f.wire_bytes() - head_sent_;
+      if (left < remaining) {
+        head_sent_ += left;
+        break;
+      }
+      left -= remaining;
+      head_sent_ = 0;
+      written(f, now);
+      ++head_;
+    }
+    if (static_cast<size_t>(n) < want) {
+      waiting_writable_ = true;  // the socket took part: it is full
+      wait_writable();
+      return false;
+    }
   }
-  inflight_.reset();  // release shared buffers now
+  queue_.clear();
+  head_ = 0;
+  if (queue_.capacity() > kKeepQueueSlots) queue_.shrink_to_fit();
+  return true;
+}
+
+ssize_t Connection::write_some(const iovec* iov, int count) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(count);
+  return ::sendmsg(native_fd(), &msg, MSG_NOSIGNAL);
+}
+
+void Connection::on_writable(bool ok) {
+  waiting_writable_ = false;
   if (!ok) {
-    writing_ = false;
     abort_transport();
     finish();
     return;
   }
-  write_next();
+  flush();
 }
 
 void Connection::deliver(std::string_view payload, bool binary) {

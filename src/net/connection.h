@@ -2,14 +2,16 @@
 //
 // Runs on one loop: every method must be called on that loop's thread, and
 // every callback arrives there. Owned by shared_ptr; pending async operations
-// keep it alive. It keeps one write in flight and a byte-capped queue behind
-// it (Beast's on_send pattern, plus the cap Beast's example leaves out).
+// keep it alive. Frames go through a byte-capped queue written with gathered
+// non-blocking sends, as many queued frames per syscall as fit: a frame costs
+// no async operation unless the socket is full, and then one wait covers all.
 #pragma once
+
+#include <sys/types.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,15 +43,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Installs the handler and starts reading.
   void start(std::shared_ptr<ConnectionHandler> handler);
 
-  // Queues a frame, taking it. Returns false, queuing nothing (and leaving the
-  // frame alone), when the queue would pass its byte cap: the caller decides
-  // (a slow consumer is disconnected).
+  // Queues a frame, taking it, and writes what the socket takes now. Returns
+  // false, queuing nothing (and leaving the frame alone), when the queue would
+  // pass its byte cap: the caller decides (a slow consumer is disconnected).
   // Backfill frames (frame.backfill) have their own allowance of
   // kBackfillAllowance x the cap, so that live traffic and a resume each
   // stay bounded without starving one another.
   bool send(OutFrame&& frame);
-  // Drops what is queued but not yet being written, queues `last`, then
-  // closes with `code` once it is out (slow consumer, drain).
+  // Drops what is queued but not yet started, queues `last`, then closes with
+  // `code` once it is out (slow consumer, drain).
   void send_last_and_close(OutFrame last, int code, std::string reason);
   // Graceful close after the queued frames are written.
   void close(int code, std::string reason);
@@ -72,18 +74,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  protected:
   virtual void start_reading() = 0;
-  // Writes one frame; must call on_write_done exactly once.
-  virtual void write_frame(const OutFrame& frame) = 0;
-  // Starts the transport's close; must end in finish().
+  // The transport's framing in front of a frame's bytes (a WebSocket header,
+  // a length prefix); at most OutFrame::kMaxHeader bytes.
+  virtual size_t frame_header(const OutFrame& frame, uint8_t* out) const = 0;
+  // One gathered non-blocking send: bytes written, or -1 with errno set.
+  virtual ssize_t write_some(const struct iovec* iov, int count);
+  virtual int native_fd() = 0;
+  // Waits for the socket to take bytes again, then calls on_writable(ok).
+  virtual void wait_writable() = 0;
+  // Called once the queue is empty after close(): starts the transport's close
+  // (it may queue a last frame, e.g. a WebSocket close frame).
   virtual void close_transport(int code, const std::string& reason) = 0;
+  // Called once what close_transport queued is written.
+  virtual void close_written() {}
   // Tears the socket down at once (close timed out, or fatal error).
   virtual void abort_transport() = 0;
 
-  void on_write_done(bool ok);
+  // Queues a frame past the cap (control frames, a close frame) and writes.
+  void send_unbounded(OutFrame&& frame);
+  // Writes queued frames until the queue is empty or the socket is full.
+  void flush();
+  void on_writable(bool ok);
   void deliver(std::string_view payload, bool binary);
   // Idempotent: the transport is gone.
   void finish();
   void heard_from_peer() { unanswered_pings_ = 0; }
+  bool close_started() const { return close_started_; }
+  bool finished() const { return finished_; }
 
   boost::asio::any_io_executor exec_;
   unsigned loop_;
@@ -92,28 +109,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int unanswered_pings_ = 0;
 
  private:
-  void write_next();
   void enqueue(OutFrame&& frame);
-  // The byte accounting of a frame entering the queue (or going straight to
-  // the transport), and of one leaving it.
-  void count_in(OutFrame& frame);
-  void dequeued(const OutFrame& frame);
+  // Sends from the queue's head until it is empty (true) or the socket is
+  // full or failed (false).
+  bool write_queued();
+  // The byte accounting of a frame leaving the queue, written.
+  void written(OutFrame& frame, int64_t now_ns);
   void arm_close_deadline();
 
   std::shared_ptr<ConnectionHandler> handler_;
-  // The frame being written lives apart from the queue, so that the queue
-  // may grow (and move its elements) while the transport reads this one.
-  // Empty between writes: its shared buffers are released as soon as written.
-  std::optional<OutFrame> inflight_;
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
-  // connection up front.
+  // connection up front. Frames are written in place: nothing points into the
+  // queue between two sends, so it may grow (and move its elements) at will.
   std::vector<OutFrame> queue_;
   size_t head_ = 0;
-  uint64_t queued_bytes_ = 0;    // queue + in flight
+  size_t head_sent_ = 0;         // bytes of the head frame (header included) already sent
+  uint64_t queued_bytes_ = 0;    // payload bytes queued
   uint64_t backfill_bytes_ = 0;  // of which backfill frames
   uint64_t queue_cap_ = 4ull << 20;
-  bool writing_ = false;
+  bool waiting_writable_ = false;
+  bool flushing_ = false;
   bool close_requested_ = false;
+  bool close_started_ = false;
+  bool close_written_ = false;
   bool finished_ = false;
   int close_code_ = 1000;
   std::string close_reason_;

@@ -5,7 +5,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+
+#include "protocol/websocket.h"
 
 namespace parley::net {
 
@@ -16,19 +19,15 @@ namespace {
 constexpr auto kRequestTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxHeaderBytes = 8 * 1024;
 
+std::string fmt_error(std::string_view code, std::string_view msg) {
+  return std::string(R"({"code":")") + std::string(code) + R"(","msg":")" + std::string(msg) +
+         R"("})";
+}
+
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-// RFC 6455 4.2.1: Sec-WebSocket-Key is the base64 of 16 bytes, so 22 base64
-// characters and "==". Beast checks only that it is present and not too long.
-bool valid_websocket_key(std::string_view key) {
-  if (key.size() != 24 || key.substr(22) != "==") return false;
-  return std::all_of(key.begin(), key.begin() + 22, [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/';
-  });
-}
 }  // namespace
 
 HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
@@ -83,29 +82,57 @@ void HttpSession::on_request() {
 }
 
 void HttpSession::upgrade() {
-  auto req = parser_->release();
-  if (path_of(req.target()) != "/v1/ws") {
-    keep_alive_ = false;
-    write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
-    return;
+  // beast::websocket::is_upgrade() has checked GET, HTTP/1.1, Connection and
+  // Upgrade; the rest of RFC 6455 4.2.1 is checked here.
+  const auto& req = parser_->get();
+  keep_alive_ = false;
+  auto refuse = [this](int status, const char* code, const char* msg) {
+    write_response({status, "application/json",
+                    fmt_error(code, msg), {}});
+  };
+  if (path_of(req.target()) != "/v1/ws") return refuse(404, "bad_request", "not found");
+  if (req.find(http::field::host) == req.end()) return refuse(400, "bad_request", "missing Host");
+  const auto key = req[http::field::sec_websocket_key];
+  if (!protocol::ws::valid_client_key(key)) {
+    return refuse(400, "bad_request", "invalid Sec-WebSocket-Key");
   }
-  if (auto key = req.find(http::field::sec_websocket_key);
-      key != req.end() && !valid_websocket_key(key->value())) {
-    keep_alive_ = false;
-    write_response({400, "application/json",
-                    R"({"code":"bad_request","msg":"invalid Sec-WebSocket-Key"})"});
-    return;
+  const auto version = req[http::field::sec_websocket_version];
+  if (version != "13") {
+    if (version.empty()) return refuse(400, "bad_request", "missing Sec-WebSocket-Version");
+    HttpResponse res{426, "application/json",
+                     fmt_error("bad_request", "unsupported Sec-WebSocket-Version"), {}};
+    res.headers.emplace_back("Sec-WebSocket-Version", "13");
+    return write_response(std::move(res));
   }
-  auto origin = req[http::field::origin];
+  const auto origin = req[http::field::origin];
   if (opts_.origin_ok && !opts_.origin_ok(origin)) {
-    keep_alive_ = false;
-    write_response({403, "application/json", R"({"code":"forbidden","msg":"origin not allowed"})"});
-    return;
+    return refuse(403, "forbidden", "origin not allowed");
   }
-  stream_.expires_never();
-  auto ws = std::make_shared<WsConnection>(stream_.release_socket(), loop_, metrics_,
-                                           opts_.ws_max_message_bytes);
-  ws->accept(std::move(req), opts_.on_websocket);
+  switch_protocols(protocol::ws::accept_key(key), std::string(origin));
+}
+
+void HttpSession::switch_protocols(std::string accept, std::string origin) {
+  auto head = std::make_shared<std::string>(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: " + accept + "\r\nServer: parley\r\n\r\n");
+  stream_.expires_after(kRequestTimeout);
+  boost::asio::async_write(
+      stream_, boost::asio::buffer(*head),
+      [self = shared_from_this(), head, origin = std::move(origin)](beast::error_code ec,
+                                                                    size_t) mutable {
+        if (ec) {
+          beast::error_code ignored;
+          self->stream_.socket().close(ignored);
+          return;
+        }
+        self->stream_.expires_never();
+        const auto early = self->buffer_.cdata();
+        std::string bytes(static_cast<const char*>(early.data()), early.size());
+        auto ws = std::make_shared<WsConnection>(self->stream_.release_socket(), self->loop_,
+                                                 self->metrics_, self->opts_.ws_max_message_bytes,
+                                                 std::move(origin), std::move(bytes));
+        if (self->opts_.on_websocket) self->opts_.on_websocket(std::move(ws));
+      });
 }
 
 void HttpSession::write_response(HttpResponse res) {
@@ -114,6 +141,7 @@ void HttpSession::write_response(HttpResponse res) {
   msg->result(static_cast<http::status>(res.status));
   msg->set(http::field::server, "parley");
   msg->set(http::field::content_type, res.content_type);
+  for (const auto& [name, value] : res.headers) msg->set(name, value);
   msg->keep_alive(keep_alive_);
   msg->body() = std::move(res.body);
   msg->prepare_payload();

@@ -12,6 +12,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "admin/metrics.h"
 #include "net/ws_connection.h"
@@ -24,6 +27,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra header fields
 };
 
 class HttpHandler {
@@ -55,6 +59,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read_request();
   void on_request();
   void upgrade();
+  // Answers 101 and hands the socket, with any bytes read past the request, to
+  // a WsConnection.
+  void switch_protocols(std::string accept, std::string origin);
   void write_response(HttpResponse res);
 
   boost::beast::tcp_stream stream_;

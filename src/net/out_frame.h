@@ -9,6 +9,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -45,7 +46,20 @@ class OutFrame {
   }
   size_t bytes() const { return gathered() ? bytes_ : owned_.size(); }
 
+  // The transport's framing, written in front of the bytes when queued.
+  static constexpr size_t kMaxHeader = 10;
+  const uint8_t* header() const { return header_; }
+  size_t header_len() const { return header_len_; }
+  void set_header(const uint8_t* h, size_t len) {
+    std::memcpy(header_, h, len);
+    header_len_ = static_cast<uint8_t>(len);
+  }
+  // Header and bytes: what goes on the wire.
+  size_t wire_bytes() const { return header_len_ + bytes(); }
+
   int64_t enqueued_ns = 0;  // for the write-stage histogram
+  // The WebSocket opcode (text for protocol frames; ping, pong, close).
+  uint8_t opcode = 1;
   // Counted against the connection's backfill allowance instead of its queue
   // cap (a `since` resume after a slow-consumer drop must not trip it again).
   bool backfill = false;
@@ -57,6 +71,8 @@ class OutFrame {
   boost::container::small_vector<SharedBuf, 1> keep_;
   boost::container::small_vector<boost::asio::const_buffer, kInlineParts> parts_;
   size_t bytes_ = 0;
+  uint8_t header_[kMaxHeader] = {};
+  uint8_t header_len_ = 0;
 };
 
 }  // namespace parley::net

@@ -1,7 +1,6 @@
 #include "net/stream_connection.h"
 
 #include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 
 namespace parley::net {
 
@@ -21,6 +20,8 @@ StreamConnection<Socket>::StreamConnection(Socket socket, unsigned loop,
     boost::system::error_code ec;
     socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   }
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);  // Connection writes with sendmsg directly
 }
 
 template <typename Socket>
@@ -59,21 +60,16 @@ void StreamConnection<Socket>::read_next() {
 }
 
 template <typename Socket>
-void StreamConnection<Socket>::write_frame(const OutFrame& frame) {
+size_t StreamConnection<Socket>::frame_header(const OutFrame& frame, uint8_t* out) const {
+  protocol::encode_length_prefix(static_cast<uint32_t>(frame.bytes()), reinterpret_cast<char*>(out));
+  return 4;
+}
+
+template <typename Socket>
+void StreamConnection<Socket>::wait_writable() {
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
-  protocol::encode_length_prefix(static_cast<uint32_t>(frame.bytes()), prefix_.data());
-  gather_.clear();
-  gather_.emplace_back(prefix_.data(), prefix_.size());
-  if (frame.gathered()) {
-    gather_.insert(gather_.end(), frame.parts().begin(), frame.parts().end());
-  } else {
-    gather_.emplace_back(frame.owned().data(), frame.owned().size());
-  }
-  // A view, not the vector: the write operation keeps a copy of the sequence.
-  boost::asio::async_write(socket_, std::span<const boost::asio::const_buffer>(gather_),
-                           [self](boost::system::error_code ec, size_t) {
-                             self->on_write_done(!ec);
-                           });
+  socket_.async_wait(Socket::wait_write,
+                     [self](boost::system::error_code ec) { self->on_writable(!ec); });
 }
 
 template <typename Socket>

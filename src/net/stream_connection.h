@@ -4,7 +4,6 @@
 // error or bye frame says why) and shuts the socket down.
 #pragma once
 
-#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
@@ -23,7 +22,9 @@ class StreamConnection final : public Connection {
 
  private:
   void start_reading() override;
-  void write_frame(const OutFrame& frame) override;
+  size_t frame_header(const OutFrame& frame, uint8_t* out) const override;
+  int native_fd() override { return socket_.native_handle(); }
+  void wait_writable() override;
   void close_transport(int code, const std::string& reason) override;
   void abort_transport() override;
   void read_next();
@@ -31,8 +32,6 @@ class StreamConnection final : public Connection {
   Socket socket_;
   protocol::LengthPrefixedReader reader_;
   Transport transport_;
-  std::array<char, 4> prefix_{};
-  std::vector<boost::asio::const_buffer> gather_;
 };
 
 using TcpConnection = StreamConnection<boost::asio::ip::tcp::socket>;

@@ -18,7 +18,7 @@ mkdir -p "$build/corpus"
 
 # The sources are compiled directly rather than through CMake: the fuzz build
 # needs its own compiler and flags, and protocol/ + common/ depend on nothing
-# but simdjson (that is what keeps them fuzzable).
+# but simdjson and libcrypto (that is what keeps them fuzzable).
 sources=()
 for f in "$root"/src/protocol/*.cc "$root"/src/common/*.cc; do
   [[ "$f" == *_test.cc || "$f" == *_bench.cc ]] || sources+=("$f")
@@ -28,7 +28,7 @@ echo "building $build/fuzz_decoder"
 nice "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$root/src" "${sources[@]}" "$root/tests/fuzz/fuzz_decoder.cc" \
-  -lsimdjson -o "$build/fuzz_decoder"
+  -lsimdjson -lcrypto -o "$build/fuzz_decoder"
 
 # New inputs go to the build dir's corpus (first dir); the committed seeds stay
 # untouched. -jobs>1 forks workers that share that corpus.
