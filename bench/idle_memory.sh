@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Memory of idle connections: starts a fresh `parley serve` (embedded store),
+# reads its VmRSS idle, opens N WebSocket connections with parley-bench (hello,
+# join channels of 20, heartbeats, one message per channel: the state a real idle
+# player is in), reads VmRSS again while all are held, and prints both and the
+# bytes per connection above the idle process.
+#
+# usage: bench/idle_memory.sh [CONNS] [PARLEY_BIN] [PARLEY_BENCH_BIN]
+#   defaults: 5000, build/src/server/parley, build-bench/tools/bench/parley-bench
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+conns="${1:-5000}"
+parley="${2:-$root/build/src/server/parley}"
+bench="${3:-$root/build-bench/tools/bench/parley-bench}"
+port="${PARLEY_MEM_PORT:-7990}"
+hold_s=12
+
+work="$(mktemp -d)"
+trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
+
+cat > "$work/parley.toml" <<EOF
+[server]
+listen = "127.0.0.1:$port"
+tcp_listen = "127.0.0.1:$((port + 1))"
+store = "embedded"
+data_dir = "$work/data"
+[tenants.demo]
+secret = "demo-secret-change-me-0123456789"
+api_key = "demo-api-key"
+max_connections = 50000
+[tenants.demo.namespaces.room]
+durable = false
+tick_ms = 20
+EOF
+
+rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
+
+"$parley" serve --config "$work/parley.toml" > "$work/server.log" 2>&1 &
+server=$!
+for _ in $(seq 50); do
+  grep -q "parley ready" "$work/server.log" && break
+  sleep 0.1
+done
+sleep 1
+idle=$(rss_kib "$server")
+
+"$bench" soak --target "127.0.0.1:$port" --conns "$conns" --channel-size 20 --rate 0.001 \
+  --duration "$hold_s" --ramp-up 4 --ping-s 30 --no-progress --no-history \
+  > "$work/bench.out" 2>&1 &
+load=$!
+sleep $((hold_s - 1))
+held=$(rss_kib "$server")
+wait "$load" || { cat "$work/bench.out"; exit 1; }
+grep -q "connections held at end *$conns " "$work/bench.out" || {
+  echo "not every connection was held:" >&2
+  grep "connections held" "$work/bench.out" >&2
+  exit 1
+}
+
+echo "connections $conns"
+echo "idle VmRSS KiB $idle"
+echo "VmRSS with connections KiB $held"
+echo "bytes per connection above idle $(((held - idle) * 1024 / conns))"
