@@ -8,6 +8,9 @@
 namespace bench {
 
 namespace {
+
+// "87%", or "-" when not measured (no --server-pid).
+std::string cpu_pct(double pct) { return pct < 0 ? "-" : fmt::format("{:.0f}%", pct); }
 double ms(uint64_t ns) { return double(ns) / 1e6; }
 
 std::string esc(const std::string& s) {
@@ -118,11 +121,13 @@ void print_table(const RunResult& r) {
            double(r.all_deliveries_in_load()) / r.server_cpu_s);
   }
   if (!r.steps.empty() && r.o.ramp_of == "state") {
-    line("\n  ramp steps       state Hz  states/s  state deliv/s  state p99  deliv p99  accepted\n");
+    line("\n  ramp steps       state Hz  states/s  state deliv/s  state p99  deliv p99  accepted"
+         "  srv cpu  gen cpu\n");
     for (auto& s : r.steps)
-      line("  {:>3} {:<6} {:>9.2f} {:>9.0f} {:>14.0f} {:>10.1f} {:>10.1f} {:>9.3f}%  {}\n",
+      line("  {:>3} {:<6} {:>9.2f} {:>9.0f} {:>14.0f} {:>10.1f} {:>10.1f} {:>9.3f}% {:>7} {:>8}  {}\n",
            s.step, s.held ? "held" : "BROKE", s.rate, s.states_sent_per_s,
-           s.state_deliveries_per_s, s.state_p99_ms, s.delivery_p99_ms, s.accepted_pct, s.why);
+           s.state_deliveries_per_s, s.state_p99_ms, s.delivery_p99_ms, s.accepted_pct,
+           cpu_pct(s.server_cpu_pct), cpu_pct(s.own_cpu_pct), s.why);
     if (r.last_good_step >= 0) {
       const StepResult& g = r.steps[size_t(r.last_good_step)];
       line("  last step that held: {} at {:.2f} Hz per connection ({:.0f} states/s sent, {:.0f} "
@@ -132,11 +137,13 @@ void print_table(const RunResult& r) {
       line("  no step held\n");
     }
   } else if (!r.steps.empty()) {
-    line("\n  ramp steps           rate   acked/s  deliv/s  ack p99  deliv p99  accepted\n");
+    line("\n  ramp steps           rate   acked/s  deliv/s  ack p99  deliv p99  accepted"
+         "  srv cpu  gen cpu\n");
     for (auto& s : r.steps)
-      line("  {:>3} {:<6} {:>11.0f} {:>9.0f} {:>8.0f} {:>8.1f} {:>10.1f} {:>9.3f}%  {}\n", s.step,
-           s.held ? "held" : "BROKE", s.rate, s.msgs_per_s, s.deliveries_per_s, s.ack_p99_ms,
-           s.delivery_p99_ms, s.accepted_pct, s.why);
+      line("  {:>3} {:<6} {:>11.0f} {:>9.0f} {:>8.0f} {:>8.1f} {:>10.1f} {:>9.3f}% {:>7} {:>8}  {}\n",
+           s.step, s.held ? "held" : "BROKE", s.rate, s.msgs_per_s, s.deliveries_per_s,
+           s.ack_p99_ms, s.delivery_p99_ms, s.accepted_pct, cpu_pct(s.server_cpu_pct),
+           cpu_pct(s.own_cpu_pct), s.why);
     if (r.last_good_step >= 0)
       line("  last step that held: {} at {:.0f} msgs/s\n", r.last_good_step,
            r.steps[size_t(r.last_good_step)].rate);
@@ -204,10 +211,10 @@ std::string to_json(const RunResult& r) {
   j += "},\n  \"steps\": [";
   for (size_t i = 0; i < r.steps.size(); ++i) {
     const StepResult& s = r.steps[i];
-    kv(R"({}{{"step": {}, "rate": {:.2f}, "held": {}, "msgs_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "states_sent_per_s": {:.1f}, "state_deliveries_per_s": {:.1f}, "ack_p99_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "state_p99_ms": {:.3f}, "accepted_pct": {:.4f}, "why": "{}"}})",
+    kv(R"({}{{"step": {}, "rate": {:.2f}, "held": {}, "msgs_per_s": {:.1f}, "deliveries_per_s": {:.1f}, "states_sent_per_s": {:.1f}, "state_deliveries_per_s": {:.1f}, "ack_p99_ms": {:.3f}, "delivery_p99_ms": {:.3f}, "state_p99_ms": {:.3f}, "accepted_pct": {:.4f}, "server_cpu_pct": {:.1f}, "own_cpu_pct": {:.1f}, "why": "{}"}})",
        i ? ", " : "", s.step, s.rate, s.held, s.msgs_per_s, s.deliveries_per_s,
        s.states_sent_per_s, s.state_deliveries_per_s, s.ack_p99_ms, s.delivery_p99_ms,
-       s.state_p99_ms, s.accepted_pct, esc(s.why));
+       s.state_p99_ms, s.accepted_pct, s.server_cpu_pct, s.own_cpu_pct, esc(s.why));
   }
   kv("],\n  \"last_good_step\": {},\n  \"timeline\": [", r.last_good_step);
   auto tl = timeline(r);

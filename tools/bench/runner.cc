@@ -304,6 +304,19 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
     if (s.t <= r.load_end_t + 1e-9) cpu_end = s.server_cpu_s;
   }
   if (cpu_start >= 0 && cpu_end >= 0) r.server_cpu_s = cpu_end - cpu_start;
+  for (auto& st : r.steps) {
+    const Sample* a = nullptr;
+    const Sample* b = nullptr;
+    for (auto& s : r.samples) {
+      if (s.t <= st.t_start + 1e-9) a = &s;
+      if (s.t <= st.t_end + 1e-9) b = &s;
+    }
+    if (!a || !b || b->t <= a->t) continue;
+    const double dt = b->t - a->t;
+    st.own_cpu_pct = 100 * (b->own_cpu_s - a->own_cpu_s) / dt;
+    if (a->server_cpu_s >= 0 && b->server_cpu_s >= 0)
+      st.server_cpu_pct = 100 * (b->server_cpu_s - a->server_cpu_s) / dt;
+  }
   if (o.server_pid > 0) {
     ProcStat ps = read_proc(o.server_pid);
     if (ps.ok) {

@@ -23,6 +23,8 @@ struct StepResult {
   double msgs_per_s = 0, deliveries_per_s = 0;
   double states_sent_per_s = 0, state_deliveries_per_s = 0;
   double ack_p99_ms = 0, delivery_p99_ms = 0, state_p99_ms = 0, accepted_pct = 100;
+  // Mean CPU over the step, % of one core: which resource ran out first.
+  double server_cpu_pct = -1, own_cpu_pct = -1;
   bool held = false;
   std::string why;  // what broke it
 };
