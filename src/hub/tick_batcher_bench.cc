@@ -7,10 +7,10 @@
 // a real net::Connection:
 // - BM_TickMsg, BM_TickState: the connection's transport completes every
 //   write at once, so the figure is the batcher plus the write queue's work
-//   per frame (send, write_next, on_write_done, releasing the slices);
+//   per frame (send, flush, write_queued, releasing the slices);
 // - BM_TickMsgUnix, BM_TickMsgWs: a real Unix-socket or WebSocket (over
-//   loopback TCP) connection, Asio's or Beast's gathered write, one sendmsg
-//   per member, the peer drained after each tick; their time is mostly the
+//   loopback TCP) connection, its gathered non-blocking sendmsg, one per
+//   member, the peer drained after each tick; their time is mostly the
 //   kernel's, their instruction count (callgrind) is user space.
 // The body runs on loop 0 of a real LoopGroup (LoopFanout checks that it runs
 // on its own loop); the fan-out's timers sit on an io_context nobody runs, and

@@ -38,9 +38,7 @@ class OutFrame {
 
   bool gathered() const { return !parts_.empty(); }
   const std::string& owned() const { return owned_; }
-  // The slices as a ConstBufferSequence for a gathered write. A view, valid
-  // while this frame is unchanged: Asio and Beast copy the sequence they
-  // write (more than once), and copying a view never allocates.
+  // The slices of a gathered frame, in order (Connection turns them into iovecs).
   std::span<const boost::asio::const_buffer> parts() const {
     return {parts_.data(), parts_.size()};
   }
