@@ -193,9 +193,10 @@ std::optional<Error> read_body(const Fields& fields, std::string_view frame,
 }
 
 std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
-  if (!fields.has(kV)) return missing(kV);
-  // Any integer: the session, not the decoder, answers an unsupported version.
-  if (fields[kV].get_int64().get(op.v)) return bad_request("v must be an integer");
+  // PROTOCOL.md: "v other than 1 gets bad_request and close 4002". A missing
+  // or non-integer v is other than 1 too, so it decodes as v = 0 and the
+  // session, not the decoder, answers every unsupported version alike.
+  if (!fields.has(kV) || fields[kV].get_int64().get(op.v)) op.v = 0;
   return read_string(fields, kToken, op.token);
 }
 

@@ -260,18 +260,21 @@ TEST(DecodeFrame, IgnoresDuplicatedUnknownFields) {
 
 // --- op fields ---------------------------------------------------------------
 
-TEST(DecodeHello, RejectsMissingOrIllTypedFields) {
-  expect_bad_request(R"({"op":"hello","token":"t","rid":1})", "missing v", "1");
-  expect_bad_request(R"({"op":"hello","v":"1","token":"t"})", "v must be an integer");
-  expect_bad_request(R"({"op":"hello","v":1.0,"token":"t"})", "v must be an integer");
-  expect_bad_request(R"({"op":"hello","v":9223372036854775808,"token":"t"})",
-                     "v must be an integer");
+TEST(DecodeHello, MissingOrIllTypedVersionIsVersionZero) {
+  // The session answers any v other than 1 with bad_request and close 4002.
+  EXPECT_EQ(decode_ok(R"({"op":"hello","token":"t","rid":1})").v, 0);
+  EXPECT_EQ(decode_ok(R"({"op":"hello","v":"1","token":"t"})").v, 0);
+  EXPECT_EQ(decode_ok(R"({"op":"hello","v":1.0,"token":"t"})").v, 0);
+  EXPECT_EQ(decode_ok(R"({"op":"hello","v":9223372036854775808,"token":"t"})").v, 0);
+}
+
+TEST(DecodeHello, RejectsMissingOrIllTypedToken) {
   expect_bad_request(R"({"op":"hello","v":1})", "missing token");
   expect_bad_request(R"({"op":"hello","v":1,"token":null})", "token must be a string");
 }
 
 TEST(DecodeHello, NeverEchoesTheToken) {
-  const auto f = decode_fail(R"({"op":"hello","v":"x","token":"secret-jwt"})");
+  const auto f = decode_fail(R"({"op":"hello","v":1,"token":"secret-jwt","rid":[1]})");
   EXPECT_EQ(f.error.msg.find("secret"), std::string::npos);
 }
 

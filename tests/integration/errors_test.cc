@@ -217,6 +217,17 @@ TEST_F(ErrorsTest, UnsupportedVersionIsBadRequestAndCloses4002) {
   EXPECT_EQ(c->wait_closed(), 4002);
 }
 
+TEST_F(ErrorsTest, HelloWithoutAnIntegerVersionIsBadRequestAndCloses4002) {
+  const std::string token = ServerProcess::token("u1");
+  for (const std::string v : {"", R"("v":"1",)", R"("v":1.5,)"}) {
+    auto c = connect();
+    c->send(R"({"op":"hello",)" + v + R"("token":")" + token + R"(","rid":3})");
+    auto e = expect_error(*c, "bad_request");
+    EXPECT_EQ(json_int(e, "rid"), 3) << e;
+    EXPECT_EQ(c->wait_closed(), 4002) << v;
+  }
+}
+
 // ---- unauthorized: closes with 4001 ----
 
 TEST_F(ErrorsTest, BadSignatureIsUnauthorized) {
