@@ -1,8 +1,10 @@
 // libFuzzer target for everything a client's bytes reach before the session
-// sees them: the TCP framing, the frame decoder, and the body scanner it relies
-// on. Besides crashes and sanitizer reports it checks invariants, because a
-// decoder that never crashes can still hand the hub a bad channel name or a
-// body that is not JSON. Build and run with tests/fuzz/run_fuzz.sh.
+// sees them: the TCP framing, the WebSocket framing (protocol/websocket.h,
+// walked the way net/ws_connection.cc walks it), the frame decoder, and the
+// body scanner it relies on. Besides crashes and sanitizer reports it checks
+// invariants, because a decoder that never crashes can still hand the hub a bad
+// channel name or a body that is not JSON. Build and run with
+// tests/fuzz/run_fuzz.sh.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +22,7 @@
 #include "protocol/encoder.h"
 #include "protocol/raw_member.h"
 #include "protocol/tcp_framing.h"
+#include "protocol/websocket.h"
 
 namespace {
 
@@ -190,6 +195,588 @@ void check_reader(std::string_view wire, size_t cap, uint32_t seed, const Decode
   if (oversized) check(oversized_length == want.oversized_length, "wrong oversized length");
 }
 
+// ---------------------------------------------------------------------------
+// WebSocket framing (RFC 6455), server side.
+
+namespace ws = protocol::ws;
+
+uint32_t next_rand(uint32_t& seed) {
+  seed = seed * 1103515245u + 12345u;
+  return seed >> 16;
+}
+
+// An independent reading of a frame header (RFC 6455 5.2) to hold
+// ws::parse_header to. The one ordering it shares with the code: a 64-bit
+// length with its top bit set is refused as soon as those 8 bytes are there,
+// before the mask arrives.
+ws::HeaderStatus ref_parse_header(const uint8_t* d, size_t len, ws::FrameHeader& h) {
+  if (len < 2) return ws::HeaderStatus::kNeedMore;
+  const size_t ext = (d[1] & 0x7F) == 126 ? 2 : (d[1] & 0x7F) == 127 ? 8 : 0;
+  if (len < 2 + ext) return ws::HeaderStatus::kNeedMore;
+  uint64_t n = d[1] & 0x7F;
+  if (ext) {
+    n = 0;
+    for (size_t i = 0; i < ext; ++i) n = n * 256 + d[2 + i];
+  }
+  if (ext == 8 && (d[2] & 0x80)) return ws::HeaderStatus::kInvalid;
+  const bool masked = d[1] >> 7;
+  if (len < 2 + ext + (masked ? 4 : 0)) return ws::HeaderStatus::kNeedMore;
+  h = {};
+  h.fin = d[0] >> 7;
+  h.rsv = (d[0] >> 4) & 7;
+  h.opcode = d[0] & 15;
+  h.masked = masked;
+  if (masked) std::memcpy(h.mask, d + 2 + ext, 4);
+  h.payload_len = n;
+  h.header_len = 2 + ext + (masked ? 4 : 0);
+  return ws::HeaderStatus::kOk;
+}
+
+// RFC 6455 5.2, 5.4, 5.5 and 5.1 as a server applies them to a client frame.
+int ref_client_header_code(const ws::FrameHeader& h, uint64_t max_message) {
+  const bool control = h.opcode >= 8;
+  const bool known = h.opcode <= 2 || (h.opcode >= 8 && h.opcode <= 10);
+  if (h.rsv != 0 || !known || !h.masked) return 1002;
+  if (control && (!h.fin || h.payload_len > 125)) return 1002;
+  if (!control && h.payload_len > max_message) return 1009;
+  return 0;
+}
+
+bool same_header(const ws::FrameHeader& a, const ws::FrameHeader& b) {
+  return a.fin == b.fin && a.rsv == b.rsv && a.opcode == b.opcode && a.masked == b.masked &&
+         a.payload_len == b.payload_len && a.header_len == b.header_len &&
+         (!a.masked || std::memcmp(a.mask, b.mask, 4) == 0);
+}
+
+// Close codes a peer may send (RFC 6455 7.4.1, the IANA registry as Autobahn
+// 7.7/7.9 test it).
+bool sendable_close_code(int code) {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
+         (code >= 3000 && code <= 4999);
+}
+
+bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
+
+// Unmasks `len` bytes in place with ws::unmask, checking it against the RFC's
+// definition (5.3: octet i XOR mask[i % 4]), against unmasking in two pieces
+// at `cut` (the offset argument), and that masking again gives back the input.
+void checked_unmask(uint8_t* data, size_t len, const uint8_t mask[4], size_t cut) {
+  const std::vector<uint8_t> orig(data, data + len);
+  std::vector<uint8_t> want(orig);
+  for (size_t i = 0; i < len; ++i) want[i] ^= mask[i % 4];
+  std::vector<uint8_t> pieces(orig);
+  cut = len ? cut % (len + 1) : 0;
+  ws::unmask(pieces.data(), cut, mask, 0);
+  ws::unmask(pieces.data() + cut, len - cut, mask, cut);
+  check(pieces == want, "unmask in two pieces differs from RFC 6455 5.3");
+  ws::unmask(data, len, mask);
+  check(std::equal(want.begin(), want.end(), data), "unmask differs from RFC 6455 5.3");
+  ws::unmask(pieces.data(), len, mask);
+  check(pieces == orig, "unmasking twice is not the identity");
+}
+
+// A server frame header must read back as what was encoded, in the fewest bytes.
+void check_server_header(uint8_t opcode, uint64_t len) {
+  uint8_t out[ws::kMaxServerHeader + 4];
+  std::memset(out, 0xAA, sizeof out);
+  const size_t n = ws::encode_server_header(opcode, len, out);
+  check(n <= ws::kMaxServerHeader, "server header longer than kMaxServerHeader");
+  check(n == (len < 126 ? 2u : len <= 0xFFFF ? 4u : 10u), "server header not the shortest");
+  check(std::all_of(out + n, std::end(out), [](uint8_t b) { return b == 0xAA; }),
+        "encode_server_header wrote past its length");
+  // Exactly n bytes on the heap, so that reading past them is an ASan report.
+  std::vector<uint8_t> wire(out, out + n);
+  ws::FrameHeader h;
+  for (size_t i = 0; i < n; ++i) {
+    check(ws::parse_header(wire.data(), i, h) == ws::HeaderStatus::kNeedMore,
+          "a cut server header parsed");
+  }
+  check(ws::parse_header(wire.data(), n, h) == ws::HeaderStatus::kOk, "server header refused");
+  check(h.fin && h.rsv == 0 && h.opcode == opcode && !h.masked, "server header flags differ");
+  check(h.payload_len == len, "server header length differs");
+  check(h.header_len == n, "server header_len differs");
+}
+
+// What a WebSocket connection did with the frames it read.
+struct WsEvent {
+  char kind;  // T: text message delivered, B: binary, P: pong sent, C: close echoed, F: failed
+  int code = 0;
+  std::string bytes;
+  bool operator==(const WsEvent&) const = default;
+};
+
+// The read side of net::WsConnection (consume / on_frame / on_close_frame /
+// on_readable) without sockets: the same calls into protocol/websocket.h in the
+// same order, with every result checked against the references above.
+struct WsModel {
+  uint64_t max_message;
+  uint32_t seed;
+  std::string partial;
+  std::string message;
+  ws::Utf8Checker utf8;
+  uint8_t message_opcode = 0;
+  bool in_message = false;
+  bool failed = false;
+  bool peer_closed = false;
+  std::vector<WsEvent> events;
+
+  void fail(int code) {
+    failed = true;
+    events.push_back({'F', code});
+  }
+
+  void deliver(std::string_view payload, bool binary) {
+    check(payload.size() <= max_message, "delivered a message above the limit");
+    if (!binary) check(valid_utf8(payload), "delivered a text message that is not UTF-8");
+    events.push_back({binary ? 'B' : 'T', 0, std::string(payload)});
+  }
+
+  void on_close_frame(std::string_view payload) {
+    int code = 0;
+    const int err = ws::check_close_payload(payload, code);
+    if (payload.size() == 1) check(err == 1002, "accepted a 1-byte close payload");
+    if (err) return fail(err);
+    if (payload.empty()) {
+      check(code == 1005, "empty close payload without 1005");
+    } else {
+      check(code == (static_cast<uint8_t>(payload[0]) << 8 | static_cast<uint8_t>(payload[1])),
+            "close code differs from the payload's");
+      check(sendable_close_code(code), "accepted a close code that may not be sent");
+      check(valid_utf8(payload.substr(2)), "accepted a close reason that is not UTF-8");
+    }
+    peer_closed = true;
+    events.push_back({'C', code});
+  }
+
+  void on_frame(const ws::FrameHeader& h, std::string_view payload) {
+    switch (h.opcode) {
+      case ws::kText:
+      case ws::kBinary: {
+        if (in_message) return fail(1002);
+        const bool text = h.opcode == ws::kText;
+        if (h.fin) {
+          if (text && !valid_utf8(payload)) return fail(1007);
+          return deliver(payload, !text);
+        }
+        in_message = true;
+        message_opcode = h.opcode;
+        message.assign(payload);
+        utf8.reset();
+        if (text && !utf8.feed(payload)) fail(1007);
+        return;
+      }
+      case ws::kCont: {
+        if (!in_message) return fail(1002);
+        const bool text = message_opcode == ws::kText;
+        message.append(payload);
+        if (text && !utf8.feed(payload)) return fail(1007);
+        if (!h.fin) return;
+        if (text && !utf8.complete()) return fail(1007);
+        in_message = false;
+        deliver(message, !text);
+        message.clear();
+        return;
+      }
+      case ws::kPing:
+        check(payload.size() <= ws::kMaxControlPayload, "ping longer than 125 bytes");
+        check_server_header(ws::kPong, payload.size());
+        events.push_back({'P', 0, std::string(payload)});
+        return;
+      case ws::kPong:
+        return;
+      case ws::kClose:
+        return on_close_frame(payload);
+      default:
+        fail(1002);
+        check(false, "check_client_header let a reserved opcode through");
+    }
+  }
+
+  // WsConnection::consume over data[0..len), which is exactly len bytes on the
+  // heap so that any read past the bytes received is an ASan report.
+  size_t consume(uint8_t* data, size_t len) {
+    size_t pos = 0;
+    while (pos < len && !failed && !peer_closed) {
+      ws::FrameHeader h, ref;
+      const auto status = ws::parse_header(data + pos, len - pos, h);
+      check(status == ref_parse_header(data + pos, len - pos, ref),
+            "parse_header status differs from RFC 6455 5.2");
+      if (status == ws::HeaderStatus::kNeedMore) break;
+      if (status == ws::HeaderStatus::kInvalid) {
+        fail(1002);
+        break;
+      }
+      check(same_header(h, ref), "parse_header fields differ from RFC 6455 5.2");
+      check(h.header_len >= 2 && h.header_len <= len - pos, "header_len beyond the input");
+      const int code = ws::check_client_header(h, max_message);
+      check(code == ref_client_header_code(h, max_message), "check_client_header code differs");
+      if (code) {
+        fail(code);
+        break;
+      }
+      if (h.opcode == ws::kCont && in_message && message.size() + h.payload_len > max_message) {
+        fail(1009);
+        break;
+      }
+      if (len - pos - h.header_len < h.payload_len) break;
+      uint8_t* payload = data + pos + h.header_len;
+      checked_unmask(payload, h.payload_len, h.mask, next_rand(seed));
+      pos += h.header_len + h.payload_len;
+      on_frame(h, std::string_view(reinterpret_cast<char*>(payload), h.payload_len));
+    }
+    return pos;
+  }
+
+  size_t consume_copy(std::string_view bytes) {
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size()]);
+    std::copy(bytes.begin(), bytes.end(), buf.get());
+    return consume(buf.get(), bytes.size());
+  }
+
+  // WsConnection::on_readable for one read of `got` bytes.
+  void read(std::string_view got) {
+    if (failed || peer_closed) return;  // discarded until EOF
+    if (partial.empty()) {
+      const size_t used = consume_copy(got);
+      if (!failed && !peer_closed && used < got.size()) partial.assign(got.substr(used));
+    } else {
+      partial.append(got);
+      partial.erase(0, consume_copy(partial));
+    }
+  }
+};
+
+// Feeds a client byte stream in one read and in reads cut by `seed`; both must
+// do exactly the same, and what is left over must be the start of a frame.
+std::vector<WsEvent> check_ws_stream(std::string_view wire, uint64_t max_message, uint32_t seed) {
+  WsModel whole{.max_message = max_message, .seed = seed};
+  whole.read(wire);
+  if (!whole.failed && !whole.peer_closed && !whole.partial.empty()) {
+    ws::FrameHeader h;
+    const auto* d = reinterpret_cast<const uint8_t*>(whole.partial.data());
+    const auto status = ws::parse_header(d, whole.partial.size(), h);
+    check(status == ws::HeaderStatus::kNeedMore ||
+              (status == ws::HeaderStatus::kOk &&
+               whole.partial.size() - h.header_len < h.payload_len),
+          "stopped before a complete frame");
+  }
+
+  WsModel cut{.max_message = max_message, .seed = seed};
+  for (size_t i = 0; i < wire.size();) {
+    const uint32_t r = next_rand(seed);
+    const size_t n = std::min<size_t>(r % 8 == 0 ? 1 : 1 + r % 97, wire.size() - i);
+    cut.read(wire.substr(i, n));
+    i += n;
+  }
+  check(cut.events == whole.events, "cutting the reads changed what the connection did");
+  check(cut.failed == whole.failed && cut.peer_closed == whole.peer_closed,
+        "cutting the reads changed how the connection ended");
+  if (!whole.failed && !whole.peer_closed) {
+    check(cut.partial == whole.partial, "cutting the reads changed the bytes kept");
+    check(cut.in_message == whole.in_message && cut.message == whole.message,
+          "cutting the reads changed the message being assembled");
+  }
+  for (const auto& e : whole.events) {
+    if (e.kind == 'T') decode(e.bytes, DecodeLimits{});
+  }
+  return whole.events;
+}
+
+// A masked client frame, its length in the form `form` picks (0: shortest;
+// 1: 16-bit; 2: 64-bit; the RFC asks for the shortest, servers accept any).
+void append_client_frame(std::string& out, bool fin, uint8_t opcode, std::string_view payload,
+                         uint32_t mask_bits, unsigned form) {
+  out.push_back(static_cast<char>((fin ? 0x80 : 0) | opcode));
+  const uint64_t n = payload.size();
+  if (form == 0 && n < 126) {
+    out.push_back(static_cast<char>(0x80 | n));
+  } else if (form <= 1 && n <= 0xFFFF) {
+    out.push_back(static_cast<char>(0x80 | 126));
+    for (int s = 8; s >= 0; s -= 8) out.push_back(static_cast<char>(n >> s));
+  } else {
+    out.push_back(static_cast<char>(0x80 | 127));
+    for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<char>(n >> s));
+  }
+  uint8_t mask[4];
+  for (int i = 0; i < 4; ++i) mask[i] = static_cast<uint8_t>(mask_bits >> (8 * i));
+  out.append(reinterpret_cast<const char*>(mask), 4);
+  for (size_t i = 0; i < payload.size(); ++i) {
+    out.push_back(static_cast<char>(payload[i] ^ mask[i % 4]));
+  }
+}
+
+// The input cut at newlines into messages, sent as a well-behaved client would:
+// text or binary, fragmented, with pings between fragments and a close at the
+// end. The connection must deliver exactly those messages up to the first text
+// one that is not UTF-8, and fail that one with 1007.
+void check_ws_messages(std::string_view input, uint32_t seed) {
+  std::vector<std::pair<bool, std::string_view>> messages;  // (binary, bytes)
+  std::vector<std::string_view> pings;
+  std::string wire;
+  size_t start = 0;
+  for (size_t i = 0; i <= input.size(); ++i) {
+    if (i < input.size() && input[i] != '\n') continue;
+    const std::string_view msg = input.substr(start, i - start);
+    start = i + 1;
+    const bool binary = next_rand(seed) % 4 == 0;
+    messages.emplace_back(binary, msg);
+    const size_t fragments = 1 + next_rand(seed) % 4;
+    size_t done = 0;
+    for (size_t f = 0; f < fragments; ++f) {
+      const size_t n =
+          f + 1 == fragments ? msg.size() - done : next_rand(seed) % (msg.size() - done + 1);
+      const uint8_t op = f == 0 ? (binary ? ws::kBinary : ws::kText) : ws::kCont;
+      append_client_frame(wire, f + 1 == fragments, op, msg.substr(done, n),
+                          next_rand(seed) << 16 | next_rand(seed), next_rand(seed) % 3);
+      done += n;
+      if (next_rand(seed) % 3 == 0) {
+        const std::string_view ping =
+            msg.substr(0, std::min<size_t>(msg.size(), next_rand(seed) % 126));
+        pings.push_back(ping);
+        append_client_frame(wire, true, ws::kPing, ping, next_rand(seed), 0);
+      }
+    }
+  }
+  const int close_code = 1000 + static_cast<int>(next_rand(seed) % 2);
+  append_client_frame(wire, true, ws::kClose, ws::close_payload(close_code, "bye"), seed, 0);
+
+  const auto events = check_ws_stream(wire, input.size() + 1, seed);
+  size_t m = 0, p = 0;
+  bool failed = false, closed = false;
+  for (const auto& e : events) {
+    check(!failed && !closed, "an event after the connection ended");
+    switch (e.kind) {
+      case 'T':
+      case 'B':
+        check(m < messages.size() && messages[m].first == (e.kind == 'B') &&
+                  messages[m].second == e.bytes,
+              "delivered a different message than was sent");
+        check(e.kind == 'B' || valid_utf8(e.bytes), "delivered text that is not UTF-8");
+        ++m;
+        break;
+      case 'P':
+        check(p < pings.size() && pings[p] == e.bytes, "answered a different ping");
+        ++p;
+        break;
+      case 'F':
+        check(e.code == 1007, "a well-formed stream failed with a code other than 1007");
+        check(m < messages.size() && !messages[m].first && !valid_utf8(messages[m].second),
+              "failed a message that is fine");
+        failed = true;
+        break;
+      case 'C':
+        check(e.code == close_code, "echoed a different close code");
+        closed = true;
+        break;
+      default:
+        fail("unknown event");
+    }
+  }
+  check(failed || closed, "a complete stream neither closed nor failed");
+  if (closed) check(m == messages.size(), "closed before delivering every message");
+}
+
+// Utf8Checker, fed the input in pieces, must agree with simdjson at every
+// piece boundary and fail only once a prefix cannot be completed (fail fast).
+void check_utf8(std::string_view input, size_t split, uint32_t seed) {
+  const bool valid = valid_utf8(input);
+  {
+    split %= input.size() + 1;
+    ws::Utf8Checker c;
+    const bool ok = c.feed(input.substr(0, split)) && c.feed(input.substr(split)) && c.complete();
+    check(ok == valid, "Utf8Checker split in two disagrees with simdjson");
+  }
+  ws::Utf8Checker c;
+  size_t done = 0;
+  while (done < input.size()) {
+    const size_t n = std::min<size_t>(1 + next_rand(seed) % 64, input.size() - done);
+    const bool ok = c.feed(input.substr(done, n));
+    done += n;
+    const std::string_view prefix = input.substr(0, done);
+    if (!ok) {
+      // Not too fast either: the prefix before this piece was checked to be
+      // completable below, so only this piece can hold the bad byte.
+      check(!valid, "Utf8Checker refused valid UTF-8");
+      return;
+    }
+    check(c.complete() == valid_utf8(prefix), "Utf8Checker complete() disagrees with simdjson");
+    if (!c.complete()) {
+      // The prefix must end in the start of a character some continuation
+      // bytes complete (3 at most; the boundaries of each byte's range suffice).
+      size_t lead = done;
+      while (lead > 0 && done - lead < 4 && (static_cast<uint8_t>(input[lead - 1]) & 0xC0) == 0x80)
+        --lead;
+      check(lead > 0, "incomplete prefix without a lead byte");
+      --lead;
+      check(valid_utf8(input.substr(0, lead)), "Utf8Checker let an invalid character pass");
+      static constexpr uint8_t kEdges[] = {0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF};
+      const std::string tail(prefix.substr(lead));
+      bool completable = false;
+      for (int k = 1; k <= 3 && !completable; ++k) {
+        for (int combo = 0; combo < 216 && !completable; ++combo) {
+          std::string t = tail;
+          for (int j = 0, c2 = combo; j < k; ++j, c2 /= 6)
+            t.push_back(static_cast<char>(kEdges[c2 % 6]));
+          completable = valid_utf8(t);
+        }
+      }
+      check(completable, "Utf8Checker accepted a prefix no bytes can complete (not fail-fast)");
+    }
+  }
+  check(c.complete() == valid, "Utf8Checker fed in pieces disagrees with simdjson");
+}
+
+// close_payload from a valid code and a UTF-8 reason must be accepted back
+// with that code, fit a control frame, and keep the longest reason that fits.
+void check_close_roundtrip(int code, std::string_view reason) {
+  const std::string p = ws::close_payload(code, reason);
+  check(p.size() >= 2 && p.size() <= ws::kMaxControlPayload, "close payload size out of range");
+  int got = 0;
+  check(ws::check_close_payload(p, got) == 0, "refused close_payload's own payload");
+  check(got == code, "close_payload's code read back differently");
+  const std::string_view kept = std::string_view(p).substr(2);
+  check(reason.substr(0, kept.size()) == kept, "close reason is not a prefix of the reason");
+  if (reason.size() <= ws::kMaxControlPayload - 2) {
+    check(kept.size() == reason.size(), "a close reason that fits was cut");
+  } else {
+    size_t want = ws::kMaxControlPayload - 2;
+    while ((static_cast<uint8_t>(reason[want]) & 0xC0) == 0x80) --want;
+    check(kept.size() == want, "a long close reason was not cut at the last character that fits");
+  }
+}
+
+// Encodes input bytes as code points of every UTF-8 length.
+std::string utf8_from(std::string_view input) {
+  std::string out;
+  for (size_t i = 0; i + 2 < input.size(); i += 3) {
+    const auto* u = reinterpret_cast<const uint8_t*>(input.data() + i);
+    uint32_t cp =
+        u[0] < 0x80 ? u[0] : ((uint32_t{u[0]} & 0x1F) << 16 | u[1] << 8 | u[2]) % 0x110000;
+    if (cp >= 0xD800 && cp <= 0xDFFF) cp -= 0x800;
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | cp >> 6));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | cp >> 12));
+      out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | cp >> 18));
+      out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  check(valid_utf8(out), "the fuzzer's own UTF-8 encoder is wrong");
+  return out;
+}
+
+void check_close(std::string_view input, uint32_t seed) {
+  // Any payload: the verdict must be the RFC's (on_close_frame checks the
+  // accepted ones in detail).
+  for (const std::string_view p : {input, input.substr(0, 1), input.substr(0, seed % 126)}) {
+    int code = 0;
+    const int err = ws::check_close_payload(p, code);
+    int want = 0;
+    if (p.size() == 1) {
+      want = 1002;
+    } else if (p.size() >= 2) {
+      const int c = static_cast<uint8_t>(p[0]) << 8 | static_cast<uint8_t>(p[1]);
+      want = !sendable_close_code(c) ? 1002 : !valid_utf8(p.substr(2)) ? 1007 : 0;
+    }
+    check(err == want, "check_close_payload verdict differs from RFC 6455 7.4");
+    if (p.empty()) check(code == 1005, "empty close payload without 1005");
+  }
+  static constexpr int kCodes[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011};
+  const int code = seed % 3 ? kCodes[seed % 9] : 3000 + static_cast<int>(seed >> 8) % 2000;
+  const std::string_view raw = input.substr(std::min<size_t>(2, input.size()));
+  if (valid_utf8(raw)) check_close_roundtrip(code, raw);
+  check_close_roundtrip(code, utf8_from(input));
+  // The codes the server closes with, and its reasons.
+  check_close_roundtrip(4010, "slow consumer");
+}
+
+// Once per process: every close code, and every first two header bytes cut at
+// every length, since a mutation rarely hits one particular 16-bit value (a
+// close code refused or let through, one opcode).
+bool check_ws_exhaustively() {
+  for (int c = 0; c <= 0xFFFF; ++c) {
+    const char hi = static_cast<char>(c >> 8), lo = static_cast<char>(c);
+    for (const std::string_view reason : {"", "ok \xc3\xa9", "\xc3"}) {
+      std::string p{hi, lo};
+      p.append(reason);
+      int code = 0;
+      const int want = !sendable_close_code(c) ? 1002 : !valid_utf8(reason) ? 1007 : 0;
+      check(ws::check_close_payload(p, code) == want, "check_close_payload verdict for a code");
+      if (!want) check(code == c, "check_close_payload read another code");
+    }
+  }
+  for (int b = 0; b <= 0xFFFF; ++b) {
+    for (const uint8_t fill : {0x00, 0x01, 0x80}) {
+      uint8_t d[14];
+      d[0] = static_cast<uint8_t>(b >> 8);
+      d[1] = static_cast<uint8_t>(b);
+      for (size_t i = 2; i < sizeof d; ++i) d[i] = static_cast<uint8_t>(fill + i);
+      for (size_t n = 0; n <= sizeof d; ++n) {
+        ws::FrameHeader h, ref;
+        const auto status = ws::parse_header(d, n, h);
+        check(status == ref_parse_header(d, n, ref), "parse_header status differs (sweep)");
+        if (status != ws::HeaderStatus::kOk) continue;
+        check(same_header(h, ref), "parse_header fields differ (sweep)");
+        for (const uint64_t max : {uint64_t{0}, uint64_t{125}, uint64_t{126}, uint64_t{65536}}) {
+          check(ws::check_client_header(h, max) == ref_client_header_code(h, max),
+                "check_client_header code differs (sweep)");
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void check_ws(std::string_view input, uint32_t seed) {
+  static const bool swept = check_ws_exhaustively();
+  (void)swept;
+  const auto* u = reinterpret_cast<const uint8_t*>(input.data());
+  // The input as a client's byte stream, under the default limit and a small one.
+  check_ws_stream(input, 64 * 1024, seed);
+  check_ws_stream(input, 1 + seed % 256, seed ^ 0x9E3779B9u);
+  check_ws_messages(input, seed);
+
+  // Server headers for lengths taken from the input, in each length form.
+  uint64_t len = 0;
+  for (size_t i = 0; i < std::min<size_t>(8, input.size()); ++i) len = len << 8 | u[i];
+  len &= ~(uint64_t{1} << 63);
+  const uint8_t op = input.empty() ? 1 : u[0] & 0x0F;
+  for (uint64_t n : {len, len % 126, 126 + len % (0x10000 - 126), uint64_t{0xFFFF},
+                     uint64_t{0x10000}, (uint64_t{1} << 63) - 1}) {
+    check_server_header(op, n);
+  }
+
+  check_utf8(input, input.size() >= 2 ? (u[0] | u[1] << 8) : 0, seed);
+  check_close(input, seed);
+
+  const std::string key = ws::accept_key(input.substr(0, std::min<size_t>(input.size(), 64)));
+  check(key.size() == 28 && key.back() == '=', "accept key is not base64 of 20 bytes");
+  // Sec-WebSocket-Key: the base64 of 16 bytes is a key, and only such text is.
+  static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (size_t i = 0; i < 16; i += 3) {
+    uint32_t v = 0;
+    for (size_t j = 0; j < 3; ++j) v = v << 8 | (i + j < 16 && i + j < input.size() ? u[i + j] : 0);
+    for (size_t j = 0; j < 4; ++j) b64.push_back(kB64[v >> (18 - 6 * j) & 63]);
+  }
+  b64.replace(22, 2, "==");
+  check(ws::valid_client_key(b64), "refused the base64 of 16 bytes as a key");
+  for (const std::string_view k : {input, input.substr(0, 24)}) {
+    const bool b64ish = std::all_of(k.begin(), k.begin() + std::min<size_t>(22, k.size()),
+                                    [](char c) { return std::strchr(kB64, c) && c != '\0'; });
+    check(ws::valid_client_key(k) == (k.size() == 24 && b64ish && k.substr(22) == "=="),
+          "valid_client_key verdict differs from RFC 6455 4.2.1");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -216,5 +803,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   check_reader(wire, size, seed, DecodeLimits{});
+
+  // The input as WebSocket client frames, and as the parts of frames.
+  check_ws(input, seed);
   return 0;
 }
