@@ -7,6 +7,7 @@
 // buffer), so an idle connection holds no read buffer, only a leftover partial frame.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -61,7 +62,7 @@ class Connection {
   void set_state(St s);
   void start_session();
   void arm_read();
-  void on_readable();
+  void on_read(size_t first);
   // Walks complete frames in buf[0..len) (alloc bytes readable); returns bytes used.
   size_t consume(char* buf, size_t len, size_t alloc);
   void handle_payload(char* data, size_t len, size_t capacity);
@@ -88,6 +89,7 @@ class Connection {
   St st_ = St::kIdle;
   boost::asio::ip::tcp::socket sock_;
   std::string partial_;   // bytes of an incomplete frame carried to the next read
+  std::array<char, 512> first_;  // what the pending read op receives (a typical frame)
   std::string frag_;      // a fragmented WebSocket message being reassembled
   std::string out_;       // frames queued behind the write in flight
   std::string writing_buf_;
