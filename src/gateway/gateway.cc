@@ -154,6 +154,17 @@ void Gateway::drain(std::function<void()> done) {
       std::move(done));
 }
 
+void Gateway::abort_remaining(std::function<void()> done) {
+  on_every_loop(
+      [this] {
+        auto& ls = *per_loop_[runtime::LoopGroup::current()];
+        std::vector<std::shared_ptr<ClientSession>> all;
+        for (auto& [id, s] : ls.by_conn) all.push_back(s);
+        for (auto& s : all) s->connection().abort();
+      },
+      std::move(done));
+}
+
 void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::string body,
                           unsigned reply_loop, std::function<void(size_t)> done) {
   std::string frame;

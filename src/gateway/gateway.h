@@ -53,6 +53,9 @@ class Gateway {
   // Drain, step 3: queues `bye` (draining) behind what each session already
   // has queued and closes it; `done` runs once every loop has done so.
   void drain(std::function<void()> done);
+  // Drain, last step: drops the connections whose peers have not completed the
+  // close (each connection and its session hold one another until it finishes).
+  void abort_remaining(std::function<void()> done);
 
   // POST /v1/send: a `direct` frame to every connection of (tenant, user).
   // `done` gets the count, on reply_loop.

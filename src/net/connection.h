@@ -55,6 +55,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void send_last_and_close(OutFrame last, int code, std::string reason);
   // Graceful close after the queued frames are written.
   void close(int code, std::string reason);
+  // Drops the socket at once, queued frames and all (shutdown's last step).
+  void abort() {
+    abort_transport();
+    finish();
+  }
 
   // Heartbeat: counts a period without news from the peer (any frame, or a
   // WebSocket pong, resets it); WebSocket also sends a ping.

@@ -71,7 +71,7 @@ class Utf8Checker {
   bool feed(std::string_view bytes);
   // True when the message may end here (no code point left incomplete).
   bool complete() const { return need_ == 0; }
-  void reset() { need_ = 0; }
+  void reset() { *this = Utf8Checker(); }
 
  private:
   int need_ = 0;       // continuation bytes still expected

@@ -149,6 +149,14 @@ TEST(WsUtf8, FailsAsSoonAsASequenceCannotBeCompleted) {
   EXPECT_FALSE(d.feed("\xe0\x80"));  // overlong whatever follows
 }
 
+TEST(WsUtf8, ResetForgetsAPendingSequence) {
+  Utf8Checker c;
+  EXPECT_TRUE(c.feed("\xe0"));  // the next byte must be A0..BF
+  c.reset();
+  EXPECT_TRUE(c.feed("\xc2\x80"));
+  EXPECT_TRUE(c.complete());
+}
+
 TEST(WsHandshake, AcceptKeyIsTheRfcSample) {
   EXPECT_EQ(accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
   EXPECT_TRUE(valid_client_key("dGhlIHNhbXBsZSBub25jZQ=="));

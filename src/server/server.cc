@@ -195,6 +195,11 @@ void Server::stop() {
   while (gateway_->sessions() > 0 && std::chrono::steady_clock::now() < closed_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (gateway_->sessions() > 0) {
+    std::promise<void> aborted;
+    gateway_->abort_remaining([&aborted] { aborted.set_value(); });
+    aborted.get_future().wait_for(std::chrono::seconds(5));
+  }
   // 3. Flush the store, then stop the loops and release in reverse order.
   durable_->flush();
   if (sweep_timer_) {
