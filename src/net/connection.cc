@@ -17,7 +17,19 @@ constexpr size_t kKeepQueueSlots = 4;
 }  // namespace
 
 Connection::~Connection() {
-  metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(queued_bytes_), std::memory_order_relaxed);
+  // finish() has returned the queue's bytes already; a connection may be
+  // destroyed by its io_context's shutdown, after the metrics are gone.
+  if (queued_bytes_ != 0) drop_queued(head_);
+}
+
+void Connection::drop_queued(size_t from) {
+  for (size_t i = from; i < queue_.size(); ++i) {
+    queued_bytes_ -= queue_[i].bytes();
+    if (queue_[i].backfill) backfill_bytes_ -= queue_[i].bytes();
+    metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(queue_[i].bytes()),
+                                    std::memory_order_relaxed);
+  }
+  queue_.resize(from);
 }
 
 void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
@@ -74,14 +86,7 @@ void Connection::send_last_and_close(OutFrame last, int code, std::string reason
   if (closing()) return;
   // Keep the frame partly sent (its bytes are on the wire); drop what waits
   // behind it: this peer will resume with `since`.
-  const size_t keep = head_ + (head_sent_ > 0 ? 1 : 0);
-  for (size_t i = keep; i < queue_.size(); ++i) {
-    queued_bytes_ -= queue_[i].bytes();
-    if (queue_[i].backfill) backfill_bytes_ -= queue_[i].bytes();
-    metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(queue_[i].bytes()),
-                                    std::memory_order_relaxed);
-  }
-  queue_.resize(keep);
+  drop_queued(head_ + (head_sent_ > 0 ? 1 : 0));
   enqueue(std::move(last));
   close(code, std::move(reason));
 }
@@ -216,6 +221,9 @@ void Connection::finish() {
   if (finished_) return;
   finished_ = true;
   if (close_deadline_) close_deadline_->cancel();
+  drop_queued(head_);  // never to be written; frees the shared tick buffers now
+  queue_.clear();
+  head_ = head_sent_ = 0;
   auto h = std::move(handler_);  // break the connection <-> handler cycle
   if (h) h->on_closed();
 }

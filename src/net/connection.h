@@ -115,6 +115,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void enqueue(OutFrame&& frame);
+  // Forgets the frames from queue_[from] on, with their byte accounting.
+  void drop_queued(size_t from);
   // Sends from the queue's head until it is empty (true) or the socket is
   // full or failed (false).
   bool write_queued();
