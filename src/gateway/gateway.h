@@ -79,7 +79,7 @@ class Gateway {
     std::unordered_map<uint64_t, std::shared_ptr<ClientSession>> by_conn;
     std::unordered_multimap<std::string, uint64_t> by_user;  // tenant '\x1f' user
     boost::asio::steady_timer sweep;
-    int64_t last_heartbeat_ms = 0;
+    uint64_t sweeps = 0;  // picks the slot of sessions each sweep pings
   };
   void arm_sweep(unsigned loop);
   void run_sweep(unsigned loop);
