@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <boost/asio/post.hpp>
 #include <cerrno>
 
 #include "common/clock.h"
@@ -113,7 +114,7 @@ void Connection::arm_close_deadline() {
 void Connection::flush() {
   // Re-entry (a transport's close hook queuing its close frame) is absorbed
   // by the loop below.
-  if (finished_ || waiting_writable_ || flushing_) return;
+  if (finished_ || broken_ || waiting_writable_ || flushing_) return;
   flushing_ = true;
   for (;;) {
     if (!write_queued()) break;
@@ -166,8 +167,12 @@ bool Connection::write_queued() {
         wait_writable();
         return false;
       }
+      // The peer is gone. finish() runs the session's on_closed, which edits
+      // the tables its caller may be walking (a sweep, a fan-out): it runs
+      // from the loop, never from inside send().
+      broken_ = true;
       abort_transport();
-      finish();
+      boost::asio::post(exec_, [self = shared_from_this()] { self->finish(); });
       return false;
     }
     const int64_t now = steady_ns();

@@ -43,7 +43,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Installs the handler and starts reading.
   void start(std::shared_ptr<ConnectionHandler> handler);
 
-  // Queues a frame, taking it, and writes what the socket takes now. Returns
+  // Queues a frame, taking it, and writes what the socket takes now; never
+  // calls the handler (a failed send finishes the connection from the loop,
+  // later), so callers may send while walking their own tables. Returns
   // false, queuing nothing (and leaving the frame alone), when the queue would
   // pass its byte cap: the caller decides (a slow consumer is disconnected).
   // Backfill frames (frame.backfill) have their own allowance of
@@ -71,7 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
   uint64_t queue_cap() const { return queue_cap_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
-  bool closing() const { return close_requested_ || finished_; }
+  bool closing() const { return close_requested_ || broken_ || finished_; }
   unsigned loop() const { return loop_; }
   virtual Transport transport() const = 0;
   // The Origin header of the WebSocket handshake ("" otherwise).
@@ -140,6 +142,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool close_started_ = false;
   bool close_written_ = false;
   bool finished_ = false;
+  bool broken_ = false;  // a send failed: finish() is posted
   int close_code_ = 1000;
   std::string close_reason_;
   std::unique_ptr<boost::asio::steady_timer> close_deadline_;  // only while closing

@@ -1,0 +1,123 @@
+// net::Connection's write path against a scripted transport: what a send does
+// when the socket is full, takes part of a frame, or fails.
+#include "net/connection.h"
+
+#include <gtest/gtest.h>
+#include <sys/uio.h>
+
+#include <boost/asio/io_context.hpp>
+#include <cerrno>
+#include <string>
+#include <vector>
+
+namespace parley::net {
+namespace {
+
+class RecordingHandler final : public ConnectionHandler {
+ public:
+  void on_frame(std::string_view, bool) override {}
+  void on_closed() override { ++closed; }
+  int closed = 0;
+};
+
+// A transport whose sendmsg takes at most `accept` bytes per call, fails with
+// `fail_errno` when set, and records what went out.
+class ScriptedConnection final : public Connection {
+ public:
+  ScriptedConnection(boost::asio::io_context& io, admin::ThreadMetrics& m)
+      : Connection(io.get_executor(), 0, m) {}
+  Transport transport() const override { return Transport::kTcp; }
+
+  size_t accept = SIZE_MAX;
+  int fail_errno = 0;
+  std::string wire;
+  int waits = 0;
+  int aborts = 0;
+
+  void writable() { on_writable(true); }
+
+ private:
+  void start_reading() override {}
+  size_t frame_header(const OutFrame& f, uint8_t* out) const override {
+    out[0] = static_cast<uint8_t>('0' + f.bytes());  // one byte: enough to check framing
+    return 1;
+  }
+  ssize_t write_some(const iovec* iov, int count) override {
+    if (fail_errno) {
+      errno = fail_errno;
+      return -1;
+    }
+    size_t room = accept;
+    ssize_t n = 0;
+    for (int i = 0; i < count && room > 0; ++i) {
+      const size_t take = std::min(room, iov[i].iov_len);
+      wire.append(static_cast<const char*>(iov[i].iov_base), take);
+      room -= take;
+      n += static_cast<ssize_t>(take);
+    }
+    if (n == 0 && count > 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+    return n;
+  }
+  int native_fd() override { return -1; }
+  void wait_writable() override { ++waits; }
+  void close_transport(int, const std::string&) override {}
+  void abort_transport() override { ++aborts; }
+};
+
+class ConnectionWrite : public ::testing::Test {
+ protected:
+  boost::asio::io_context io;
+  admin::ThreadMetrics metrics;
+  std::shared_ptr<ScriptedConnection> conn = std::make_shared<ScriptedConnection>(io, metrics);
+  std::shared_ptr<RecordingHandler> handler = std::make_shared<RecordingHandler>();
+  void SetUp() override { conn->start(handler); }
+};
+
+TEST_F(ConnectionWrite, FramesGoOutInOrderWithTheirHeaders) {
+  ASSERT_TRUE(conn->send(OutFrame("abc")));
+  ASSERT_TRUE(conn->send(OutFrame("de")));
+  EXPECT_EQ(conn->wire, "3abc2de");
+  EXPECT_EQ(conn->queued_bytes(), 0u);
+}
+
+TEST_F(ConnectionWrite, AFullSocketKeepsTheRestQueuedUntilWritable) {
+  conn->accept = 2;
+  ASSERT_TRUE(conn->send(OutFrame("abcd")));
+  EXPECT_EQ(conn->wire, "4a");
+  EXPECT_EQ(conn->waits, 1);
+  ASSERT_TRUE(conn->send(OutFrame("xy")));  // queued behind: no write while waiting
+  EXPECT_EQ(conn->wire, "4a");
+  EXPECT_EQ(conn->queued_bytes(), 6u);
+  conn->accept = SIZE_MAX;
+  conn->writable();
+  EXPECT_EQ(conn->wire, "4abcd2xy");
+  EXPECT_EQ(conn->queued_bytes(), 0u);
+}
+
+TEST_F(ConnectionWrite, AFailedSendFinishesFromTheLoopNotInsideSend) {
+  // A caller walking its own tables (a heartbeat sweep, a fan-out) sends; the
+  // handler's on_closed edits those tables, so it must not run inside send().
+  conn->fail_errno = EPIPE;
+  conn->send(OutFrame("ping"));
+  EXPECT_EQ(handler->closed, 0);
+  EXPECT_EQ(conn->aborts, 1);
+  EXPECT_TRUE(conn->closing());
+  EXPECT_TRUE(conn->send(OutFrame("more")));  // dropped quietly
+  io.run();
+  EXPECT_EQ(handler->closed, 1);
+  EXPECT_EQ(conn->queued_bytes(), 0u);
+}
+
+TEST_F(ConnectionWrite, OverTheCapIsRefusedButTheFirstFrameAlwaysFits) {
+  conn->set_queue_cap(4);
+  conn->accept = 0;  // nothing leaves
+  ASSERT_TRUE(conn->send(OutFrame("0123456789")));  // larger than the cap, queue empty
+  EXPECT_FALSE(conn->send(OutFrame("x")));
+  EXPECT_EQ(conn->queued_bytes(), 10u);
+}
+
+}  // namespace
+}  // namespace parley::net
