@@ -114,7 +114,8 @@ flags (defaults from the preset):
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
   compare only: --targets parley,node-ws,bun --parley-bin PATH --peers-dir DIR
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
-or setup error, 3 the run could not connect.
+or setup error, 3 the run could not connect, 4 the --server-pid process exited during
+the run.
 )";
 }
 

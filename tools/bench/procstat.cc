@@ -24,6 +24,7 @@ ProcStat read_proc(int pid) {
   std::string field;
   unsigned long long utime = 0, stime = 0;
   for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 3) s.alive = field != "Z" && field != "X";  // a dead child not yet reaped
     if (i == 14) utime = std::stoull(field);
     if (i == 15) stime = std::stoull(field);
   }

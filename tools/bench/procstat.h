@@ -8,6 +8,7 @@ namespace bench {
 
 struct ProcStat {
   bool ok = false;
+  bool alive = false;  // running, not a zombie
   double cpu_s = 0;       // user + system, all threads
   uint64_t rss = 0;       // bytes, now
   uint64_t peak_rss = 0;  // bytes, VmHWM

@@ -163,6 +163,7 @@ void print_table(const RunResult& r) {
   if (r.generator_behind) line("  WARNING: load generator fell behind ({})\n", r.generator_note);
   line("  verdict: {}\n", r.exit_code == 0   ? "PASS"
                           : r.exit_code == 1 ? "FAIL (audit)"
+                          : r.exit_code == 4 ? "FAIL (the server process exited during the run)"
                                              : "FAIL (no connection or nothing acknowledged)");
   fmt::print("{}", t);
 #undef line
@@ -199,6 +200,7 @@ std::string to_json(const RunResult& r) {
      !r.audit_failed(), c.lost, c.duplicates, c.reorders, c.mismatches, c.history_checked,
      c.history_missing, c.history_mismatch, r.audit.acked_msgs, r.audit.channels_checked,
      r.audit.members_checked, r.audit.expected_deliveries);
+  kv(R"(  "server_gone": {},)" "\n", r.server_gone);
   kv(R"(  "generator": {{"behind": {}, "note": "{}"}},)" "\n", r.generator_behind,
      esc(r.generator_note));
   j += "  \"counters\": {";

@@ -323,6 +323,7 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
       r.server_peak_rss = ps.peak_rss;
       r.server_cpu_total_s = ps.cpu_s;
     }
+    r.server_gone = !ps.ok || !ps.alive;
   }
   // The generator is the limit when it skipped scheduled sends or sent late.
   uint64_t lag_p99 = r.latencies.send_lag.percentile(99);
@@ -338,6 +339,10 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
     r.exit_code = 3;
   } else if (r.audit_failed()) {
     r.exit_code = 1;
+  } else if (r.server_gone) {
+    // A crash at the end of a run can leave every audited member whole: the
+    // audit alone would pass it (a 10,000-connection ramp did).
+    r.exit_code = 4;
   }
 }
 

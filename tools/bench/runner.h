@@ -46,6 +46,7 @@ struct RunResult {
   std::vector<StepResult> steps;
   int last_good_step = -1;
   bool generator_behind = false;
+  bool server_gone = false;  // the --server-pid process was not there at the end
   std::string generator_note;
   int exit_code = 0;
 
