@@ -106,8 +106,7 @@ void Connection::arm_close_deadline() {
   close_deadline_->expires_after(std::chrono::milliseconds(kCloseTimeoutMs));
   close_deadline_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->finished_) return;
-    self->abort_transport();
-    self->finish();
+    self->abort();
   });
 }
 
@@ -211,8 +210,7 @@ ssize_t Connection::write_some(const iovec* iov, int count) {
 void Connection::on_writable(bool ok) {
   waiting_writable_ = false;
   if (!ok) {
-    abort_transport();
-    finish();
+    abort();
     return;
   }
   flush();

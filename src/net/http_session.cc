@@ -1,13 +1,13 @@
 #include "net/http_session.h"
 
-#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "common/json_writer.h"
 #include "protocol/websocket.h"
 
 namespace parley::net {
@@ -19,9 +19,10 @@ namespace {
 constexpr auto kRequestTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxHeaderBytes = 8 * 1024;
 
-std::string fmt_error(std::string_view code, std::string_view msg) {
-  return std::string(R"({"code":")") + std::string(code) + R"(","msg":")" + std::string(msg) +
-         R"("})";
+std::string error_body(std::string_view code, std::string_view msg) {
+  std::string body;
+  JsonWriter(body).begin_object().field("code", code).field("msg", msg).end_object();
+  return body;
 }
 
 std::string_view path_of(std::string_view target) {
@@ -87,8 +88,7 @@ void HttpSession::upgrade() {
   const auto& req = parser_->get();
   keep_alive_ = false;
   auto refuse = [this](int status, const char* code, const char* msg) {
-    write_response({status, "application/json",
-                    fmt_error(code, msg), {}});
+    write_response({status, "application/json", error_body(code, msg)});
   };
   if (path_of(req.target()) != "/v1/ws") return refuse(404, "bad_request", "not found");
   if (req.find(http::field::host) == req.end()) return refuse(400, "bad_request", "missing Host");
@@ -100,7 +100,7 @@ void HttpSession::upgrade() {
   if (version != "13") {
     if (version.empty()) return refuse(400, "bad_request", "missing Sec-WebSocket-Version");
     HttpResponse res{426, "application/json",
-                     fmt_error("bad_request", "unsupported Sec-WebSocket-Version"), {}};
+                     error_body("bad_request", "unsupported Sec-WebSocket-Version")};
     res.headers.emplace_back("Sec-WebSocket-Version", "13");
     return write_response(std::move(res));
   }

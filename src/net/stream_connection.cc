@@ -16,11 +16,10 @@ StreamConnection<Socket>::StreamConnection(Socket socket, unsigned loop,
       socket_(std::move(socket)),
       reader_(max_frame_bytes),
       transport_(transport) {
+  boost::system::error_code ec;
   if constexpr (std::is_same_v<Socket, boost::asio::ip::tcp::socket>) {
-    boost::system::error_code ec;
     socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   }
-  boost::system::error_code ec;
   socket_.non_blocking(true, ec);  // Connection writes with sendmsg directly
 }
 
@@ -37,8 +36,7 @@ void StreamConnection<Socket>::read_next() {
       boost::asio::buffer(room.data(), room.size()),
       [self](boost::system::error_code ec, size_t n) {
         if (ec) {
-          self->abort_transport();
-          self->finish();
+          self->abort();
           return;
         }
         self->reader_.commit(n);
@@ -48,8 +46,7 @@ void StreamConnection<Socket>::read_next() {
           if (next.status == protocol::LengthPrefixedReader::Status::kNeedMore) break;
           if (next.status == protocol::LengthPrefixedReader::Status::kOversized) {
             // Stream alignment is lost: nothing more can be read from it.
-            self->abort_transport();
-            self->finish();
+            self->abort();
             return;
           }
           self->deliver(next.frame, false);
