@@ -54,8 +54,7 @@ void WsConnection::wait_readable() {
   socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
                      [self](boost::system::error_code ec) {
                        if (ec) {
-                         self->abort_transport();
-                         self->finish();
+                         self->abort();
                          return;
                        }
                        self->on_readable();
@@ -68,8 +67,7 @@ void WsConnection::on_readable() {
     const ssize_t n = ::recv(socket_.native_handle(), buf, kScratchBytes, 0);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
       // EOF or reset: the peer is gone (after its close frame, or not).
-      abort_transport();
-      finish();
+      abort();
       return;
     }
     if (n < 0) {
@@ -176,8 +174,7 @@ void WsConnection::on_close_frame(std::string_view payload) {
   if (close_started()) {
     // Our close frame is queued or out: the handshake completes once it is written.
     if (close_sent_) {
-      abort_transport();
-      finish();
+      abort();
     }
     return;
   }
@@ -193,7 +190,15 @@ void WsConnection::send_control(uint8_t opcode, std::string payload) {
   if (close_started()) return;  // nothing may follow our close frame
   OutFrame f(std::move(payload));
   f.opcode = opcode;
-  send_unbounded(std::move(f));
+  if (opcode == ws::kPong) {
+    // The peer decides how many pongs it asks for: they count against the
+    // queue cap, or a peer that pings without reading would grow the queue
+    // without bound. Over the cap the pong is skipped, as RFC 6455 5.5.3
+    // allows (an endpoint may answer only the latest ping).
+    send(std::move(f));
+    return;
+  }
+  send_unbounded(std::move(f));  // our own ping (one per heartbeat) and close frame
 }
 
 size_t WsConnection::frame_header(const OutFrame& frame, uint8_t* out) const {
@@ -222,8 +227,7 @@ void WsConnection::close_written() {
   close_sent_ = true;
   if (peer_closed_) {
     // Both close frames are out: the server closes TCP first (RFC 6455 7.1.1).
-    abort_transport();
-    finish();
+    abort();
     return;
   }
   if (failed_) {
