@@ -289,11 +289,16 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
   r.last_good_step = f.last_good_step;
   r.load_start_t = int(std::ceil(o.ramp_s)) + 1;
   r.load_end_t = f.load_end_t;
-  auto at_t = [&](double t) {
-    Counters c;
+  // The last sample taken at or before t (samples are in time order).
+  auto sample_at = [&](double t) -> const Sample* {
+    const Sample* found = nullptr;
     for (auto& s : r.samples)
-      if (s.t <= t + 1e-9) c = s.total;
-    return c;
+      if (s.t <= t + 1e-9) found = &s;
+    return found;
+  };
+  auto at_t = [&](double t) {
+    const Sample* s = sample_at(t);
+    return s ? s->total : Counters{};
   };
   r.at_load_start = at_t(r.load_start_t);
   r.at_load_end = at_t(r.load_end_t);
@@ -305,12 +310,8 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
   }
   if (cpu_start >= 0 && cpu_end >= 0) r.server_cpu_s = cpu_end - cpu_start;
   for (auto& st : r.steps) {
-    const Sample* a = nullptr;
-    const Sample* b = nullptr;
-    for (auto& s : r.samples) {
-      if (s.t <= st.t_start + 1e-9) a = &s;
-      if (s.t <= st.t_end + 1e-9) b = &s;
-    }
+    const Sample* a = sample_at(st.t_start);
+    const Sample* b = sample_at(st.t_end);
     if (!a || !b || b->t <= a->t) continue;
     const double dt = b->t - a->t;
     st.own_cpu_pct = 100 * (b->own_cpu_s - a->own_cpu_s) / dt;
