@@ -1,6 +1,5 @@
 #include "net/ws_connection.h"
 
-#include <simdjson.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -15,16 +14,10 @@ namespace {
 constexpr size_t kScratchBytes = 64 * 1024;
 // Reads per readiness before other connections get their turn.
 constexpr int kReadsPerWake = 4;
-// A fragmented message's buffer above this is released once delivered.
-constexpr size_t kKeepMessageBytes = 16 * 1024;
 
 uint8_t* scratch() {
   thread_local std::array<uint8_t, kScratchBytes> buf;
   return buf.data();
-}
-
-void release_if_large(std::string& s, size_t keep) {
-  if (s.empty() && s.capacity() > keep) std::string().swap(s);
 }
 }  // namespace
 
@@ -33,8 +26,8 @@ WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
                            std::string origin, std::string early)
     : Connection(socket.get_executor(), loop, metrics),
       socket_(std::move(socket)),
-      max_message_(max_message_bytes),
-      partial_(std::move(early)) {
+      reader_(max_message_bytes),
+      early_(std::move(early)) {
   origin_ = std::move(origin);
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -42,9 +35,9 @@ WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
 }
 
 void WsConnection::start_reading() {
-  if (!partial_.empty()) {
-    const size_t used = consume(reinterpret_cast<uint8_t*>(partial_.data()), partial_.size());
-    partial_.erase(0, used);
+  if (!early_.empty()) {
+    reader_.feed(reinterpret_cast<uint8_t*>(early_.data()), early_.size(), *this);
+    std::string().swap(early_);
   }
   if (!finished()) wait_readable();
 }
@@ -76,114 +69,24 @@ void WsConnection::on_readable() {
     }
     heard_from_peer();
     const auto got = static_cast<size_t>(n);
-    if (failed_ || peer_closed_) continue;  // discarded until EOF
-    if (partial_.empty()) {
-      const size_t used = consume(buf, got);
-      if (!failed_ && !peer_closed_ && used < got) {
-        partial_.assign(reinterpret_cast<char*>(buf) + used, got - used);
-      }
-    } else {
-      partial_.append(reinterpret_cast<char*>(buf), got);
-      const size_t used = consume(reinterpret_cast<uint8_t*>(partial_.data()), partial_.size());
-      partial_.erase(0, used);
-      release_if_large(partial_, 0);
-    }
+    reader_.feed(buf, got, *this);  // after a close or a failure: discarded until EOF
     if (finished()) return;
     if (got < kScratchBytes) break;
   }
   wait_readable();
 }
 
-size_t WsConnection::consume(uint8_t* data, size_t len) {
-  size_t pos = 0;
-  while (pos < len && !failed_ && !peer_closed_ && !finished()) {
-    ws::FrameHeader h;
-    const auto status = ws::parse_header(data + pos, len - pos, h);
-    if (status == ws::HeaderStatus::kNeedMore) break;
-    if (status == ws::HeaderStatus::kInvalid) {
-      fail(1002, "invalid frame length");
-      break;
-    }
-    if (int code = ws::check_client_header(h, max_message_)) {
-      fail(code, code == 1009 ? "message too big" : "protocol error");
-      break;
-    }
-    if (h.opcode == ws::kCont && in_message_ && message_.size() + h.payload_len > max_message_) {
-      fail(1009, "message too big");
-      break;
-    }
-    if (len - pos - h.header_len < h.payload_len) break;  // the payload is still coming
-    uint8_t* payload = data + pos + h.header_len;
-    ws::unmask(payload, h.payload_len, h.mask);
-    pos += h.header_len + h.payload_len;
-    on_frame(h, std::string_view(reinterpret_cast<char*>(payload), h.payload_len));
-  }
-  return pos;
+void WsConnection::on_ping(std::string_view payload) {
+  send_control(ws::kPong, std::string(payload));
 }
 
-void WsConnection::on_frame(const ws::FrameHeader& h, std::string_view payload) {
-  switch (h.opcode) {
-    case ws::kText:
-    case ws::kBinary: {
-      if (in_message_) return fail(1002, "new message inside a fragmented one");
-      const bool text = h.opcode == ws::kText;
-      if (h.fin) {
-        if (text && !simdjson::validate_utf8(payload.data(), payload.size())) {
-          return fail(1007, "invalid UTF-8");
-        }
-        deliver(payload, !text);
-        return;
-      }
-      in_message_ = true;
-      message_opcode_ = h.opcode;
-      message_.assign(payload);
-      utf8_.reset();
-      if (text && !utf8_.feed(payload)) fail(1007, "invalid UTF-8");
-      return;
-    }
-    case ws::kCont: {
-      if (!in_message_) return fail(1002, "continuation without a message");
-      const bool text = message_opcode_ == ws::kText;
-      message_.append(payload);
-      if (text && !utf8_.feed(payload)) return fail(1007, "invalid UTF-8");
-      if (!h.fin) return;
-      if (text && !utf8_.complete()) return fail(1007, "invalid UTF-8");
-      in_message_ = false;
-      deliver(message_, !text);
-      message_.clear();
-      release_if_large(message_, kKeepMessageBytes);
-      return;
-    }
-    case ws::kPing:
-      send_control(ws::kPong, std::string(payload));
-      return;
-    case ws::kPong:
-      return;  // heard_from_peer() was called for the read
-    case ws::kClose:
-      on_close_frame(payload);
-      return;
-    default:
-      return fail(1002, "reserved opcode");  // check_client_header refused these already
-  }
-}
-
-void WsConnection::on_close_frame(std::string_view payload) {
-  int code = 0;
-  if (int err = ws::check_close_payload(payload, code)) return fail(err, "invalid close frame");
-  peer_closed_ = true;
+void WsConnection::on_close(int code) {
   if (close_started()) {
     // Our close frame is queued or out: the handshake completes once it is written.
-    if (close_sent_) {
-      abort();
-    }
+    if (close_sent_) abort();
     return;
   }
   close(code, "");  // echo the code (1005: an empty close frame) after what is queued
-}
-
-void WsConnection::fail(int code, const char* why) {
-  failed_ = true;
-  close(code, why);
 }
 
 void WsConnection::send_control(uint8_t opcode, std::string payload) {
@@ -225,12 +128,12 @@ void WsConnection::close_transport(int code, const std::string& reason) {
 
 void WsConnection::close_written() {
   close_sent_ = true;
-  if (peer_closed_) {
+  if (peer_closed()) {
     // Both close frames are out: the server closes TCP first (RFC 6455 7.1.1).
     abort();
     return;
   }
-  if (failed_) {
+  if (reader_.failed()) {
     // A failed peer may never answer: let it see EOF behind our close frame.
     boost::system::error_code ec;
     socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);

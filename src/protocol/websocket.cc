@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cstring>
@@ -155,6 +156,109 @@ bool Utf8Checker::feed(std::string_view bytes) {
     }
   }
   return true;
+}
+
+namespace {
+// A fragmented message's buffer above this is released once delivered.
+constexpr size_t kKeepMessageBytes = 16 * 1024;
+
+void release_if_large(std::string& s, size_t keep) {
+  if (s.empty() && s.capacity() > keep) std::string().swap(s);
+}
+}  // namespace
+
+void FrameReader::feed(uint8_t* data, size_t len, Sink& sink) {
+  if (done()) return;
+  if (partial_.empty()) {
+    const size_t used = consume(data, len, sink);
+    if (!done() && used < len) partial_.assign(reinterpret_cast<char*>(data) + used, len - used);
+    return;
+  }
+  partial_.append(reinterpret_cast<char*>(data), len);
+  const size_t used = consume(reinterpret_cast<uint8_t*>(partial_.data()), partial_.size(), sink);
+  partial_.erase(0, used);
+  release_if_large(partial_, 0);
+}
+
+size_t FrameReader::consume(uint8_t* data, size_t len, Sink& sink) {
+  size_t pos = 0;
+  while (pos < len && !done()) {
+    FrameHeader h;
+    const auto status = parse_header(data + pos, len - pos, h);
+    if (status == HeaderStatus::kNeedMore) break;
+    if (status == HeaderStatus::kInvalid) {
+      fail(1002, "invalid frame length", sink);
+      break;
+    }
+    if (int code = check_client_header(h, max_message_)) {
+      fail(code, code == 1009 ? "message too big" : "protocol error", sink);
+      break;
+    }
+    if (h.opcode == kCont && in_message_ && message_.size() + h.payload_len > max_message_) {
+      fail(1009, "message too big", sink);
+      break;
+    }
+    if (len - pos - h.header_len < h.payload_len) break;  // the payload is still coming
+    uint8_t* payload = data + pos + h.header_len;
+    unmask(payload, h.payload_len, h.mask);
+    pos += h.header_len + h.payload_len;
+    on_frame(h, std::string_view(reinterpret_cast<char*>(payload), h.payload_len), sink);
+  }
+  return pos;
+}
+
+void FrameReader::on_frame(const FrameHeader& h, std::string_view payload, Sink& sink) {
+  switch (h.opcode) {
+    case kText:
+    case kBinary: {
+      if (in_message_) return fail(1002, "new message inside a fragmented one", sink);
+      const bool text = h.opcode == kText;
+      if (h.fin) {
+        if (text && !simdjson::validate_utf8(payload.data(), payload.size())) {
+          return fail(1007, "invalid UTF-8", sink);
+        }
+        return sink.on_message(payload, !text);
+      }
+      in_message_ = true;
+      message_opcode_ = h.opcode;
+      message_.assign(payload);
+      utf8_.reset();
+      if (text && !utf8_.feed(payload)) fail(1007, "invalid UTF-8", sink);
+      return;
+    }
+    case kCont: {
+      if (!in_message_) return fail(1002, "continuation without a message", sink);
+      const bool text = message_opcode_ == kText;
+      message_.append(payload);
+      if (text && !utf8_.feed(payload)) return fail(1007, "invalid UTF-8", sink);
+      if (!h.fin) return;
+      if (text && !utf8_.complete()) return fail(1007, "invalid UTF-8", sink);
+      in_message_ = false;
+      sink.on_message(message_, !text);
+      message_.clear();
+      release_if_large(message_, kKeepMessageBytes);
+      return;
+    }
+    case kPing:
+      return sink.on_ping(payload);
+    case kPong:
+      return;
+    case kClose: {
+      int code = 0;
+      if (int err = check_close_payload(payload, code)) {
+        return fail(err, "invalid close frame", sink);
+      }
+      closed_ = true;
+      return sink.on_close(code);
+    }
+    default:
+      return fail(1002, "reserved opcode", sink);  // check_client_header refused these already
+  }
+}
+
+void FrameReader::fail(int code, const char* why, Sink& sink) {
+  failed_ = true;
+  sink.on_fail(code, why);
 }
 
 std::string accept_key(std::string_view key) {

@@ -79,6 +79,55 @@ class Utf8Checker {
   uint8_t hi_ = 0xBF;
 };
 
+// The read side of a server's WebSocket connection, without the socket: fed
+// the bytes each read returns, it walks every complete frame in place and
+// tells its Sink what the connection must do. net::WsConnection runs one per
+// connection; the fuzz target runs the same code. Only the start of a frame
+// cut by a read is copied (partial_), and a fragmented message (message_).
+class FrameReader {
+ public:
+  class Sink {
+   public:
+    virtual ~Sink() = default;
+    // A complete message (text is valid UTF-8), at most max_message bytes.
+    virtual void on_message(std::string_view payload, bool binary) = 0;
+    virtual void on_ping(std::string_view payload) = 0;
+    // A valid close frame (1005 when it had no payload); nothing more is read.
+    virtual void on_close(int code) = 0;
+    // A protocol error to fail the connection with (1002, 1007, 1009);
+    // nothing more is read.
+    virtual void on_fail(int code, const char* why) = 0;
+  };
+
+  explicit FrameReader(uint64_t max_message) : max_message_(max_message) {}
+
+  // Handles data[0..len), unmasking payloads in place.
+  void feed(uint8_t* data, size_t len, Sink& sink);
+  // After the peer's close or a failure every later byte is ignored.
+  bool done() const { return failed_ || closed_; }
+  bool failed() const { return failed_; }
+  // Bytes kept for the next read (the start of a frame), and the message
+  // being assembled: for tests.
+  const std::string& partial() const { return partial_; }
+  bool in_message() const { return in_message_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  // Handles the complete frames of data[0..len); returns the bytes consumed.
+  size_t consume(uint8_t* data, size_t len, Sink& sink);
+  void on_frame(const FrameHeader& h, std::string_view payload, Sink& sink);
+  void fail(int code, const char* why, Sink& sink);
+
+  uint64_t max_message_;
+  std::string partial_;
+  std::string message_;
+  Utf8Checker utf8_;
+  uint8_t message_opcode_ = 0;
+  bool in_message_ = false;
+  bool failed_ = false;
+  bool closed_ = false;
+};
+
 // Sec-WebSocket-Accept for a Sec-WebSocket-Key (4.2.2: base64 of the SHA-1 of
 // the key and the RFC's GUID).
 std::string accept_key(std::string_view key);

@@ -305,181 +305,121 @@ struct WsEvent {
   bool operator==(const WsEvent&) const = default;
 };
 
-// The read side of net::WsConnection (consume / on_frame / on_close_frame /
-// on_readable) without sockets: the same calls into protocol/websocket.h in the
-// same order, with every result checked against the references above.
-struct WsModel {
+// Records what ws::FrameReader (the read side of net::WsConnection) asks the
+// connection to do, checking each request against the references above.
+struct WsRecorder final : ws::FrameReader::Sink {
+  explicit WsRecorder(uint64_t max) : max_message(max) {}
   uint64_t max_message;
-  uint32_t seed;
-  std::string partial;
-  std::string message;
-  ws::Utf8Checker utf8;
-  uint8_t message_opcode = 0;
-  bool in_message = false;
-  bool failed = false;
-  bool peer_closed = false;
   std::vector<WsEvent> events;
+  bool ended = false;
 
-  void fail(int code) {
-    failed = true;
-    events.push_back({'F', code});
-  }
-
-  void deliver(std::string_view payload, bool binary) {
+  void on_message(std::string_view payload, bool binary) override {
+    check(!ended, "a message after the connection ended");
     check(payload.size() <= max_message, "delivered a message above the limit");
     if (!binary) check(valid_utf8(payload), "delivered a text message that is not UTF-8");
     events.push_back({binary ? 'B' : 'T', 0, std::string(payload)});
   }
-
-  void on_close_frame(std::string_view payload) {
-    int code = 0;
-    const int err = ws::check_close_payload(payload, code);
-    if (payload.size() == 1) check(err == 1002, "accepted a 1-byte close payload");
-    if (err) return fail(err);
-    if (payload.empty()) {
-      check(code == 1005, "empty close payload without 1005");
-    } else {
-      check(code == (static_cast<uint8_t>(payload[0]) << 8 | static_cast<uint8_t>(payload[1])),
-            "close code differs from the payload's");
-      check(sendable_close_code(code), "accepted a close code that may not be sent");
-      check(valid_utf8(payload.substr(2)), "accepted a close reason that is not UTF-8");
-    }
-    peer_closed = true;
+  void on_ping(std::string_view payload) override {
+    check(!ended, "a ping after the connection ended");
+    check(payload.size() <= ws::kMaxControlPayload, "ping longer than 125 bytes");
+    check_server_header(ws::kPong, payload.size());
+    events.push_back({'P', 0, std::string(payload)});
+  }
+  void on_close(int code) override {
+    check(!ended, "a close after the connection ended");
+    check(code == 1005 || sendable_close_code(code), "accepted a close code that may not be sent");
+    ended = true;
     events.push_back({'C', code});
   }
-
-  void on_frame(const ws::FrameHeader& h, std::string_view payload) {
-    switch (h.opcode) {
-      case ws::kText:
-      case ws::kBinary: {
-        if (in_message) return fail(1002);
-        const bool text = h.opcode == ws::kText;
-        if (h.fin) {
-          if (text && !valid_utf8(payload)) return fail(1007);
-          return deliver(payload, !text);
-        }
-        in_message = true;
-        message_opcode = h.opcode;
-        message.assign(payload);
-        utf8.reset();
-        if (text && !utf8.feed(payload)) fail(1007);
-        return;
-      }
-      case ws::kCont: {
-        if (!in_message) return fail(1002);
-        const bool text = message_opcode == ws::kText;
-        message.append(payload);
-        if (text && !utf8.feed(payload)) return fail(1007);
-        if (!h.fin) return;
-        if (text && !utf8.complete()) return fail(1007);
-        in_message = false;
-        deliver(message, !text);
-        message.clear();
-        return;
-      }
-      case ws::kPing:
-        check(payload.size() <= ws::kMaxControlPayload, "ping longer than 125 bytes");
-        check_server_header(ws::kPong, payload.size());
-        events.push_back({'P', 0, std::string(payload)});
-        return;
-      case ws::kPong:
-        return;
-      case ws::kClose:
-        return on_close_frame(payload);
-      default:
-        fail(1002);
-        check(false, "check_client_header let a reserved opcode through");
-    }
-  }
-
-  // WsConnection::consume over data[0..len), which is exactly len bytes on the
-  // heap so that any read past the bytes received is an ASan report.
-  size_t consume(uint8_t* data, size_t len) {
-    size_t pos = 0;
-    while (pos < len && !failed && !peer_closed) {
-      ws::FrameHeader h, ref;
-      const auto status = ws::parse_header(data + pos, len - pos, h);
-      check(status == ref_parse_header(data + pos, len - pos, ref),
-            "parse_header status differs from RFC 6455 5.2");
-      if (status == ws::HeaderStatus::kNeedMore) break;
-      if (status == ws::HeaderStatus::kInvalid) {
-        fail(1002);
-        break;
-      }
-      check(same_header(h, ref), "parse_header fields differ from RFC 6455 5.2");
-      check(h.header_len >= 2 && h.header_len <= len - pos, "header_len beyond the input");
-      const int code = ws::check_client_header(h, max_message);
-      check(code == ref_client_header_code(h, max_message), "check_client_header code differs");
-      if (code) {
-        fail(code);
-        break;
-      }
-      if (h.opcode == ws::kCont && in_message && message.size() + h.payload_len > max_message) {
-        fail(1009);
-        break;
-      }
-      if (len - pos - h.header_len < h.payload_len) break;
-      uint8_t* payload = data + pos + h.header_len;
-      checked_unmask(payload, h.payload_len, h.mask, next_rand(seed));
-      pos += h.header_len + h.payload_len;
-      on_frame(h, std::string_view(reinterpret_cast<char*>(payload), h.payload_len));
-    }
-    return pos;
-  }
-
-  size_t consume_copy(std::string_view bytes) {
-    std::unique_ptr<uint8_t[]> buf(new uint8_t[bytes.size()]);
-    std::copy(bytes.begin(), bytes.end(), buf.get());
-    return consume(buf.get(), bytes.size());
-  }
-
-  // WsConnection::on_readable for one read of `got` bytes.
-  void read(std::string_view got) {
-    if (failed || peer_closed) return;  // discarded until EOF
-    if (partial.empty()) {
-      const size_t used = consume_copy(got);
-      if (!failed && !peer_closed && used < got.size()) partial.assign(got.substr(used));
-    } else {
-      partial.append(got);
-      partial.erase(0, consume_copy(partial));
-    }
+  void on_fail(int code, const char*) override {
+    check(!ended, "a failure after the connection ended");
+    check(code == 1002 || code == 1007 || code == 1009, "failed with a code RFC 6455 does not name");
+    ended = true;
+    events.push_back({'F', code});
   }
 };
+
+// One read of `got` bytes, exactly that many on the heap, so that any read past
+// the bytes received is an ASan report.
+void feed_copy(ws::FrameReader& reader, std::string_view got, WsRecorder& rec) {
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[got.size()]);
+  std::copy(got.begin(), got.end(), buf.get());
+  reader.feed(buf.get(), got.size(), rec);
+}
+
+// Walks the stream's frame headers as the reader must see them (up to the first
+// one it refuses), checking parse_header and check_client_header against the
+// RFC references, every close payload against 7.4, and unmask on each payload.
+void check_ws_headers(std::string_view wire, uint64_t max_message, uint32_t seed) {
+  std::vector<uint8_t> data(wire.begin(), wire.end());
+  size_t pos = 0;
+  while (pos < data.size()) {
+    ws::FrameHeader h, ref;
+    const auto status = ws::parse_header(data.data() + pos, data.size() - pos, h);
+    check(status == ref_parse_header(data.data() + pos, data.size() - pos, ref),
+          "parse_header status differs from RFC 6455 5.2");
+    if (status != ws::HeaderStatus::kOk) return;
+    check(same_header(h, ref), "parse_header fields differ from RFC 6455 5.2");
+    check(h.header_len >= 2 && h.header_len <= data.size() - pos, "header_len beyond the input");
+    const int code = ws::check_client_header(h, max_message);
+    check(code == ref_client_header_code(h, max_message), "check_client_header code differs");
+    if (code || data.size() - pos - h.header_len < h.payload_len) return;
+    uint8_t* payload = data.data() + pos + h.header_len;
+    checked_unmask(payload, h.payload_len, h.mask, next_rand(seed));
+    if (h.opcode == ws::kClose) {
+      const std::string_view p(reinterpret_cast<char*>(payload), h.payload_len);
+      int close = 0;
+      const int err = ws::check_close_payload(p, close);
+      if (p.size() == 1) check(err == 1002, "accepted a 1-byte close payload");
+      if (!err && !p.empty()) {
+        check(close == (static_cast<uint8_t>(p[0]) << 8 | static_cast<uint8_t>(p[1])),
+              "close code differs from the payload's");
+        check(valid_utf8(p.substr(2)), "accepted a close reason that is not UTF-8");
+      }
+      if (!err && p.empty()) check(close == 1005, "empty close payload without 1005");
+    }
+    pos += h.header_len + h.payload_len;
+  }
+}
 
 // Feeds a client byte stream in one read and in reads cut by `seed`; both must
 // do exactly the same, and what is left over must be the start of a frame.
 std::vector<WsEvent> check_ws_stream(std::string_view wire, uint64_t max_message, uint32_t seed) {
-  WsModel whole{.max_message = max_message, .seed = seed};
-  whole.read(wire);
-  if (!whole.failed && !whole.peer_closed && !whole.partial.empty()) {
+  check_ws_headers(wire, max_message, seed);
+  WsRecorder whole_events(max_message);
+  ws::FrameReader whole(max_message);
+  feed_copy(whole, wire, whole_events);
+  if (!whole.done() && !whole.partial().empty()) {
     ws::FrameHeader h;
-    const auto* d = reinterpret_cast<const uint8_t*>(whole.partial.data());
-    const auto status = ws::parse_header(d, whole.partial.size(), h);
+    const auto* d = reinterpret_cast<const uint8_t*>(whole.partial().data());
+    const auto status = ws::parse_header(d, whole.partial().size(), h);
     check(status == ws::HeaderStatus::kNeedMore ||
               (status == ws::HeaderStatus::kOk &&
-               whole.partial.size() - h.header_len < h.payload_len),
+               whole.partial().size() - h.header_len < h.payload_len),
           "stopped before a complete frame");
   }
 
-  WsModel cut{.max_message = max_message, .seed = seed};
+  WsRecorder cut_events(max_message);
+  ws::FrameReader cut(max_message);
   for (size_t i = 0; i < wire.size();) {
     const uint32_t r = next_rand(seed);
     const size_t n = std::min<size_t>(r % 8 == 0 ? 1 : 1 + r % 97, wire.size() - i);
-    cut.read(wire.substr(i, n));
+    feed_copy(cut, wire.substr(i, n), cut_events);
     i += n;
   }
-  check(cut.events == whole.events, "cutting the reads changed what the connection did");
-  check(cut.failed == whole.failed && cut.peer_closed == whole.peer_closed,
+  check(cut_events.events == whole_events.events,
+        "cutting the reads changed what the connection did");
+  check(cut.done() == whole.done() && cut.failed() == whole.failed(),
         "cutting the reads changed how the connection ended");
-  if (!whole.failed && !whole.peer_closed) {
-    check(cut.partial == whole.partial, "cutting the reads changed the bytes kept");
-    check(cut.in_message == whole.in_message && cut.message == whole.message,
+  if (!whole.done()) {
+    check(cut.partial() == whole.partial(), "cutting the reads changed the bytes kept");
+    check(cut.in_message() == whole.in_message() && cut.message() == whole.message(),
           "cutting the reads changed the message being assembled");
   }
-  for (const auto& e : whole.events) {
+  for (const auto& e : whole_events.events) {
     if (e.kind == 'T') decode(e.bytes, DecodeLimits{});
   }
-  return whole.events;
+  return whole_events.events;
 }
 
 // A masked client frame, its length in the form `form` picks (0: shortest;
