@@ -5,7 +5,7 @@ A micro-benchmark runs a variable number of iterations, so a run's total
 instruction count means little; a function's inclusive count divided by its
 calls is repeatable to a fraction of a percent. See docs/benchmarks.md.
 
-    scripts/ir_per_call.py callgrind.out 'LoopFanout::flush' 'LoopFanout::deliver'
+    scripts/ir_per_call.py callgrind.out 'TickBatcher::flush' 'TickBatcher::deliver'
 
 Each pattern is a substring of the function's name; every function matching
 it that has callers is printed with its calls, inclusive Ir and Ir per call.

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "auth/tenant.h"
+#include "tenant/tenant_config.h"
 #include "hub/requests.h"
 #include "net/out_frame.h"
 #include "store/store.h"
@@ -15,8 +15,8 @@
 namespace parley::hub {
 
 struct Channel {
-  const auth::TenantConfig* tenant = nullptr;
-  const auth::NamespaceConfig* ns = nullptr;
+  const TenantConfig* tenant = nullptr;
+  const NamespaceConfig* ns = nullptr;
   store::Store* store = nullptr;
   store::ChannelKey key;    // tenant + name, as the store knows it
   std::string fanout_key;   // tenant '\x1f' name, as loops know it

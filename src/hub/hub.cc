@@ -4,13 +4,13 @@
 
 namespace parley::hub {
 
-Hub::Hub(runtime::LoopGroup& loops, Stores stores, admin::Metrics& metrics, ShardOptions opts)
+Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, ShardOptions opts)
     : loops_(loops) {
-  std::vector<LoopFanout*> views;
+  std::vector<TickBatcher*> views;
   for (unsigned i = 0; i < loops.size(); ++i) {
     // The view is created here but used only on its loop (the Metrics slot of
     // that loop is the one ThreadMetrics it may touch).
-    fanouts_.push_back(std::make_unique<LoopFanout>(i, loops.loop(i), metrics.slot(i)));
+    fanouts_.push_back(std::make_unique<TickBatcher>(i, loops.loop(i), metrics.slot(i)));
     views.push_back(fanouts_.back().get());
   }
   for (unsigned i = 0; i < loops.size(); ++i) {
@@ -42,7 +42,7 @@ void Hub::join(JoinRequest req) {
   loops_.run_on(i, [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
 }
 
-void Hub::leave(const auth::TenantConfig* tenant, std::string ch, uint64_t conn) {
+void Hub::leave(const TenantConfig* tenant, std::string ch, uint64_t conn) {
   const unsigned i = shard_of(tenant->id, ch);
   Shard* s = shards_[i].get();
   loops_.run_on(i, [s, tenant, ch = std::move(ch), conn] { s->leave(tenant, ch, conn); });
@@ -60,7 +60,7 @@ void Hub::state(StateRequest req) {
   loops_.run_on(i, [s, req = std::move(req)]() mutable { s->state(std::move(req)); });
 }
 
-void Hub::members(const auth::TenantConfig* tenant, std::string ch, unsigned reply_loop,
+void Hub::members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,
                   MembersDone done) {
   const unsigned i = shard_of(tenant->id, ch);
   Shard* s = shards_[i].get();

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "hub/loop_fanout.h"
+#include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "hub/shard.h"
 
@@ -14,16 +14,16 @@ namespace parley::hub {
 
 class Hub {
  public:
-  Hub(runtime::LoopGroup& loops, Stores stores, admin::Metrics& metrics, ShardOptions opts);
+  Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, ShardOptions opts);
 
   unsigned shard_of(std::string_view tenant, std::string_view ch) const;
-  LoopFanout& fanout(unsigned loop) { return *fanouts_[loop]; }
+  TickBatcher& fanout(unsigned loop) { return *fanouts_[loop]; }
 
   void join(JoinRequest req);
-  void leave(const auth::TenantConfig* tenant, std::string ch, uint64_t conn);
+  void leave(const TenantConfig* tenant, std::string ch, uint64_t conn);
   void publish(PublishRequest req);
   void state(StateRequest req);
-  void members(const auth::TenantConfig* tenant, std::string ch, unsigned reply_loop,
+  void members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,
                MembersDone done);
   // Runs the idle sweep on every shard (call periodically, any thread).
   void sweep();
@@ -33,7 +33,7 @@ class Hub {
 
  private:
   runtime::LoopGroup& loops_;
-  std::vector<std::unique_ptr<LoopFanout>> fanouts_;
+  std::vector<std::unique_ptr<TickBatcher>> fanouts_;
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

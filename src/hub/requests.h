@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "auth/tenant.h"
+#include "tenant/tenant_config.h"
 #include "common/status.h"
 #include "hub/subscriber.h"
 
@@ -26,7 +26,7 @@ struct JoinResult {
 
 struct JoinRequest {
   SubscriberRef sub;
-  const auth::TenantConfig* tenant = nullptr;
+  const TenantConfig* tenant = nullptr;
   std::string ch;
   std::optional<uint64_t> since;
   // Runs on sub's loop, ordered before any later event of the channel there.
@@ -40,7 +40,7 @@ struct PublishOutcome {
 };
 
 struct PublishRequest {
-  const auth::TenantConfig* tenant = nullptr;
+  const TenantConfig* tenant = nullptr;
   std::string ch;
   std::string from;       // user id, or "server" for the HTTP API
   uint64_t conn = 0;      // 0: the HTTP API (trusted, needs no join)
@@ -53,7 +53,7 @@ struct PublishRequest {
 };
 
 struct StateRequest {
-  const auth::TenantConfig* tenant = nullptr;
+  const TenantConfig* tenant = nullptr;
   std::string ch;
   std::string from;
   uint64_t conn = 0;

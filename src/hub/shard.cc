@@ -16,8 +16,8 @@ constexpr int64_t kIdleUnloadMs = 60'000;
 constexpr size_t kBackfillFrameBytes = 256 * 1024;
 }  // namespace
 
-Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<LoopFanout*> fanouts,
-             Stores stores, admin::Metrics& metrics, ShardOptions opts)
+Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*> fanouts,
+             Stores stores, metrics::Metrics& metrics, ShardOptions opts)
     : index_(index),
       loops_(loops),
       fanouts_(std::move(fanouts)),
@@ -33,12 +33,12 @@ std::string Shard::fanout_key(std::string_view tenant, std::string_view ch) {
   return key;
 }
 
-Channel* Shard::find(const auth::TenantConfig* tenant, std::string_view ch) {
+Channel* Shard::find(const TenantConfig* tenant, std::string_view ch) {
   auto it = channels_.find(fanout_key(tenant->id, ch));
   return it == channels_.end() || it->second->failed ? nullptr : it->second.get();
 }
 
-Channel* Shard::open(const auth::TenantConfig* tenant, std::string_view ch, Error* error) {
+Channel* Shard::open(const TenantConfig* tenant, std::string_view ch, Error* error) {
   std::string key = fanout_key(tenant->id, ch);
   auto it = channels_.find(key);
   if (it != channels_.end() && !it->second->failed) return it->second.get();
@@ -163,7 +163,7 @@ void Shard::join(JoinRequest req) {
   }
 }
 
-void Shard::leave(const auth::TenantConfig* tenant, const std::string& ch, uint64_t conn) {
+void Shard::leave(const TenantConfig* tenant, const std::string& ch, uint64_t conn) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(fanout_key(tenant->id, ch));
   if (it == channels_.end()) return;
@@ -192,7 +192,7 @@ void Shard::remove_member(Channel& c, uint64_t conn) {
 void Shard::publish(PublishRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const int64_t start = steady_ns();
-  metrics_.local().observe(admin::Stage::kQueueWait, start - req.arrived_ns);
+  metrics_.local().observe(metrics::Stage::kQueueWait, start - req.arrived_ns);
   auto reply = [this, &req](PublishOutcome out) {
     to_loop(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
       done(std::move(out));
@@ -248,7 +248,7 @@ void Shard::on_committed(Channel* c, Status status) {
   c->inflight.pop_front();
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
   auto& m = metrics_.local();
-  m.observe(admin::Stage::kAppend, steady_ns() - f.append_start_ns);
+  m.observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
 
   auto d = f.dedupe_key.empty() ? c->dedupe.end() : c->dedupe.find(f.dedupe_key);
   std::vector<std::function<void(PublishOutcome)>> waiters;
@@ -288,7 +288,7 @@ void Shard::state(StateRequest req) {
   broadcast(*c, ChannelEvent{std::move(json), req.conn, {}, std::move(coalesce), steady_ns()});
 }
 
-void Shard::members(const auth::TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
+void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
                     MembersDone done) {
   std::vector<std::string> users;
   if (Channel* c = find(tenant, ch)) {

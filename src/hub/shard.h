@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "hub/channel.h"
-#include "hub/loop_fanout.h"
+#include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "runtime/loop_group.h"
 
@@ -33,14 +33,14 @@ struct ShardOptions {
 
 class Shard {
  public:
-  Shard(unsigned index, runtime::LoopGroup& loops, std::vector<LoopFanout*> fanouts, Stores stores,
-        admin::Metrics& metrics, ShardOptions opts);
+  Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*> fanouts, Stores stores,
+        metrics::Metrics& metrics, ShardOptions opts);
 
   void join(JoinRequest req);
-  void leave(const auth::TenantConfig* tenant, const std::string& ch, uint64_t conn);
+  void leave(const TenantConfig* tenant, const std::string& ch, uint64_t conn);
   void publish(PublishRequest req);
   void state(StateRequest req);
-  void members(const auth::TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
+  void members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
                MembersDone done);
   // Drops channels nobody uses any more (their state is in the store).
   void sweep_idle(int64_t now_ms);
@@ -51,9 +51,9 @@ class Shard {
   static std::string fanout_key(std::string_view tenant, std::string_view ch);
 
  private:
-  Channel* find(const auth::TenantConfig* tenant, std::string_view ch);
+  Channel* find(const TenantConfig* tenant, std::string_view ch);
   // Loads the channel (store recovery) when needed. nullptr + error on failure.
-  Channel* open(const auth::TenantConfig* tenant, std::string_view ch, Error* error);
+  Channel* open(const TenantConfig* tenant, std::string_view ch, Error* error);
   void on_committed(Channel* c, Status status);
   void expire_dedupe(Channel& c, int64_t now_ms);
   void broadcast(Channel& c, ChannelEvent ev);
@@ -64,9 +64,9 @@ class Shard {
 
   unsigned index_;
   runtime::LoopGroup& loops_;
-  std::vector<LoopFanout*> fanouts_;
+  std::vector<TickBatcher*> fanouts_;
   Stores stores_;
-  admin::Metrics& metrics_;
+  metrics::Metrics& metrics_;
   ShardOptions opts_;
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
   std::vector<std::vector<std::function<void()>>> outboxes_;

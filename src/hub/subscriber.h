@@ -1,5 +1,5 @@
 // What the hub needs from a client connection to deliver to it. Implemented by
-// gateway::ClientSession; every method is called on the subscriber's loop.
+// session::ClientSession; every method is called on the subscriber's loop.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,8 @@ class Subscriber {
   virtual void send(net::OutFrame&& frame) = 0;
 
  private:
-  friend class LoopFanout;
-  // The LoopFanout of the subscriber's loop marks it while assembling a tick:
+  friend class TickBatcher;
+  // The TickBatcher of the subscriber's loop marks it while assembling a tick:
   // in flush number fanout_flush_, its frame is assembly fanout_slot_.
   uint64_t fanout_flush_ = 0;
   uint32_t fanout_slot_ = 0;

@@ -1,9 +1,9 @@
-// Micro-benchmarks of the tick batcher (LoopFanout): the cost of one tick of
+// Micro-benchmarks of the tick batcher (TickBatcher): the cost of one tick of
 // one channel, from the events' arrival on the loop (deliver) to every
 // member's gathered frame being written, for channels of 20 and 100 members.
 // Not run by the tests: see docs/benchmarks.md.
 //
-// Each member is a fake session (as gateway::ClientSession::send) in front of
+// Each member is a fake session (as session::ClientSession::send) in front of
 // a real net::Connection:
 // - BM_TickMsg, BM_TickState: the connection's transport completes every
 //   write at once, so the figure is the batcher plus the write queue's work
@@ -12,7 +12,7 @@
 //   loopback TCP) connection, its gathered non-blocking sendmsg, one per
 //   member, the peer drained after each tick; their time is mostly the
 //   kernel's, their instruction count (callgrind) is user space.
-// The body runs on loop 0 of a real LoopGroup (LoopFanout checks that it runs
+// The body runs on loop 0 of a real LoopGroup (TickBatcher checks that it runs
 // on its own loop); the fan-out's timers sit on an io_context nobody runs, and
 // each tick is flushed directly.
 #include <benchmark/benchmark.h>
@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "common/bench_alloc_counter.h"
-#include "hub/loop_fanout.h"
+#include "hub/tick_batcher.h"
 #include "net/connection.h"
 #include "net/stream_connection.h"
 #include "net/ws_connection.h"
@@ -37,8 +37,8 @@
 
 namespace parley::hub {
 
-struct LoopFanoutTestPeer {
-  static void flush(LoopFanout& fan, uint32_t tick_ms) { fan.flush(tick_ms); }
+struct TickBatcherTestPeer {
+  static void flush(TickBatcher& fan, uint32_t tick_ms) { fan.flush(tick_ms); }
 };
 
 namespace {
@@ -48,7 +48,7 @@ constexpr uint32_t kTickMs = 20;
 // A connection whose every write completes at once, on the caller's stack.
 class NullConnection final : public net::Connection {
  public:
-  NullConnection(boost::asio::io_context& io, admin::ThreadMetrics& m)
+  NullConnection(boost::asio::io_context& io, metrics::ThreadMetrics& m)
       : Connection(io.get_executor(), 0, m) {}
   net::Transport transport() const override { return net::Transport::kWebSocket; }
   uint64_t bytes_written = 0;
@@ -68,7 +68,7 @@ class NullConnection final : public net::Connection {
   void abort_transport() override {}
 };
 
-// Stands in for gateway::ClientSession::send.
+// Stands in for session::ClientSession::send.
 class FakeSession final : public Subscriber {
  public:
   FakeSession(uint64_t conn_id, std::shared_ptr<net::Connection> conn)
@@ -92,7 +92,7 @@ using tcp = boost::asio::ip::tcp;
 
 // A WebSocket connection past its handshake, and the raw socket of its peer.
 std::shared_ptr<net::WsConnection> open_ws(boost::asio::io_context& io, tcp::acceptor& acceptor,
-                                           admin::ThreadMetrics& metrics, tcp::socket& peer) {
+                                           metrics::ThreadMetrics& metrics, tcp::socket& peer) {
   peer.connect(acceptor.local_endpoint());
   tcp::socket ours(io);
   acceptor.accept(ours);
@@ -148,12 +148,12 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
   on_loop([&] {
     boost::asio::io_context timers;  // never run: the fan-out's tick timers
     boost::asio::io_context io;      // the connections' completions, polled after each tick
-    admin::ThreadMetrics metrics;
+    metrics::ThreadMetrics metrics;
     std::vector<std::shared_ptr<NullConnection>> nulls;
     std::vector<local_socket> peers;
     std::vector<tcp::socket> ws_peers;
     tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
-    LoopFanout fan(0, timers, metrics);
+    TickBatcher fan(0, timers, metrics);
     const std::string key = std::string("bench") + '\0' + "chat:room-17";
     for (int i = 0; i < members; ++i) {
       std::shared_ptr<net::Connection> conn;
@@ -202,7 +202,7 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
 
     // One tick off the clock, to check what each member gets.
     for (const auto& ev : tick) fan.deliver(key, ev);
-    LoopFanoutTestPeer::flush(fan, kTickMs);
+    TickBatcherTestPeer::flush(fan, kTickMs);
     complete_writes();
     uint64_t expected = 0;
     for (int i = 0; i < members; ++i) {
@@ -220,7 +220,7 @@ void run_tick(benchmark::State& state, Kind kind, Sink sink) {
     const uint64_t allocs = bench::t_allocations;
     for (auto _ : state) {
       for (const auto& ev : tick) fan.deliver(key, ev);
-      LoopFanoutTestPeer::flush(fan, kTickMs);
+      TickBatcherTestPeer::flush(fan, kTickMs);
       complete_writes();
     }
     state.counters["allocs"] = benchmark::Counter(

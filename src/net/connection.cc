@@ -77,7 +77,7 @@ void Connection::written(OutFrame& frame, int64_t now_ns) {
   queued_bytes_ -= n;
   if (frame.backfill) backfill_bytes_ -= n;
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
-  metrics_.observe(admin::Stage::kWrite, now_ns - frame.enqueued_ns);
+  metrics_.observe(metrics::Stage::kWrite, now_ns - frame.enqueued_ns);
   metrics_.inc(metrics_.frames_out);
   metrics_.inc(metrics_.bytes_out, n);
   frame = OutFrame();  // release shared tick buffers now, not when the slot is reused

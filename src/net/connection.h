@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "net/out_frame.h"
 
 namespace parley::net {
@@ -36,7 +36,7 @@ enum class Transport { kWebSocket, kTcp, kUnix };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(boost::asio::any_io_executor exec, unsigned loop, admin::ThreadMetrics& metrics)
+  Connection(boost::asio::any_io_executor exec, unsigned loop, metrics::ThreadMetrics& metrics)
       : exec_(std::move(exec)), loop_(loop), metrics_(metrics) {}
   virtual ~Connection();
 
@@ -111,7 +111,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   boost::asio::any_io_executor exec_;
   unsigned loop_;
-  admin::ThreadMetrics& metrics_;
+  metrics::ThreadMetrics& metrics_;
   std::string origin_;
   int unanswered_pings_ = 0;
 

@@ -24,7 +24,7 @@ class RecordingHandler final : public ConnectionHandler {
 // `fail_errno` when set, and records what went out.
 class ScriptedConnection final : public Connection {
  public:
-  ScriptedConnection(boost::asio::io_context& io, admin::ThreadMetrics& m)
+  ScriptedConnection(boost::asio::io_context& io, metrics::ThreadMetrics& m)
       : Connection(io.get_executor(), 0, m) {}
   Transport transport() const override { return Transport::kTcp; }
 
@@ -70,7 +70,7 @@ class ScriptedConnection final : public Connection {
 class ConnectionWrite : public ::testing::Test {
  protected:
   boost::asio::io_context io;
-  admin::ThreadMetrics metrics;
+  metrics::ThreadMetrics metrics;
   std::shared_ptr<ScriptedConnection> conn = std::make_shared<ScriptedConnection>(io, metrics);
   std::shared_ptr<RecordingHandler> handler = std::make_shared<RecordingHandler>();
   void SetUp() override { conn->start(handler); }

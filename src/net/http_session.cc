@@ -32,7 +32,7 @@ std::string_view path_of(std::string_view target) {
 }  // namespace
 
 HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
-                         admin::ThreadMetrics& metrics, const HttpSessionOptions& opts)
+                         metrics::ThreadMetrics& metrics, const HttpSessionOptions& opts)
     : stream_(std::move(socket)), loop_(loop), metrics_(metrics), opts_(opts) {}
 
 void HttpSession::start() { read_request(); }

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "net/ws_connection.h"
 
 namespace parley::net {
@@ -51,7 +51,7 @@ struct HttpSessionOptions {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop, admin::ThreadMetrics& metrics,
+  HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
               const HttpSessionOptions& opts);
   void start();
 
@@ -68,7 +68,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   unsigned loop_;
-  admin::ThreadMetrics& metrics_;
+  metrics::ThreadMetrics& metrics_;
   const HttpSessionOptions& opts_;
   bool keep_alive_ = false;
   unsigned version_ = 11;

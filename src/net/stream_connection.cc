@@ -10,7 +10,7 @@ constexpr size_t kReadChunk = 2048;
 
 template <typename Socket>
 StreamConnection<Socket>::StreamConnection(Socket socket, unsigned loop,
-                                           admin::ThreadMetrics& metrics, size_t max_frame_bytes,
+                                           metrics::ThreadMetrics& metrics, size_t max_frame_bytes,
                                            Transport transport)
     : Connection(socket.get_executor(), loop, metrics),
       socket_(std::move(socket)),

@@ -15,7 +15,7 @@ namespace parley::net {
 template <typename Socket>
 class StreamConnection final : public Connection {
  public:
-  StreamConnection(Socket socket, unsigned loop, admin::ThreadMetrics& metrics,
+  StreamConnection(Socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
                    size_t max_frame_bytes, Transport transport);
 
   Transport transport() const override { return transport_; }

@@ -22,7 +22,7 @@ uint8_t* scratch() {
 }  // namespace
 
 WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
-                           admin::ThreadMetrics& metrics, size_t max_message_bytes,
+                           metrics::ThreadMetrics& metrics, size_t max_message_bytes,
                            std::string origin, std::string early)
     : Connection(socket.get_executor(), loop, metrics),
       socket_(std::move(socket)),

@@ -19,7 +19,7 @@ namespace parley::net {
 class WsConnection final : public Connection, private protocol::ws::FrameReader::Sink {
  public:
   // `early` holds bytes the client sent right behind its upgrade request.
-  WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop, admin::ThreadMetrics& metrics,
+  WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
                size_t max_message_bytes, std::string origin, std::string early = {});
 
   void heartbeat() override;

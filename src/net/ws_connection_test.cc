@@ -39,7 +39,7 @@ TEST(WsConnectionPongs, APeerThatPingsWithoutReadingCannotGrowTheQueuePastItsCap
   ours.set_option(boost::asio::socket_base::send_buffer_size(4096));
   peer.set_option(boost::asio::socket_base::receive_buffer_size(4096));
 
-  admin::ThreadMetrics metrics;
+  metrics::ThreadMetrics metrics;
   auto ws = std::make_shared<WsConnection>(std::move(ours), 0, metrics, 1 << 16, "");
   constexpr uint64_t kCap = 4096;
   ws->set_queue_cap(kCap);

@@ -18,8 +18,6 @@
 namespace parley::server {
 namespace {
 
-using auth::NamespaceConfig;
-using auth::TenantConfig;
 
 Error bad(std::string msg) { return Error{ErrorCode::kBadRequest, std::move(msg)}; }
 

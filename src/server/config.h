@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "auth/tenant.h"
+#include "tenant/tenant_config.h"
 #include "common/status.h"
 
 namespace parley::server {
@@ -23,7 +23,7 @@ struct ServerConfig {
   uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
   uint32_t max_connections = 19000;       // whole process, below the fd limit
   std::string log_level = "info";
-  std::map<std::string, auth::TenantConfig, std::less<>> tenants;
+  std::map<std::string, TenantConfig, std::less<>> tenants;
 };
 
 // Parses a TOML document. Unknown keys are errors (a typo must not silently

@@ -89,7 +89,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(c.log_level, "debug");
 
   ASSERT_EQ(c.tenants.size(), 1u);
-  const auth::TenantConfig& t = c.tenants.at("game-1");
+  const TenantConfig& t = c.tenants.at("game-1");
   EXPECT_EQ(t.id, "game-1");
   EXPECT_EQ(t.secret, "0123456789abcdef0123");
   EXPECT_EQ(t.api_key, "key-1");
@@ -103,7 +103,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
             (std::vector<std::string>{"https://game.example", "https://www.game.example"}));
 
   ASSERT_EQ(t.namespaces.size(), 1u);  // "default" is not a listed namespace
-  const auth::NamespaceConfig& w = t.ns("world");
+  const NamespaceConfig& w = t.ns("world");
   EXPECT_FALSE(w.durable);
   EXPECT_EQ(w.history, 50u);
   EXPECT_EQ(w.tick_ms, 0u);
@@ -129,7 +129,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.hello_timeout_ms, 10000u);
   EXPECT_EQ(c.log_level, "info");
 
-  const auth::TenantConfig& t = c.tenants.at("demo");
+  const TenantConfig& t = c.tenants.at("demo");
   EXPECT_EQ(t.max_connections, 50000u);
   EXPECT_EQ(t.publish_per_sec, 20000u);
   EXPECT_EQ(t.publish_per_conn_sec, 100u);
@@ -138,7 +138,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(t.max_queue_bytes, 4u << 20);
   EXPECT_TRUE(t.allowed_origins.empty());
   EXPECT_TRUE(t.namespaces.empty());
-  const auth::NamespaceConfig& ns = t.ns("anything");
+  const NamespaceConfig& ns = t.ns("anything");
   EXPECT_TRUE(ns.durable);
   EXPECT_EQ(ns.history, 1000u);
   EXPECT_EQ(ns.tick_ms, 20u);
@@ -357,12 +357,12 @@ TEST(Config, DemoConfigIsTheDocumentedDevelopmentSetup) {
   EXPECT_EQ(c.store, "embedded");
   EXPECT_EQ(c.data_dir, "./data");
   ASSERT_EQ(c.tenants.size(), 1u);
-  const auth::TenantConfig& t = c.tenants.at("demo");
+  const TenantConfig& t = c.tenants.at("demo");
   EXPECT_EQ(t.id, "demo");
   EXPECT_EQ(t.secret, "demo-secret-change-me-0123456789");
   EXPECT_GE(t.secret.size(), 16u);
   EXPECT_EQ(t.api_key, "demo-api-key");
-  const auth::NamespaceConfig& world = t.ns("world");
+  const NamespaceConfig& world = t.ns("world");
   EXPECT_FALSE(world.durable);
   EXPECT_EQ(world.tick_ms, 20u);
   EXPECT_TRUE(world.presence);

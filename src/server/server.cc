@@ -50,27 +50,27 @@ Status Server::start() {
   // 2. Loops, metrics, tenants, hub, gateway, API.
   unsigned threads = config_.threads ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   loops_ = std::make_unique<runtime::LoopGroup>(threads);
-  metrics_ = std::make_unique<admin::Metrics>(threads);
-  tenants_ = std::make_unique<gateway::TenantRegistry>(config_.tenants);
+  metrics_ = std::make_unique<metrics::Metrics>(threads);
+  tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100});
-  gateway::GatewayOptions go;
+  session::GatewayOptions go;
   go.heartbeat_ms = config_.heartbeat_ms;
   go.hello_timeout_ms = config_.hello_timeout_ms;
   go.max_connections = config_.max_connections;
-  gateway_ = std::make_unique<gateway::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
-  api_ = std::make_unique<admin::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
+  gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
+  api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
 
   metrics_->add_collector([this](std::string& out) {
     out += "# HELP parley_connections Open client connections by tenant (after hello).\n"
            "# TYPE parley_connections gauge\n";
-    tenants_->for_each([&out](const gateway::TenantRuntime& t) {
+    tenants_->for_each([&out](const session::TenantRuntime& t) {
       out += fmt::format("parley_connections{{tenant=\"{}\"}} {}\n", t.config.id,
                          t.connections.load(std::memory_order_relaxed));
     });
     out += "# HELP parley_messages_total Messages acknowledged (not duplicates) by tenant.\n"
            "# TYPE parley_messages_total counter\n";
-    tenants_->for_each([&out](const gateway::TenantRuntime& t) {
+    tenants_->for_each([&out](const session::TenantRuntime& t) {
       out += fmt::format("parley_messages_total{{tenant=\"{}\"}} {}\n", t.config.id,
                          t.messages.load(std::memory_order_relaxed));
     });

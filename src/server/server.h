@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "admin/http_api.h"
-#include "admin/metrics.h"
-#include "gateway/gateway.h"
-#include "gateway/tenant_registry.h"
+#include "api/http_api.h"
+#include "metrics/metrics.h"
+#include "session/gateway.h"
+#include "session/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
 #include "net/listener.h"
@@ -42,11 +42,11 @@ class Server {
   std::unique_ptr<store::Store> durable_;
   std::unique_ptr<store::Store> ephemeral_;
   std::unique_ptr<runtime::LoopGroup> loops_;
-  std::unique_ptr<admin::Metrics> metrics_;
-  std::unique_ptr<gateway::TenantRegistry> tenants_;
+  std::unique_ptr<metrics::Metrics> metrics_;
+  std::unique_ptr<session::TenantRegistry> tenants_;
   std::unique_ptr<hub::Hub> hub_;
-  std::unique_ptr<gateway::Gateway> gateway_;
-  std::unique_ptr<admin::HttpApi> api_;
+  std::unique_ptr<session::Gateway> gateway_;
+  std::unique_ptr<api::HttpApi> api_;
   net::HttpSessionOptions http_opts_;
   std::vector<std::unique_ptr<net::Listener>> listeners_;
   std::unique_ptr<net::Listener> http_listener_, tcp_listener_;

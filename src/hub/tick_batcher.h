@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "hub/subscriber.h"
 
 namespace parley::hub {
@@ -28,9 +28,9 @@ struct ChannelEvent {
   int64_t created_ns = 0;        // for the fan-out stage histogram
 };
 
-class LoopFanout {
+class TickBatcher {
  public:
-  LoopFanout(unsigned index, boost::asio::io_context& loop, admin::ThreadMetrics& metrics);
+  TickBatcher(unsigned index, boost::asio::io_context& loop, metrics::ThreadMetrics& metrics);
 
   // Adds a member; it receives events delivered from now on. Idempotent.
   void add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub);
@@ -41,7 +41,7 @@ class LoopFanout {
 
  private:
   // tick_batcher_bench.cc: flushes a tick without waiting for the timer.
-  friend struct LoopFanoutTestPeer;
+  friend struct TickBatcherTestPeer;
 
   struct Member {
     SubscriberRef sub;
@@ -81,7 +81,7 @@ class LoopFanout {
 
   unsigned index_;
   boost::asio::io_context& loop_;
-  admin::ThreadMetrics& metrics_;
+  metrics::ThreadMetrics& metrics_;
   Channels channels_;
   std::map<uint32_t, TickClass> ticks_;
 

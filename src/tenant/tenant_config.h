@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace parley::auth {
+namespace parley {
 
 struct NamespaceConfig {
   bool durable = true;
@@ -42,4 +42,4 @@ struct TenantConfig {
   }
 };
 
-}  // namespace parley::auth
+}  // namespace parley

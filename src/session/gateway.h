@@ -12,13 +12,13 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "admin/metrics.h"
-#include "gateway/tenant_registry.h"
+#include "metrics/metrics.h"
+#include "session/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/connection.h"
 #include "runtime/loop_group.h"
 
-namespace parley::gateway {
+namespace parley::session {
 
 class ClientSession;
 
@@ -32,7 +32,7 @@ struct GatewayOptions {
 class Gateway {
  public:
   Gateway(runtime::LoopGroup& loops, TenantRegistry& tenants, hub::Hub& hub, hub::Stores stores,
-          admin::Metrics& metrics, GatewayOptions opts);
+          metrics::Metrics& metrics, GatewayOptions opts);
   ~Gateway();
 
   // At accept (any loop): takes a process-wide connection slot, or refuses.
@@ -68,7 +68,7 @@ class Gateway {
   TenantRegistry& tenants() { return tenants_; }
   hub::Hub& hub() { return hub_; }
   hub::Stores stores() const { return stores_; }
-  admin::Metrics& metrics() { return metrics_; }
+  metrics::Metrics& metrics() { return metrics_; }
   const GatewayOptions& options() const { return opts_; }
   void on_authenticated(ClientSession& s);
   void on_session_closed(ClientSession& s);
@@ -88,7 +88,7 @@ class Gateway {
   TenantRegistry& tenants_;
   hub::Hub& hub_;
   hub::Stores stores_;
-  admin::Metrics& metrics_;
+  metrics::Metrics& metrics_;
   GatewayOptions opts_;
   std::vector<std::unique_ptr<LoopSessions>> per_loop_;
   std::atomic<uint64_t> next_conn_id_{1};
@@ -97,4 +97,4 @@ class Gateway {
   std::atomic<bool> draining_{false};
 };
 
-}  // namespace parley::gateway
+}  // namespace parley::session

@@ -1,10 +1,10 @@
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 
 #include <fmt/format.h>
 
 #include "runtime/loop_group.h"
 
-namespace parley::admin {
+namespace parley::metrics {
 
 void Histogram::observe_ns(int64_t ns) {
   if (ns < 0) ns = 0;
@@ -120,4 +120,4 @@ std::string Metrics::render() const {
   return out;
 }
 
-}  // namespace parley::admin
+}  // namespace parley::metrics

@@ -17,7 +17,7 @@
 #include "net/connection.h"
 #include "protocol/client_op.h"
 
-namespace parley::gateway {
+namespace parley::session {
 
 class Gateway;
 struct TenantRuntime;
@@ -82,4 +82,4 @@ class ClientSession final : public net::ConnectionHandler,
   bool closed_ = false;
 };
 
-}  // namespace parley::gateway
+}  // namespace parley::session

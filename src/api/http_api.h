@@ -6,18 +6,18 @@
 #include <atomic>
 #include <functional>
 
-#include "admin/metrics.h"
-#include "gateway/gateway.h"
-#include "gateway/tenant_registry.h"
+#include "metrics/metrics.h"
+#include "session/gateway.h"
+#include "session/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
 
-namespace parley::admin {
+namespace parley::api {
 
 class HttpApi final : public net::HttpHandler {
  public:
-  HttpApi(gateway::TenantRegistry& tenants, hub::Hub& hub, gateway::Gateway& gateway,
-          hub::Stores stores, Metrics& metrics);
+  HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
+          hub::Stores stores, metrics::Metrics& metrics);
 
   void handle(const net::HttpRequest& req, unsigned loop,
               std::function<void(net::HttpResponse)> respond) override;
@@ -27,23 +27,23 @@ class HttpApi final : public net::HttpHandler {
 
  private:
   using Respond = std::function<void(net::HttpResponse)>;
-  void publish(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  void publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                Respond respond);
-  void send(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  void send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
             Respond respond);
-  void history(const gateway::TenantRuntime& t, std::string_view query, Respond respond);
-  void presence(const gateway::TenantRuntime& t, std::string_view query, unsigned loop,
+  void history(const session::TenantRuntime& t, std::string_view query, Respond respond);
+  void presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
                 Respond respond);
 
-  gateway::TenantRegistry& tenants_;
+  session::TenantRegistry& tenants_;
   hub::Hub& hub_;
-  gateway::Gateway& gateway_;
+  session::Gateway& gateway_;
   hub::Stores stores_;
-  Metrics& metrics_;
+  metrics::Metrics& metrics_;
   std::atomic<bool> draining_{false};
 };
 
 // Percent-decoded value of `name` in a query string; nullopt when absent.
 std::optional<std::string> query_param(std::string_view query, std::string_view name);
 
-}  // namespace parley::admin
+}  // namespace parley::api

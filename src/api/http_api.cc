@@ -1,4 +1,4 @@
-#include "admin/http_api.h"
+#include "api/http_api.h"
 
 #include <simdjson.h>
 
@@ -10,7 +10,7 @@
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 
-namespace parley::admin {
+namespace parley::api {
 
 namespace http = boost::beast::http;
 
@@ -97,8 +97,8 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
   return std::nullopt;
 }
 
-HttpApi::HttpApi(gateway::TenantRegistry& tenants, hub::Hub& hub, gateway::Gateway& gateway,
-                 hub::Stores stores, Metrics& metrics)
+HttpApi::HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
+                 hub::Stores stores, metrics::Metrics& metrics)
     : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
 
 void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond) {
@@ -121,7 +121,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
 
   const std::string_view auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
-  const gateway::TenantRuntime* t =
+  const session::TenantRuntime* t =
       auth.substr(0, kBearer.size()) == kBearer ? tenants_.find_by_api_key(auth.substr(kBearer.size()))
                                                 : nullptr;
   if (!t) {
@@ -137,7 +137,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   respond({405, "application/json", R"({"code":"bad_request","msg":"method not allowed"})"});
 }
 
-void HttpApi::publish(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                       Respond respond) {
   const int64_t arrived = steady_ns();
   auto parsed = parse_post(req.body(), t.config.max_message_bytes);
@@ -145,7 +145,7 @@ void HttpApi::publish(const gateway::TenantRuntime& t, const net::HttpRequest& r
   auto& f = std::get<PostFields>(parsed);
   if (!protocol::is_valid_channel(f.ch)) return respond(bad("bad channel name"));
   if (f.id.size() > protocol::kMaxIdLength) return respond(bad("id must be 1-64 chars"));
-  if (int wait = const_cast<gateway::TenantRuntime&>(t).publish_bucket.take(arrived)) {
+  if (int wait = const_cast<session::TenantRuntime&>(t).publish_bucket.take(arrived)) {
     metrics_.local().reject(ErrorCode::kRateLimited);
     return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
   }
@@ -157,7 +157,7 @@ void HttpApi::publish(const gateway::TenantRuntime& t, const net::HttpRequest& r
   p.body = std::move(f.body);
   p.arrived_ns = arrived;
   p.reply_loop = loop;
-  auto* rt = const_cast<gateway::TenantRuntime*>(&t);
+  auto* rt = const_cast<session::TenantRuntime*>(&t);
   p.done = [respond = std::move(respond), rt, this](hub::PublishOutcome out) {
     if (!out.status) {
       metrics_.local().reject(out.status.error().code);
@@ -171,7 +171,7 @@ void HttpApi::publish(const gateway::TenantRuntime& t, const net::HttpRequest& r
   hub_.publish(std::move(p));
 }
 
-void HttpApi::send(const gateway::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                    Respond respond) {
   auto parsed = parse_post(req.body(), t.config.max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
@@ -187,7 +187,7 @@ void HttpApi::send(const gateway::TenantRuntime& t, const net::HttpRequest& req,
                        });
 }
 
-void HttpApi::history(const gateway::TenantRuntime& t, std::string_view query, Respond respond) {
+void HttpApi::history(const session::TenantRuntime& t, std::string_view query, Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
   auto after_s = query_param(query, "after");
@@ -219,7 +219,7 @@ void HttpApi::history(const gateway::TenantRuntime& t, std::string_view query, R
   respond({200, "application/json", std::move(body)});
 }
 
-void HttpApi::presence(const gateway::TenantRuntime& t, std::string_view query, unsigned loop,
+void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
                        Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
@@ -233,4 +233,4 @@ void HttpApi::presence(const gateway::TenantRuntime& t, std::string_view query, 
   });
 }
 
-}  // namespace parley::admin
+}  // namespace parley::api

@@ -8,15 +8,15 @@
 #include <string>
 #include <string_view>
 
-#include "auth/tenant.h"
+#include "tenant/tenant_config.h"
 #include "auth/token_bucket.h"
 
-namespace parley::gateway {
+namespace parley::session {
 
 struct TenantRuntime {
-  explicit TenantRuntime(const auth::TenantConfig& c)
+  explicit TenantRuntime(const TenantConfig& c)
       : config(c), publish_bucket(c.publish_per_sec) {}
-  const auth::TenantConfig& config;
+  const TenantConfig& config;
   std::atomic<uint32_t> connections{0};
   auth::SharedTokenBucket publish_bucket;  // tenant-wide pub + POST /v1/publish
   std::atomic<uint64_t> messages{0};       // acknowledged, not duplicates
@@ -32,7 +32,7 @@ struct TenantRuntime {
 
 class TenantRegistry {
  public:
-  explicit TenantRegistry(const std::map<std::string, auth::TenantConfig, std::less<>>& tenants);
+  explicit TenantRegistry(const std::map<std::string, TenantConfig, std::less<>>& tenants);
   TenantRuntime* find(std::string_view id) const;
   TenantRuntime* find_by_api_key(std::string_view key) const;
   template <typename Fn>
@@ -45,4 +45,4 @@ class TenantRegistry {
   std::map<std::string, TenantRuntime*, std::less<>> by_api_key_;
 };
 
-}  // namespace parley::gateway
+}  // namespace parley::session

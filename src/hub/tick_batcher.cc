@@ -1,4 +1,4 @@
-#include "hub/loop_fanout.h"
+#include "hub/tick_batcher.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,10 +15,10 @@ constexpr char kComma[] = ",";
 constexpr char kClose[] = "]";
 }  // namespace
 
-LoopFanout::LoopFanout(unsigned index, boost::asio::io_context& loop, admin::ThreadMetrics& metrics)
+TickBatcher::TickBatcher(unsigned index, boost::asio::io_context& loop, metrics::ThreadMetrics& metrics)
     : index_(index), loop_(loop), metrics_(metrics) {}
 
-void LoopFanout::add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub) {
+void TickBatcher::add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Local& local = channels_[channel_key];
   local.tick_ms = tick_ms;
@@ -28,7 +28,7 @@ void LoopFanout::add_member(const std::string& channel_key, uint32_t tick_ms, Su
   local.members.push_back({std::move(sub), static_cast<uint32_t>(local.pending.size())});
 }
 
-void LoopFanout::remove_member(const std::string& channel_key, uint64_t conn_id) {
+void TickBatcher::remove_member(const std::string& channel_key, uint64_t conn_id) {
   auto it = channels_.find(channel_key);
   if (it == channels_.end()) return;
   auto& members = it->second.members;
@@ -36,7 +36,7 @@ void LoopFanout::remove_member(const std::string& channel_key, uint64_t conn_id)
   if (members.empty() && !it->second.dirty) channels_.erase(it);
 }
 
-void LoopFanout::deliver(const std::string& channel_key, ChannelEvent ev) {
+void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(channel_key);
   if (it == channels_.end() || it->second.members.empty()) return;
@@ -56,7 +56,7 @@ void LoopFanout::deliver(const std::string& channel_key, ChannelEvent ev) {
   }
 }
 
-void LoopFanout::schedule(uint32_t tick_ms, Entry* entry) {
+void TickBatcher::schedule(uint32_t tick_ms, Entry* entry) {
   auto it = ticks_.try_emplace(tick_ms, loop_).first;
   TickClass& tc = it->second;
   tc.dirty.push_back(entry);
@@ -67,7 +67,7 @@ void LoopFanout::schedule(uint32_t tick_ms, Entry* entry) {
   if (!tc.armed) arm(tick_ms, tc);
 }
 
-void LoopFanout::arm(uint32_t tick_ms, TickClass& tc) {
+void TickBatcher::arm(uint32_t tick_ms, TickClass& tc) {
   // Ticks fall on multiples of tick_ms of the steady clock, so every loop's
   // batches for a namespace leave at the same instants.
   using namespace std::chrono;
@@ -83,7 +83,7 @@ void LoopFanout::arm(uint32_t tick_ms, TickClass& tc) {
   });
 }
 
-void LoopFanout::flush(uint32_t tick_ms) {
+void TickBatcher::flush(uint32_t tick_ms) {
   TickClass& tc = ticks_.at(tick_ms);
   // The scratch members are one flush's; sending never re-enters the fan-out.
   PARLEY_CHECK(!flushing_);
@@ -104,11 +104,11 @@ void LoopFanout::flush(uint32_t tick_ms) {
   flushing_ = false;
 }
 
-LoopFanout::Assembly* LoopFanout::assembly_of(Subscriber& sub) {
+TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {
   return sub.fanout_flush_ == flush_count_ ? &assemblies_[sub.fanout_slot_] : nullptr;
 }
 
-void LoopFanout::encode_channel(Local& local) {
+void TickBatcher::encode_channel(Local& local) {
   const int64_t now = steady_ns();
   const size_t n = local.pending.size();
   std::string buf;
@@ -126,7 +126,7 @@ void LoopFanout::encode_channel(Local& local) {
     buf += *ev.json;
     if (ev.exclude_conn) conn_excluded_.emplace_back(ev.exclude_conn, i);
     if (!ev.exclude_user.empty()) user_excluded_.emplace_back(ev.exclude_user, i);
-    metrics_.observe(admin::Stage::kFanout, now - ev.created_ns);
+    metrics_.observe(metrics::Stage::kFanout, now - ev.created_ns);
   }
   std::sort(conn_excluded_.begin(), conn_excluded_.end());
   std::sort(user_excluded_.begin(), user_excluded_.end());

@@ -1,12 +1,12 @@
-#include "gateway/gateway.h"
+#include "session/gateway.h"
 
 #include <algorithm>
 
 #include "common/clock.h"
-#include "gateway/client_session.h"
+#include "session/client_session.h"
 #include "protocol/encoder.h"
 
-namespace parley::gateway {
+namespace parley::session {
 
 namespace {
 // Sweeps run often enough to keep heartbeat and hello deadlines within a
@@ -25,7 +25,7 @@ std::string user_key(const ClientSession& s) {
 }  // namespace
 
 Gateway::Gateway(runtime::LoopGroup& loops, TenantRegistry& tenants, hub::Hub& hub,
-                 hub::Stores stores, admin::Metrics& metrics, GatewayOptions opts)
+                 hub::Stores stores, metrics::Metrics& metrics, GatewayOptions opts)
     : loops_(loops), tenants_(tenants), hub_(hub), stores_(stores), metrics_(metrics), opts_(opts) {
   for (unsigned i = 0; i < loops.size(); ++i) {
     per_loop_.push_back(std::make_unique<LoopSessions>(loops.loop(i)));
@@ -205,4 +205,4 @@ void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::st
   }
 }
 
-}  // namespace parley::gateway
+}  // namespace parley::session

@@ -1,11 +1,11 @@
-#include "gateway/tenant_registry.h"
+#include "session/tenant_registry.h"
 
 #include <openssl/crypto.h>
 
-namespace parley::gateway {
+namespace parley::session {
 
 TenantRegistry::TenantRegistry(
-    const std::map<std::string, auth::TenantConfig, std::less<>>& tenants) {
+    const std::map<std::string, TenantConfig, std::less<>>& tenants) {
   for (const auto& [id, cfg] : tenants) {
     auto rt = std::make_unique<TenantRuntime>(cfg);
     by_api_key_[cfg.api_key] = rt.get();
@@ -28,4 +28,4 @@ TenantRuntime* TenantRegistry::find_by_api_key(std::string_view key) const {
   return found;
 }
 
-}  // namespace parley::gateway
+}  // namespace parley::session

@@ -16,7 +16,7 @@
 
 #include "common/error_code.h"
 
-namespace parley::admin {
+namespace parley::metrics {
 
 // Latency histogram with fixed bucket bounds (seconds), Prometheus-style.
 class Histogram {
@@ -78,4 +78,4 @@ class Metrics {
   std::vector<Collector> collectors_;
 };
 
-}  // namespace parley::admin
+}  // namespace parley::metrics

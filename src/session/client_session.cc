@@ -1,15 +1,15 @@
-#include "gateway/client_session.h"
+#include "session/client_session.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "common/clock.h"
-#include "gateway/gateway.h"
+#include "session/gateway.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 
-namespace parley::gateway {
+namespace parley::session {
 
 namespace {
 constexpr size_t kPreHelloMaxMessageBytes = 64 * 1024;
@@ -73,7 +73,7 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
     return fail(kNoRid, ErrorCode::kBadRequest, "binary frames are not supported; send text");
   }
   auto decoded = protocol::decode_client_op(payload, limits);
-  m.observe(admin::Stage::kDecode, steady_ns() - arrived);
+  m.observe(metrics::Stage::kDecode, steady_ns() - arrived);
   if (auto* failure = std::get_if<protocol::DecodeFailure>(&decoded)) {
     if (!tenant_ && failure->error.code == ErrorCode::kBadRequest) {
       return fail(failure->rid, ErrorCode::kUnauthorized, "expected hello",
@@ -149,7 +149,7 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
   }
   joined_.try_emplace(op.ch);
-  const auth::TenantConfig* tc = &tenant_->config;
+  const TenantConfig* tc = &tenant_->config;
   hub::JoinRequest req;
   req.sub = shared_from_this();
   req.tenant = tc;
@@ -240,7 +240,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
     protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
     self->reply(std::move(ack));
     if (!out.dup) self->tenant_->messages.fetch_add(1, std::memory_order_relaxed);
-    self->gw_.metrics().local().observe(admin::Stage::kAck, steady_ns() - arrived_ns);
+    self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
   };
   gw_.hub().publish(std::move(req));
 }
@@ -297,4 +297,4 @@ void ClientSession::on_closed() {
   gw_.on_session_closed(*this);
 }
 
-}  // namespace parley::gateway
+}  // namespace parley::session
