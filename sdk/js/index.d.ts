@@ -1,0 +1,222 @@
+// Types of @parley/client (hand-written; the code is plain ES modules in src/).
+// Frames follow docs/PROTOCOL.md.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** The codes of PROTOCOL.md's "Errors" plus the SDK's own. */
+export type ErrorCode =
+  | 'bad_request' | 'unauthorized' | 'forbidden' | 'too_large' | 'rate_limited'
+  | 'backpressure' | 'quota_exceeded' | 'unavailable' | 'internal'
+  | 'timeout' | 'disconnected' | 'closed' | 'left' | 'bad_frame' | 'queue_full'
+  | (string & {});
+
+export declare const RETRYABLE_CODES: ReadonlySet<string>;
+
+export declare class ParleyError extends Error {
+  constructor(code: ErrorCode, message: string, retryMs?: number);
+  readonly code: ErrorCode;
+  /** The server's retry_ms, when it gave one. */
+  readonly retryMs?: number;
+  /** rate_limited, backpressure or unavailable. */
+  readonly retryable: boolean;
+  static from(errorFrame: { code?: string; msg?: string; retry_ms?: number }): ParleyError;
+}
+
+export interface ReconnectOptions {
+  /** First delay (ms); doubles (`factor`) per failed attempt up to maxMs. Default 250. */
+  minMs?: number;
+  /** Default 15000. */
+  maxMs?: number;
+  /** Default 2. */
+  factor?: number;
+}
+
+/** What the SDK needs of a WebSocket: the browser's, Node's global one, or `ws`'s. */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  terminate?(): void;
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number; reason: string }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+}
+export type WebSocketConstructor = new (url: string) => WebSocketLike;
+
+export interface ClientOptions {
+  /** ws://host:port/v1/ws, or a function called before every (re)connect. */
+  url: string | (() => string | Promise<string>);
+  /** A client JWT, or a function called before every (re)connect (lets a token be refreshed). */
+  token: string | (() => string | Promise<string>);
+  /** Default: globalThis.WebSocket. In Node < 22 pass `WebSocket` from the `ws` package. */
+  WebSocket?: WebSocketConstructor;
+  /** Reconnect backoff (with jitter), or false to never reconnect. */
+  reconnect?: ReconnectOptions | false;
+  /** Hello to welcome, ms (default 15000): past it the attempt counts as failed. */
+  connectTimeoutMs?: number;
+  /** join/history/leave/ping reply timeout, ms (default 30000). */
+  requestTimeoutMs?: number;
+  /** A publish not acknowledged within this rejects with `timeout` (default 60000; 0: never). */
+  publishTimeoutMs?: number;
+  /**
+   * Unacknowledged publishes per channel (default 1). With 1, a channel's
+   * publishes are sequenced in call order even across retries; above 1 a
+   * retried publish may land after a later one.
+   */
+  maxInFlight?: number;
+  /** Minimum ms between two `state` frames of one key (default 0); latest wins. */
+  stateMinIntervalMs?: number;
+  /** A server-given retry_ms is stretched by up to this fraction (default 0.25). */
+  retryJitter?: number;
+  /** Attempts of one request or publish on retryable errors (default 50). */
+  maxRetryAttempts?: number;
+  /** Prefix of generated publish ids (default: 8 random chars and '-'). */
+  idPrefix?: string;
+  /** Source of randomness for jitter and ids (tests). */
+  random?: () => number;
+}
+
+export interface Welcome {
+  conn: string;
+  user: string;
+  tenant: string;
+  heartbeat_ms: number;
+}
+
+export interface MsgFrame {
+  op: 'msg';
+  ch: string;
+  seq: number;
+  from: string;
+  id: string;
+  ts: number;
+  body: Json;
+}
+export interface StateFrame {
+  op: 'state';
+  ch: string;
+  from: string;
+  key: string;
+  body: Json;
+}
+export interface PresenceEvent {
+  ch: string;
+  join: string[];
+  leave: string[];
+}
+export interface DirectFrame {
+  op: 'direct';
+  from: string;
+  body: Json;
+}
+export interface ByeFrame {
+  op: 'bye';
+  code: string;
+  reconnect_ms?: number;
+}
+export interface JoinInfo {
+  /** The channel's latest seq at the join. */
+  seq: number;
+  /** false when history no longer held everything after `since`. */
+  recovered: boolean;
+  members: string[];
+}
+export interface Ack {
+  seq: number;
+  dup: boolean;
+  id: string;
+}
+export interface RetryEvent {
+  op: 'pub' | 'state' | 'up' | 'join' | 'history' | string;
+  ch?: string;
+  id?: string;
+  code: string;
+  retryMs?: number;
+}
+export interface DisconnectEvent {
+  code: number;
+  reason: string;
+  wasOpen: boolean;
+  willReconnect: boolean;
+  /** Delay before the next attempt, when willReconnect. */
+  delayMs?: number;
+}
+export interface GapEvent {
+  ch: string;
+  /** First and last seq that could not be recovered (history no longer has them). */
+  from: number;
+  to: number;
+}
+export interface ResetEvent {
+  ch: string;
+  /** The last seq delivered before. */
+  lastSeq: number;
+  /** The channel's latest seq now (lower: its log started over). */
+  seq: number;
+}
+
+export interface ClientEvents {
+  open: (welcome: Welcome) => void;
+  disconnect: (ev: DisconnectEvent) => void;
+  reconnecting: (ev: { attempt: number }) => void;
+  bye: (frame: ByeFrame) => void;
+  direct: (frame: DirectFrame) => void;
+  retry: (ev: RetryEvent) => void;
+  error: (err: Error) => void;
+  frame: (obj: Record<string, unknown>) => void;
+  unhandled: (obj: Record<string, unknown>) => void;
+  closed: () => void;
+}
+
+export interface ChannelEvents {
+  msg: (m: MsgFrame) => void;
+  state: (s: StateFrame) => void;
+  presence: (p: PresenceEvent) => void;
+  joined: (info: JoinInfo) => void;
+  gap: (g: GapEvent) => void;
+  reset: (r: ResetEvent) => void;
+  error: (err: ParleyError) => void;
+}
+
+declare class TypedEmitter<E extends { [K in keyof E]: (...args: any[]) => void }> {
+  on<K extends keyof E>(type: K, fn: E[K]): () => void;
+  once<K extends keyof E>(type: K, fn: E[K]): () => void;
+  off<K extends keyof E>(type: K, fn: E[K]): void;
+  emit<K extends keyof E>(type: K, ...args: Parameters<E[K]>): boolean;
+}
+
+export declare class Channel extends TypedEmitter<ChannelEvents> {
+  readonly name: string;
+  readonly joined: boolean;
+  readonly lastSeq: number | null;
+  readonly members: string[];
+  join(opts?: { since?: number }): Promise<JoinInfo>;
+  leave(): Promise<void>;
+  publish(body: Json, opts?: { id?: string }): Promise<Ack>;
+  setState(key: string, body: Json): void;
+  clearState(key: string): void;
+  up(body: Json): void;
+  history(opts: { after?: number; before?: number; limit?: number }): Promise<MsgFrame[]>;
+}
+
+export declare class ParleyClient extends TypedEmitter<ClientEvents> {
+  constructor(opts: ClientOptions);
+  readonly state: 'idle' | 'connecting' | 'open' | 'waiting' | 'closed';
+  readonly welcome: Welcome | null;
+  readonly user: string | null;
+  readonly conn: string | null;
+  connect(): Promise<Welcome>;
+  close(): void;
+  channel(name: string): Channel;
+  join(name: string, opts?: { since?: number }): Promise<JoinInfo>;
+  ping(): Promise<number>;
+  request(frame: Record<string, Json>, opts?: { retry?: boolean; timeoutMs?: number }): Promise<Record<string, Json>>;
+}
+
+export declare function backoffDelay(
+  attempt: number,
+  opts: Required<ReconnectOptions>,
+  random?: () => number,
+): number;
+export declare function withJitter(ms: number, fraction: number, random?: () => number): number;

@@ -1,0 +1,493 @@
+// ParleyClient: one logical connection to a Parley server (docs/PROTOCOL.md),
+// kept alive across drops. It says hello, rejoins every channel the
+// application joined with `since` = the last seq it delivered, resends what
+// was in flight (publishes keep their client ids, so the server's dedupe makes
+// a resend harmless), and reconnects with backoff and jitter, or after a
+// server's `bye` with at least its `reconnect_ms`.
+//
+// Runs on the host's single JavaScript thread (browser or Node); every
+// callback and event comes from there.
+import { Emitter } from './emitter.js';
+import { backoffDelay, withJitter } from './backoff.js';
+import { Channel } from './channel.js';
+import { ParleyError, RETRYABLE_CODES } from './errors.js';
+
+const DEFAULTS = {
+  reconnect: { minMs: 250, maxMs: 15000, factor: 2 },
+  connectTimeoutMs: 15000,
+  requestTimeoutMs: 30000,
+  publishTimeoutMs: 60000,
+  maxInFlight: 1,
+  stateMinIntervalMs: 0,
+  retryJitter: 0.25,
+  maxRetryAttempts: 50,
+};
+
+// Close codes after which reconnecting with the same credentials is pointless.
+const CLOSE_UNAUTHORIZED = 4001;
+const CLOSE_BAD_VERSION = 4002;
+const WS_OPEN = 1;
+
+function randomPrefix(random) {
+  let s = '';
+  for (let i = 0; i < 8; i++) s += Math.floor(random() * 36).toString(36);
+  return s;
+}
+
+function textOf(data) {
+  if (typeof data === 'string') return data;
+  // ws (Node) may hand over a Buffer or an ArrayBuffer; browsers a Blob for
+  // binary messages, which the server never sends.
+  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) {
+    return new TextDecoder().decode(data);
+  }
+  return String(data);
+}
+
+export class ParleyClient extends Emitter {
+  #url;
+  #token;
+  #WS;
+  #opts;
+  #random;
+  #ws = null;
+  #state = 'idle'; // idle | connecting | open | waiting | closed
+  #epoch = 0; // one per socket: a late event of an old socket is ignored
+  #attempt = 0;
+  #authFailures = 0;
+  #byeReconnectMs = null;
+  #reconnectTimer = null;
+  #connectTimer = null;
+  #liveTimer = null;
+  #lastRx = 0;
+  #nextRid = 1;
+  #helloRid = null;
+  #pending = new Map(); // rid -> call (see #call)
+  #outbox = []; // requests waiting for an open connection
+  #channels = new Map();
+  #connectWaiters = [];
+  #idPrefix;
+  #idCounter = 0;
+  #welcome = null;
+
+  /**
+   * @param {object} opts see index.d.ts (ClientOptions)
+   */
+  constructor(opts = {}) {
+    super();
+    if (!opts.url) throw new TypeError('ParleyClient: url is required');
+    if (!opts.token) throw new TypeError('ParleyClient: token is required');
+    this.#url = opts.url;
+    this.#token = opts.token;
+    this.#WS = opts.WebSocket ?? globalThis.WebSocket;
+    if (typeof this.#WS !== 'function') {
+      throw new TypeError(
+        'ParleyClient: no WebSocket implementation; pass { WebSocket } (e.g. from the ws package)');
+    }
+    this.#random = opts.random ?? Math.random;
+    this.#opts = {
+      ...DEFAULTS,
+      ...opts,
+      reconnect: opts.reconnect === false ? false : { ...DEFAULTS.reconnect, ...(opts.reconnect ?? {}) },
+    };
+    this.#idPrefix = opts.idPrefix ?? `${randomPrefix(this.#random)}-`;
+  }
+
+  /** idle | connecting | open | waiting (to reconnect) | closed */
+  get state() {
+    return this.#state;
+  }
+  /** The last `welcome` (conn, user, tenant, heartbeat_ms), or null before the first. */
+  get welcome() {
+    return this.#welcome;
+  }
+  get user() {
+    return this.#welcome?.user ?? null;
+  }
+  get conn() {
+    return this.#welcome?.conn ?? null;
+  }
+  get options() {
+    return this.#opts;
+  }
+  get random() {
+    return this.#random;
+  }
+
+  /**
+   * Starts connecting (if not already) and resolves with the next `welcome`.
+   * Rejects when the server refuses the credentials for good or close() is called.
+   */
+  connect() {
+    if (this.#state === 'closed') return Promise.reject(new ParleyError('closed', 'client is closed'));
+    if (this.#state === 'open') return Promise.resolve(this.#welcome);
+    const p = new Promise((resolve, reject) => this.#connectWaiters.push({ resolve, reject }));
+    if (this.#state === 'idle') this.#open();
+    return p;
+  }
+
+  /** Closes for good: the socket closes with 1000, pending operations reject. */
+  close() {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    clearTimeout(this.#reconnectTimer);
+    clearTimeout(this.#connectTimer);
+    clearInterval(this.#liveTimer);
+    const ws = this.#ws;
+    this.#ws = null;
+    this.#epoch++;
+    if (ws) {
+      try {
+        ws.close(1000, 'client closed');
+      } catch {
+        // already closing
+      }
+    }
+    const err = new ParleyError('closed', 'client is closed');
+    for (const call of this.#pending.values()) call.fail(err);
+    this.#pending.clear();
+    for (const call of this.#outbox) call.fail(err);
+    this.#outbox = [];
+    for (const ch of this.#channels.values()) ch._closed(err);
+    for (const w of this.#connectWaiters.splice(0)) w.reject(err);
+    this.emit('closed');
+  }
+
+  /** The Channel object of `name` (created on first use; not joined until join()). */
+  channel(name) {
+    let ch = this.#channels.get(name);
+    if (!ch) {
+      ch = new Channel(this, name);
+      this.#channels.set(name, ch);
+    }
+    return ch;
+  }
+
+  /** Shorthand for channel(name).join(opts). */
+  join(name, opts) {
+    return this.channel(name).join(opts);
+  }
+
+  /** Round trip time of a `ping`, in ms. */
+  async ping() {
+    const t0 = Date.now();
+    await this.request({ op: 'ping' }, { retry: false });
+    return Date.now() - t0;
+  }
+
+  /**
+   * Sends a request op and resolves with its reply object (rejects with a
+   * ParleyError on an `error` reply). Queued while disconnected; with
+   * `retry` (the default) it is resent after a drop and after a retryable
+   * error's `retry_ms`.
+   */
+  request(frame, { retry = true, timeoutMs = this.#opts.requestTimeoutMs } = {}) {
+    return new Promise((resolve, reject) => {
+      let timer = null;
+      let attempts = 0;
+      const call = {
+        frame,
+        retry,
+        settled: false,
+        onReply: (obj) => {
+          call.settled = true;
+          clearTimeout(timer);
+          resolve(obj);
+        },
+        onError: (obj) => {
+          if (retry && RETRYABLE_CODES.has(obj.code) && ++attempts < this.#opts.maxRetryAttempts) {
+            this.emit('retry', { op: frame.op, ch: frame.ch, code: obj.code, retryMs: obj.retry_ms });
+            this.later(this.retryDelay(obj), () => {
+              if (!call.settled) this.submit(call);
+            });
+            return;
+          }
+          call.fail(ParleyError.from(obj));
+        },
+        fail: (err) => {
+          call.settled = true;
+          clearTimeout(timer);
+          reject(err);
+        },
+      };
+      if (timeoutMs > 0) {
+        timer = setTimeout(() => {
+          this.#forget(call);
+          call.fail(new ParleyError('timeout', `no reply to ${frame.op} within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+      this.submit(call);
+    });
+  }
+
+  // ---- for Channel (package-internal) ----
+
+  /** True when frames can be sent now (welcomed). */
+  get isOpen() {
+    return this.#state === 'open';
+  }
+
+  /** A fresh client message id: unique per client instance. */
+  nextId() {
+    return `${this.#idPrefix}${++this.#idCounter}`;
+  }
+
+  /** Delay before retrying after an error frame: its retry_ms (or 100), plus jitter. */
+  retryDelay(errObj) {
+    const base = Number.isFinite(errObj?.retry_ms) && errObj.retry_ms > 0 ? errObj.retry_ms : 100;
+    return withJitter(base, this.#opts.retryJitter, this.#random);
+  }
+
+  /** setTimeout that is dropped when the client is closed. */
+  later(ms, fn) {
+    const t = setTimeout(() => {
+      if (this.#state !== 'closed') fn();
+    }, ms);
+    return t;
+  }
+
+  /**
+   * Sends `call.frame` with a fresh rid when open, else queues it for the next
+   * connection. call: { frame, retry, onReply(obj), onError(obj), fail(err) }.
+   */
+  submit(call) {
+    if (this.#state === 'closed') return call.fail(new ParleyError('closed', 'client is closed'));
+    if (!this.isOpen) {
+      this.#outbox.push(call);
+      return;
+    }
+    const rid = this.#nextRid++;
+    call.rid = rid;
+    this.#pending.set(rid, call);
+    this.sendFrame({ ...call.frame, rid });
+  }
+
+  /** Sends a frame without waiting for a reply (state, up). False when not open. */
+  sendFrame(frame) {
+    const ws = this.#ws;
+    if (!ws || ws.readyState !== WS_OPEN) return false;
+    ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  /** A rid for a fire-and-forget op whose error replies the caller matches itself. */
+  takeRid() {
+    return this.#nextRid++;
+  }
+
+  // ---- connection lifecycle ----
+
+  async #open() {
+    this.#state = 'connecting';
+    const epoch = ++this.#epoch;
+    let url;
+    let token;
+    try {
+      url = typeof this.#url === 'function' ? await this.#url() : this.#url;
+      token = typeof this.#token === 'function' ? await this.#token() : this.#token;
+    } catch (err) {
+      if (epoch !== this.#epoch) return;
+      this.emit('error', err);
+      return this.#scheduleReconnect(null);
+    }
+    if (epoch !== this.#epoch) return;
+    let ws;
+    try {
+      ws = new this.#WS(url);
+    } catch (err) {
+      this.emit('error', err);
+      return this.#scheduleReconnect(null);
+    }
+    this.#ws = ws;
+    this.#byeReconnectMs = null;
+    this.#helloRid = null;
+    ws.onopen = () => {
+      if (epoch !== this.#epoch) return;
+      this.#helloRid = this.#nextRid++;
+      this.#lastRx = Date.now();
+      ws.send(JSON.stringify({ op: 'hello', v: 1, token, rid: this.#helloRid }));
+    };
+    ws.onmessage = (ev) => {
+      if (epoch !== this.#epoch) return;
+      this.#onData(textOf(ev.data));
+    };
+    ws.onclose = (ev) => {
+      if (epoch !== this.#epoch) return;
+      this.#onDrop(ev?.code ?? 1006, ev?.reason ?? '');
+    };
+    ws.onerror = () => {
+      // A close event follows; nothing to do here.
+    };
+    clearTimeout(this.#connectTimer);
+    this.#connectTimer = setTimeout(() => {
+      if (epoch !== this.#epoch || this.#state === 'open') return;
+      this.#abandon(ws, 4000, 'connect timeout');
+    }, this.#opts.connectTimeoutMs);
+  }
+
+  // Drops the socket at once (a dead peer may never complete a close) and
+  // treats it as a drop.
+  #abandon(ws, code, reason) {
+    this.#epoch++;
+    this.#ws = null;
+    try {
+      if (typeof ws.terminate === 'function') ws.terminate();
+      else ws.close();
+    } catch {
+      // ignore
+    }
+    this.#onDrop(code, reason, true);
+  }
+
+  #onData(text) {
+    this.#lastRx = Date.now();
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      this.emit('error', new ParleyError('bad_frame', 'the server sent a frame that is not JSON'));
+      return;
+    }
+    // PROTOCOL.md: a server frame is one object or an array of objects.
+    if (Array.isArray(value)) {
+      for (const obj of value) this.#dispatch(obj);
+    } else {
+      this.#dispatch(value);
+    }
+  }
+
+  #dispatch(obj) {
+    if (obj === null || typeof obj !== 'object') return;
+    this.emit('frame', obj);
+    switch (obj.op) {
+      case 'welcome':
+        if (obj.rid === this.#helloRid) return this.#onWelcome(obj);
+        return;
+      case 'msg':
+      case 'state':
+      case 'presence':
+        return this.#channels.get(obj.ch)?._onEvent(obj);
+      case 'direct':
+        return this.emit('direct', obj);
+      case 'bye':
+        if (Number.isFinite(obj.reconnect_ms)) this.#byeReconnectMs = obj.reconnect_ms;
+        return this.emit('bye', obj);
+      case 'error':
+        return this.#onErrorFrame(obj);
+      default: {
+        if (obj.rid === undefined) return this.emit('unhandled', obj);
+        const call = this.#pending.get(obj.rid);
+        if (!call) return;
+        this.#pending.delete(obj.rid);
+        return call.onReply(obj);
+      }
+    }
+  }
+
+  #onErrorFrame(obj) {
+    if (obj.rid !== undefined && obj.rid === this.#helloRid) {
+      // The close that follows decides; remember why.
+      this.emit('error', ParleyError.from(obj));
+      return;
+    }
+    const call = obj.rid !== undefined ? this.#pending.get(obj.rid) : undefined;
+    if (call) {
+      this.#pending.delete(obj.rid);
+      return call.onError(obj);
+    }
+    // Errors of fire-and-forget ops (state, up) are matched by their channel.
+    for (const ch of this.#channels.values()) {
+      if (ch._onFireAndForgetError(obj)) return;
+    }
+    this.emit('error', ParleyError.from(obj));
+  }
+
+  #onWelcome(obj) {
+    clearTimeout(this.#connectTimer);
+    this.#state = 'open';
+    this.#welcome = { conn: obj.conn, user: obj.user, tenant: obj.tenant, heartbeat_ms: obj.heartbeat_ms };
+    this.#attempt = 0;
+    this.#authFailures = 0;
+    this.#startLiveness(obj.heartbeat_ms);
+    this.emit('open', this.#welcome);
+    for (const w of this.#connectWaiters.splice(0)) w.resolve(this.#welcome);
+    // Joins first: a channel's publishes wait for its `joined`.
+    for (const ch of this.#channels.values()) ch._onOpen();
+    const queued = this.#outbox.splice(0);
+    for (const call of queued) this.submit(call);
+  }
+
+  // The server pings WebSocket clients itself; this catches the cases where
+  // the host never notices a dead connection (a laptop that slept, a NAT that
+  // forgot the flow): after a quiet heartbeat period, ask; after two, drop.
+  #startLiveness(heartbeatMs) {
+    clearInterval(this.#liveTimer);
+    const period = Number.isFinite(heartbeatMs) && heartbeatMs > 0 ? heartbeatMs : 25000;
+    const ws = this.#ws;
+    this.#liveTimer = setInterval(() => {
+      if (this.#ws !== ws || !this.isOpen) return;
+      const quiet = Date.now() - this.#lastRx;
+      if (quiet > 2 * period + 5000) return this.#abandon(ws, 4000, 'no traffic from the server');
+      if (quiet > period) this.sendFrame({ op: 'ping', rid: this.takeRid() });
+    }, Math.max(1000, Math.floor(period / 2)));
+  }
+
+  #onDrop(code, reason, abandoned = false) {
+    if (this.#state === 'closed') return;
+    if (!abandoned) {
+      this.#epoch++;
+      this.#ws = null;
+    }
+    clearTimeout(this.#connectTimer);
+    clearInterval(this.#liveTimer);
+    const wasOpen = this.#state === 'open';
+    // What was in flight goes back to the outbox (to be resent) or fails.
+    const dropped = new ParleyError('disconnected', `connection closed (${code})`);
+    for (const call of this.#pending.values()) {
+      if (call.retry) this.#outbox.push(call);
+      else call.fail(dropped);
+    }
+    this.#pending.clear();
+    for (const ch of this.#channels.values()) ch._onDrop();
+
+    let fatal = null;
+    if (code === CLOSE_BAD_VERSION) fatal = 'bad_request';
+    if (code === CLOSE_UNAUTHORIZED) {
+      // A token function may mint a fresh token; a fixed token will not change.
+      this.#authFailures++;
+      if (typeof this.#token !== 'function' || this.#authFailures >= 3) fatal = 'unauthorized';
+    }
+    if (fatal || this.#opts.reconnect === false) {
+      this.emit('disconnect', { code, reason, wasOpen, willReconnect: false });
+      const err = new ParleyError(fatal ?? 'disconnected', `connection closed (${code} ${reason})`);
+      for (const w of this.#connectWaiters.splice(0)) w.reject(err);
+      this.close();
+      return;
+    }
+    this.#scheduleReconnect({ code, reason, wasOpen });
+  }
+
+  #scheduleReconnect(info) {
+    if (this.#state === 'closed') return;
+    this.#state = 'waiting';
+    const delayMs =
+      this.#byeReconnectMs !== null && this.#byeReconnectMs > 0
+        ? withJitter(this.#byeReconnectMs, 0.5, this.#random)
+        : backoffDelay(this.#attempt++, this.#opts.reconnect, this.#random);
+    this.#byeReconnectMs = null;
+    this.emit('disconnect', { ...(info ?? { code: 0, reason: 'connect failed', wasOpen: false }),
+      willReconnect: true, delayMs });
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = setTimeout(() => {
+      if (this.#state !== 'waiting') return;
+      this.emit('reconnecting', { attempt: this.#attempt });
+      this.#open();
+    }, delayMs);
+  }
+
+  #forget(call) {
+    if (call.rid !== undefined) this.#pending.delete(call.rid);
+    const i = this.#outbox.indexOf(call);
+    if (i >= 0) this.#outbox.splice(i, 1);
+  }
+}

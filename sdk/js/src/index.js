@@ -1,0 +1,6 @@
+// Parley's JavaScript client SDK: plain ES modules for browsers and Node >= 18.
+// See README.md and index.d.ts.
+export { ParleyClient } from './client.js';
+export { Channel } from './channel.js';
+export { ParleyError, RETRYABLE_CODES } from './errors.js';
+export { backoffDelay, withJitter } from './backoff.js';

@@ -1,0 +1,115 @@
+// Retries of retryable errors against the real server: over a connection's
+// publish rate (publish_per_conn_sec) the server answers rate_limited with
+// retry_ms; the SDK waits at least that long and resends with the same id, so
+// everything is acknowledged once, in call order, and delivered with no gap.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { WebSocket } from 'ws';
+import { ParleyClient, backoffDelay, withJitter } from '../src/index.js';
+import { ParleyServer, demoTenant, token, until } from './support/server.mjs';
+
+let server;
+const clients = [];
+
+before(async () => {
+  server = new ParleyServer({ tenants: demoTenant({ extra: 'publish_per_conn_sec = 5' }) });
+  await server.start();
+});
+
+after(async () => {
+  for (const c of clients) c.close();
+  await server.dispose();
+});
+
+function client(user, opts = {}) {
+  const c = new ParleyClient({ url: server.url, token: token(user), WebSocket, ...opts });
+  clients.push(c);
+  return c;
+}
+
+test('rate_limited publishes are retried after retry_ms: all acked once, in order, no gaps', async () => {
+  const pub = client('fast-publisher');
+  const sub = client('reader');
+  const retries = [];
+  pub.on('retry', (r) => retries.push({ ...r, at: Date.now() }));
+  const subCh = sub.channel('chat:limited');
+  const got = [];
+  subCh.on('msg', (m) => got.push(m));
+  await subCh.join();
+  const pubCh = pub.channel('chat:limited');
+  await pubCh.join();
+
+  const N = 15; // a burst of 5, then 5 per second
+  const t0 = Date.now();
+  const acks = await Promise.all(Array.from({ length: N }, (_, i) => pubCh.publish({ i })));
+  const elapsed = Date.now() - t0;
+
+  assert.ok(retries.length > 0, 'the server rate-limited some publishes');
+  assert.ok(retries.every((r) => r.op === 'pub' && r.code === 'rate_limited' && r.retryMs > 0));
+  // 15 at 5/s with a burst of 5 cannot finish in much under two seconds.
+  assert.ok(elapsed >= 1500, `finished in ${elapsed} ms`);
+  assert.deepEqual(acks.map((a) => a.seq), Array.from({ length: N }, (_, i) => i + 1));
+  assert.ok(acks.every((a) => a.dup === false), 'a rejected publish was not stored');
+  await until(() => got.length === N, 5000, `${N} msgs`);
+  assert.deepEqual(got.map((m) => m.body.i), Array.from({ length: N }, (_, i) => i));
+});
+
+test('a retry waits at least the retry_ms the server asked for', async () => {
+  const pub = client('patient');
+  const errors = [];
+  const sends = [];
+  pub.on('frame', (f) => {
+    if (f.op === 'error') errors.push({ f, at: Date.now() });
+  });
+  const ch = pub.channel('chat:patient');
+  await ch.join();
+  const origSend = WebSocket.prototype.send;
+  // Observe what the SDK writes (its publish frames) without changing it.
+  WebSocket.prototype.send = function send(data) {
+    const f = JSON.parse(data);
+    if (f.op === 'pub') sends.push({ f, at: Date.now() });
+    return origSend.call(this, data);
+  };
+  try {
+    await Promise.all(Array.from({ length: 8 }, (_, i) => ch.publish({ i })));
+  } finally {
+    WebSocket.prototype.send = origSend;
+  }
+  assert.ok(errors.length > 0);
+  for (const e of errors) {
+    const rejected = sends.find((s) => s.f.rid === e.f.rid);
+    const resend = sends.find((s) => s.at >= e.at && s.f.id === rejected.f.id && s !== rejected);
+    assert.ok(resend, `publish ${rejected.f.id} was resent`);
+    assert.ok(resend.at - e.at >= e.f.retry_ms - 5, `resent ${resend.at - e.at} ms after retry_ms ${e.f.retry_ms}`);
+  }
+});
+
+test('state over the rate is resent, latest value wins', async () => {
+  const a = client('streamer');
+  const b = client('viewer');
+  const bCh = b.channel('world:limited');
+  const seen = [];
+  bCh.on('state', (s) => seen.push(s.body.x));
+  await bCh.join();
+  const aCh = a.channel('world:limited');
+  await aCh.join();
+  let retried = 0;
+  a.on('retry', (r) => r.op === 'state' && retried++);
+  for (let x = 1; x <= 12; x++) {
+    aCh.setState('pos', { x });
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await until(() => seen.at(-1) === 12, 5000, 'the latest state');
+  assert.ok(retried > 0, 'some states were rate-limited and retried');
+});
+
+test('backoff: equal jitter between half and all of the capped exponential', () => {
+  const o = { minMs: 100, maxMs: 1000, factor: 2 };
+  assert.equal(backoffDelay(0, o, () => 0), 50);
+  assert.equal(backoffDelay(0, o, () => 1), 100);
+  assert.equal(backoffDelay(3, o, () => 1), 800);
+  assert.equal(backoffDelay(10, o, () => 0), 500);
+  assert.equal(backoffDelay(10, o, () => 1), 1000);
+  assert.equal(withJitter(500, 0.5, () => 0), 500);
+  assert.equal(withJitter(500, 0.5, () => 1), 750);
+});

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the SDK's tests (node's test runner) against the real server binary.
+# ctest runs it (tests/CMakeLists.txt): exit 77 (skipped) only when node is
+# missing; missing npm packages are a failure that says how to install them.
+#   PARLEY_BIN=build/src/server/parley sdk/js/test/run.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if ! command -v node >/dev/null 2>&1; then
+  echo "js_sdk_test: node is not installed (scripts/setup.sh installs it): skipped"
+  exit 77
+fi
+if [[ ! -f "$here/../node_modules/ws/package.json" ]]; then
+  echo "js_sdk_test: sdk/js/node_modules is missing: run scripts/setup_node.sh" >&2
+  exit 1
+fi
+cd "$here"
+status=0
+# One file at a time: each starts its own servers, and the machine is small.
+for f in *.test.mjs; do
+  node --test "$f" || status=1
+done
+exit $status
