@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the SDK's tests (node's test runner) against the real server binary.
 # ctest runs it (tests/CMakeLists.txt): exit 77 (skipped) only when node is
-# missing; missing npm packages are a failure that says how to install them.
+# missing. Missing npm packages (a fresh checkout or worktree) are installed
+# from the committed lock file by scripts/setup_node.sh; if that fails, so
+# does the test.
 #   PARLEY_BIN=build/src/server/parley sdk/js/test/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -10,8 +12,11 @@ if ! command -v node >/dev/null 2>&1; then
   exit 77
 fi
 if [[ ! -f "$here/../node_modules/ws/package.json" ]]; then
-  echo "js_sdk_test: sdk/js/node_modules is missing: run scripts/setup_node.sh" >&2
-  exit 1
+  echo "js_sdk_test: sdk/js/node_modules is missing: running scripts/setup_node.sh"
+  bash "$here/../../../scripts/setup_node.sh" || {
+    echo "js_sdk_test: scripts/setup_node.sh failed; the SDK's tests need its packages" >&2
+    exit 1
+  }
 fi
 cd "$here"
 status=0
