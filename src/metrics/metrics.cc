@@ -35,16 +35,18 @@ ThreadMetrics& Metrics::local() {
 
 namespace {
 
-void render_histogram(std::string& out, const char* name, const char* help, const char* labels,
-                      const std::vector<std::unique_ptr<ThreadMetrics>>& slots, Stage stage,
-                      bool header) {
+void header(std::string& out, const MetricInfo& m) {
+  static constexpr const char* kTypeNames[] = {"counter", "gauge", "histogram"};
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name,
+                     kTypeNames[static_cast<int>(m.type)]);
+}
+
+void render_histogram(std::string& out, std::string_view name, const char* labels,
+                      const std::vector<std::unique_ptr<ThreadMetrics>>& slots, Stage stage) {
   std::array<uint64_t, Histogram::kBounds.size() + 1> buckets{};
   uint64_t count = 0;
   double sum = 0;
   for (const auto& s : slots) s->stages[static_cast<int>(stage)].add_to(buckets, count, sum);
-  if (header) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
-  }
   const std::string sep = labels[0] ? "," : "";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < Histogram::kBounds.size(); ++i) {
@@ -65,58 +67,50 @@ uint64_t sum_of(const std::vector<std::unique_ptr<ThreadMetrics>>& slots, Field 
   return total < 0 ? 0 : static_cast<uint64_t>(total);
 }
 
-void counter(std::string& out, const char* name, const char* help, uint64_t v, bool gauge = false) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name,
-                     gauge ? "gauge" : "counter", name, v);
-}
-
 }  // namespace
 
 std::string Metrics::render() const {
   std::string out;
   out.reserve(16 * 1024);
-  render_histogram(out, "parley_ack_seconds",
-                   "Time from a pub frame's arrival to its ack being written.", "", slots_,
-                   Stage::kAck, true);
+  header(out, kAckSeconds);
+  render_histogram(out, kAckSeconds.name, "", slots_, Stage::kAck);
   static constexpr struct { Stage stage; const char* label; } kStages[] = {
       {Stage::kDecode, "stage=\"decode\""},       {Stage::kQueueWait, "stage=\"queue_wait\""},
       {Stage::kAppend, "stage=\"append\""},       {Stage::kFanout, "stage=\"fanout\""},
       {Stage::kWrite, "stage=\"write\""}};
-  bool first = true;
-  for (const auto& s : kStages) {
-    render_histogram(out, "parley_stage_seconds",
-                     "Latency of each stage of a message: decode, queue wait before its hub "
-                     "shard, store append, fan-out to the tick, socket write.",
-                     s.label, slots_, s.stage, first);
-    first = false;
-  }
-  counter(out, "parley_frames_in_total", "Client frames received.",
-          sum_of(slots_, &ThreadMetrics::frames_in));
-  counter(out, "parley_frames_out_total", "Frames written to clients.",
-          sum_of(slots_, &ThreadMetrics::frames_out));
-  counter(out, "parley_bytes_out_total", "Payload bytes written to clients.",
-          sum_of(slots_, &ThreadMetrics::bytes_out));
-  counter(out, "parley_deliveries_total", "Items (msg, state, presence) delivered to connections.",
-          sum_of(slots_, &ThreadMetrics::deliveries));
-  counter(out, "parley_slow_consumer_disconnects_total",
-          "Connections closed with 4010 for exceeding max_queue_bytes.",
-          sum_of(slots_, &ThreadMetrics::slow_consumers));
-  counter(out, "parley_connections_opened_total", "Client connections accepted.",
-          sum_of(slots_, &ThreadMetrics::connections_opened));
-  counter(out, "parley_connections_refused_total",
-          "Connections refused at accept: the process connection limit was reached.",
-          sum_of(slots_, &ThreadMetrics::connections_refused));
-  counter(out, "parley_session_queue_bytes", "Bytes waiting in connection write queues.",
-          sum_of(slots_, &ThreadMetrics::queued_bytes), true);
-  out += "# HELP parley_rejections_total Error replies sent, by code.\n"
-         "# TYPE parley_rejections_total counter\n";
+  header(out, kStageSeconds);
+  for (const auto& s : kStages) render_histogram(out, kStageSeconds.name, s.label, slots_, s.stage);
+#define PARLEY_RENDER_COUNTER(field, name, help)                                 \
+  header(out, MetricInfo{name, Type::kCounter, help});                          \
+  out += fmt::format("{} {}\n", name, sum_of(slots_, &ThreadMetrics::field));
+#define PARLEY_RENDER_GAUGE(field, name, help)                                   \
+  header(out, MetricInfo{name, Type::kGauge, help});                            \
+  out += fmt::format("{} {}\n", name, sum_of(slots_, &ThreadMetrics::field));
+  PARLEY_THREAD_COUNTERS(PARLEY_RENDER_COUNTER)
+  PARLEY_THREAD_GAUGES(PARLEY_RENDER_GAUGE)
+#undef PARLEY_RENDER_COUNTER
+#undef PARLEY_RENDER_GAUGE
+  header(out, kRejections);
   for (int c = 0; c < kErrorCodeCount; ++c) {
     uint64_t v = 0;
     for (const auto& s : slots_) v += s->rejections[c].load(std::memory_order_relaxed);
-    out += fmt::format("parley_rejections_total{{code=\"{}\"}} {}\n",
+    out += fmt::format("{}{{code=\"{}\"}} {}\n", kRejections.name,
                        wire_name(static_cast<ErrorCode>(c)), v);
   }
-  for (const auto& c : collectors_) c(out);
+  std::vector<Sample> samples;
+  for (size_t i = 0; i < kScrapedCount; ++i) {
+    const ScrapedInfo& m = kScraped[i];
+    header(out, m.info);
+    samples.clear();
+    if (sources_[i]) sources_[i](samples);
+    for (const auto& s : samples) {
+      if (m.label.empty()) {
+        out += fmt::format("{} {}\n", m.info.name, s.value);
+      } else {
+        out += fmt::format("{}{{{}=\"{}\"}} {}\n", m.info.name, m.label, s.label_value, s.value);
+      }
+    }
+  }
   return out;
 }
 

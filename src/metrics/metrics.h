@@ -1,4 +1,5 @@
 // Metrics: per-thread counters and histograms, summed when /metrics is scraped.
+// What exists is declared once, in metric_list.h.
 //
 // Each loop thread gets its own ThreadMetrics (Metrics::local()), so the hot
 // path never shares a cache line with another core. Fields are relaxed atomics
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "common/error_code.h"
+#include "metrics/metric_list.h"
 
 namespace parley::metrics {
 
@@ -41,14 +43,12 @@ inline constexpr int kStageCount = 6;
 
 struct ThreadMetrics {
   std::array<Histogram, kStageCount> stages;
-  std::atomic<uint64_t> frames_in{0};
-  std::atomic<uint64_t> frames_out{0};
-  std::atomic<uint64_t> bytes_out{0};
-  std::atomic<uint64_t> deliveries{0};        // msg/state/presence items handed to sessions
-  std::atomic<uint64_t> slow_consumers{0};
-  std::atomic<uint64_t> connections_opened{0};
-  std::atomic<uint64_t> connections_refused{0};  // over the process connection limit
-  std::atomic<int64_t> queued_bytes{0};       // bytes waiting in session write queues
+#define PARLEY_COUNTER_FIELD(field, name, help) std::atomic<uint64_t> field{0};
+#define PARLEY_GAUGE_FIELD(field, name, help) std::atomic<int64_t> field{0};
+  PARLEY_THREAD_COUNTERS(PARLEY_COUNTER_FIELD)
+  PARLEY_THREAD_GAUGES(PARLEY_GAUGE_FIELD)
+#undef PARLEY_COUNTER_FIELD
+#undef PARLEY_GAUGE_FIELD
   std::array<std::atomic<uint64_t>, kErrorCodeCount> rejections{};
 
   void observe(Stage s, int64_t ns) { stages[static_cast<int>(s)].observe_ns(ns); }
@@ -65,17 +65,21 @@ class Metrics {
   // Loop i's slot, for objects that will only run on loop i.
   ThreadMetrics& slot(unsigned i) { return *slots_[i]; }
 
-  // Extra lines computed at scrape time (gauges owned by other components).
-  // Registered during start-up only.
-  using Collector = std::function<void(std::string& out)>;
-  void add_collector(Collector c) { collectors_.push_back(std::move(c)); }
+  // The samples of a scraped metric (see PARLEY_SCRAPED), read at scrape time
+  // on the scraping thread. Set during start-up only.
+  struct Sample {
+    std::string label_value;  // empty for an unlabelled metric
+    int64_t value;
+  };
+  using Source = std::function<void(std::vector<Sample>& out)>;
+  void set_source(Scraped id, Source s) { sources_[static_cast<size_t>(id)] = std::move(s); }
 
   // The Prometheus text exposition of everything. Any thread.
   std::string render() const;
 
  private:
   std::vector<std::unique_ptr<ThreadMetrics>> slots_;  // one per loop + one shared
-  std::vector<Collector> collectors_;
+  std::array<Source, kScrapedCount> sources_;
 };
 
 }  // namespace parley::metrics

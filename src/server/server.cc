@@ -61,29 +61,29 @@ Status Server::start() {
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
 
-  metrics_->add_collector([this](std::string& out) {
-    out += "# HELP parley_connections Open client connections by tenant (after hello).\n"
-           "# TYPE parley_connections gauge\n";
+  using metrics::Scraped;
+  using Samples = std::vector<metrics::Metrics::Sample>;
+  metrics_->set_source(Scraped::connections, [this](Samples& out) {
     tenants_->for_each([&out](const session::TenantRuntime& t) {
-      out += fmt::format("parley_connections{{tenant=\"{}\"}} {}\n", t.config.id,
-                         t.connections.load(std::memory_order_relaxed));
+      out.push_back({t.config.id, static_cast<int64_t>(t.connections.load(std::memory_order_relaxed))});
     });
-    out += "# HELP parley_messages_total Messages acknowledged (not duplicates) by tenant.\n"
-           "# TYPE parley_messages_total counter\n";
+  });
+  metrics_->set_source(Scraped::messages, [this](Samples& out) {
     tenants_->for_each([&out](const session::TenantRuntime& t) {
-      out += fmt::format("parley_messages_total{{tenant=\"{}\"}} {}\n", t.config.id,
-                         t.messages.load(std::memory_order_relaxed));
+      out.push_back({t.config.id, static_cast<int64_t>(t.messages.load(std::memory_order_relaxed))});
     });
-    out += fmt::format(
-        "# HELP parley_sockets Open sockets of clients, including before hello.\n"
-        "# TYPE parley_sockets gauge\nparley_sockets {}\n"
-        "# HELP parley_append_queue_depth Appends in flight in the hub shards.\n"
-        "# TYPE parley_append_queue_depth gauge\nparley_append_queue_depth {}\n"
-        "# HELP parley_store_pending Appends queued in the durable store.\n"
-        "# TYPE parley_store_pending gauge\nparley_store_pending {}\n"
-        "# HELP parley_channels Channels loaded in the hub shards.\n"
-        "# TYPE parley_channels gauge\nparley_channels {}\n",
-        gateway_->sessions(), hub_->inflight(), durable_->pending(), hub_->channel_count());
+  });
+  metrics_->set_source(Scraped::sockets, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(gateway_->sessions())});
+  });
+  metrics_->set_source(Scraped::append_queue_depth, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(hub_->inflight())});
+  });
+  metrics_->set_source(Scraped::store_pending, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(durable_->pending())});
+  });
+  metrics_->set_source(Scraped::channels, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(hub_->channel_count())});
   });
 
   // 3. Listeners.

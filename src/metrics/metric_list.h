@@ -1,0 +1,107 @@
+// Every metric Parley exports, declared once (Envoy-style stat macros).
+//
+// The rows below generate the per-thread fields of ThreadMetrics, the
+// registry of declared metrics (kDeclared) and the Prometheus exposition with
+// its HELP and TYPE lines; nothing else may emit a metric family. Names carry
+// their unit (_seconds, _bytes, _total for counters).
+#pragma once
+
+#include <array>
+#include <string_view>
+
+// Counters kept per loop thread and summed on scrape: X(field, name, help).
+#define PARLEY_THREAD_COUNTERS(X)                                                          \
+  X(frames_in, "parley_frames_in_total", "Client frames received.")                        \
+  X(frames_out, "parley_frames_out_total", "Frames written to clients.")                   \
+  X(bytes_out, "parley_bytes_out_total", "Payload bytes written to clients.")              \
+  X(deliveries, "parley_deliveries_total",                                                 \
+    "Items (msg, state, presence) delivered to connections.")                              \
+  X(slow_consumers, "parley_slow_consumer_disconnects_total",                              \
+    "Connections closed with 4010 for exceeding max_queue_bytes.")                         \
+  X(connections_opened, "parley_connections_opened_total", "Client connections accepted.") \
+  X(connections_refused, "parley_connections_refused_total",                               \
+    "Connections refused at accept: the process connection limit was reached.")
+
+// Gauges kept per loop thread (each slot may go negative; the sum may not):
+// X(field, name, help).
+#define PARLEY_THREAD_GAUGES(X) \
+  X(queued_bytes, "parley_session_queue_bytes", "Bytes waiting in connection write queues.")
+
+// Values owned by other components and read at scrape time through a source
+// (Metrics::set_source): X(id, type, name, label, help). An empty label means
+// one unlabelled sample; otherwise the source gives one sample per label value.
+#define PARLEY_SCRAPED(X)                                                                  \
+  X(connections, kGauge, "parley_connections", "tenant",                                   \
+    "Open client connections by tenant (after hello).")                                    \
+  X(messages, kCounter, "parley_messages_total", "tenant",                                 \
+    "Messages acknowledged (not duplicates) by tenant.")                                   \
+  X(sockets, kGauge, "parley_sockets", "", "Open sockets of clients, including before hello.") \
+  X(append_queue_depth, kGauge, "parley_append_queue_depth", "",                           \
+    "Appends in flight in the hub shards.")                                                \
+  X(store_pending, kGauge, "parley_store_pending", "", "Appends queued in the durable store.") \
+  X(channels, kGauge, "parley_channels", "", "Channels loaded in the hub shards.")
+
+namespace parley::metrics {
+
+enum class Type { kCounter, kGauge, kHistogram };
+
+struct MetricInfo {
+  std::string_view name;
+  Type type;
+  std::string_view help;
+};
+
+// The latency histograms (per thread, fixed buckets) and the error counter by
+// code are declared here too; their shapes are fixed in metrics.cc.
+inline constexpr MetricInfo kAckSeconds{
+    "parley_ack_seconds", Type::kHistogram,
+    "Time from a pub frame's arrival to its ack being written."};
+inline constexpr MetricInfo kStageSeconds{
+    "parley_stage_seconds", Type::kHistogram,
+    "Latency of each stage of a message: decode, queue wait before its hub shard, store "
+    "append, fan-out to the tick, socket write."};
+inline constexpr MetricInfo kRejections{"parley_rejections_total", Type::kCounter,
+                                        "Error replies sent, by code."};
+
+enum class Scraped {
+#define PARLEY_SCRAPED_ID(id, type, name, label, help) id,
+  PARLEY_SCRAPED(PARLEY_SCRAPED_ID)
+#undef PARLEY_SCRAPED_ID
+};
+
+struct ScrapedInfo {
+  MetricInfo info;
+  std::string_view label;
+};
+
+inline constexpr ScrapedInfo kScraped[] = {
+#define PARLEY_SCRAPED_ROW(id, type, name, label, help) {{name, Type::type, help}, label},
+    PARLEY_SCRAPED(PARLEY_SCRAPED_ROW)
+#undef PARLEY_SCRAPED_ROW
+};
+inline constexpr size_t kScrapedCount = std::size(kScraped);
+
+// Every family the exposition holds, in its order: the registry tests and
+// dashboards can check against.
+inline constexpr auto kDeclared = [] {
+  std::array<MetricInfo, 3 +
+#define PARLEY_COUNT(...) +1
+                             PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
+#undef PARLEY_COUNT
+                             + kScrapedCount>
+      all{};
+  size_t i = 0;
+  all[i++] = kAckSeconds;
+  all[i++] = kStageSeconds;
+#define PARLEY_COUNTER_ROW(field, name, help) all[i++] = MetricInfo{name, Type::kCounter, help};
+#define PARLEY_GAUGE_ROW(field, name, help) all[i++] = MetricInfo{name, Type::kGauge, help};
+  PARLEY_THREAD_COUNTERS(PARLEY_COUNTER_ROW)
+  PARLEY_THREAD_GAUGES(PARLEY_GAUGE_ROW)
+#undef PARLEY_COUNTER_ROW
+#undef PARLEY_GAUGE_ROW
+  all[i++] = kRejections;
+  for (const auto& s : kScraped) all[i++] = s.info;
+  return all;
+}();
+
+}  // namespace parley::metrics
