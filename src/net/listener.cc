@@ -4,7 +4,8 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <charconv>
+
+#include "common/host_port.h"
 
 namespace parley::net {
 
@@ -13,22 +14,12 @@ using tcp = asio::ip::tcp;
 using local = asio::local::stream_protocol;
 
 Result<tcp::endpoint> parse_endpoint(const std::string& text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string::npos) return Error{ErrorCode::kBadRequest, "expected host:port: " + text};
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  unsigned port = 0;
-  const auto* first = text.data() + colon + 1;
-  const auto* last = text.data() + text.size();
-  auto r = std::from_chars(first, last, port);
-  if (r.ec != std::errc() || r.ptr != last || port > 65535) {
-    return Error{ErrorCode::kBadRequest, "bad port in " + text};
-  }
-  if (host == "localhost") host = "127.0.0.1";
+  auto hp = parse_host_port(text);
+  if (!hp) return Error{ErrorCode::kBadRequest, text + ": " + hp.error().msg};
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  if (ec) return Error{ErrorCode::kBadRequest, "bad address in " + text};
-  return tcp::endpoint(addr, static_cast<uint16_t>(port));
+  auto addr = asio::ip::make_address(hp->ip, ec);
+  if (ec) return Error{ErrorCode::kBadRequest, text + ": bad address"};
+  return tcp::endpoint(addr, hp->port);
 }
 
 namespace {

@@ -14,13 +14,13 @@
 
 namespace parley::net {
 
-// Called on the target loop with the accepted socket. Return false to refuse
-// (the socket is closed at once).
+// Called on the target loop with the accepted socket; to refuse it, the
+// callback lets the socket go (its destructor closes it).
 using OnTcpSocket = std::function<void(boost::asio::ip::tcp::socket, unsigned loop)>;
 using OnUnixSocket =
     std::function<void(boost::asio::local::stream_protocol::socket, unsigned loop)>;
 
-// Parses "host:port" (IPv4, or [IPv6]:port).
+// "host:port" as common/host_port.h parses it (IP literals and localhost).
 Result<boost::asio::ip::tcp::endpoint> parse_endpoint(const std::string& text);
 
 class Listener {

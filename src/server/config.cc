@@ -1,5 +1,7 @@
 #include "server/config.h"
 
+#include "common/host_port.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -114,29 +116,13 @@ bool is_name(std::string_view s, bool allow_colon) {
   return true;
 }
 
-// "host:port" or "[v6]:port"; port 0 asks the OS for one (tests).
-bool is_host_port(std::string_view s) {
-  size_t colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  std::string_view host = s.substr(0, colon), port = s.substr(colon + 1);
-  if (host.find(':') != std::string_view::npos &&
-      (host.front() != '[' || host.back() != ']')) {
-    return false;
-  }
-  if (port.empty() || port.size() > 5) return false;
-  uint32_t p = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9') return false;
-    p = p * 10 + uint32_t(c - '0');
-  }
-  return p <= 65535;
-}
-
+// Port 0 asks the OS for one (tests).
 Status read_address(const toml::node& n, const std::string& path, bool optional,
                     std::string& out) {
   if (Status s = read_string(n, path, out); !s) return s;
   if (optional && out.empty()) return Status::ok();
-  if (!is_host_port(out)) return bad(path + " must be host:port");
+  auto hp = parse_host_port(out);
+  if (!hp) return bad(path + " must be host:port: " + hp.error().msg);
   return Status::ok();
 }
 

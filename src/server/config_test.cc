@@ -250,12 +250,18 @@ TEST(Config, ValkeyStoreIsNotInThisBuild) {
 }
 
 TEST(Config, AddressesAreChecked) {
-  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"7700\"\n")), "server.listen must be host:port");
-  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"\"\n")), "server.listen must be host:port");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"7700\"\n")),
+            "server.listen must be host:port: expected host:port");
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"\"\n")),
+            "server.listen must be host:port: expected host:port");
   EXPECT_EQ(error_of(with_demo("[server]\ntcp_listen = \"localhost:70000\"\n")),
-            "server.tcp_listen must be host:port");
+            "server.tcp_listen must be host:port: the port must be a number from 0 to 65535");
   EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"::1:80\"\n")),
-            "server.listen must be host:port");
+            "server.listen must be host:port: an IPv6 address must be in brackets: [::1]:7700");
+  // A name would pass here and then fail (or bind elsewhere) at start.
+  EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"example.com:0\"\n")),
+            "server.listen must be host:port: the host must be an IP address or localhost, not "
+            "a name (\"example.com\")");
   EXPECT_TRUE(parse_config(with_demo("[server]\nlisten = \"[::1]:0\"\ntcp_listen = \"\"\n")).is_ok());
   EXPECT_EQ(error_of(with_demo("[server]\nunix_listen = \"/" + std::string(107, 'a') + "\"\n")),
             "server.unix_listen must be at most 107 bytes");

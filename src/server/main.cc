@@ -1,15 +1,16 @@
-// parley: `serve` runs the server, `token` mints a client token.
+// parley: `serve` runs the server, `token` mints a client token, `check-config`
+// validates a configuration file. Arguments are parsed in server/cli.h; exit
+// codes: 0 ok, 1 failed while running, 2 bad usage or configuration.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <cstring>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "auth/jwt.h"
 #include "common/clock.h"
+#include "server/cli.h"
 #include "server/config.h"
 #include "server/server.h"
 
@@ -19,32 +20,33 @@ constexpr const char* kUsage =
     "usage:\n"
     "  parley serve [--config FILE]\n"
     "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
+    "  parley check-config FILE\n"
     "  parley version\n";
 
-// The configuration at `path` (the demo one when empty); explains and returns
-// nullopt when it cannot be used.
-std::optional<parley::server::ServerConfig> load(const std::string& path) {
-  auto cfg = path.empty() ? parley::Result<parley::server::ServerConfig>(parley::server::demo_config())
-                          : parley::server::load_config_file(path);
-  if (!cfg) {
-    std::cerr << "parley: " << cfg.error().msg << "\n";
-    return std::nullopt;
-  }
-  return std::move(*cfg);
+// The configuration at `path`, or the demo one when `path` is empty.
+parley::Result<parley::server::ServerConfig> load(const std::string& path) {
+  if (path.empty()) return parley::server::demo_config();
+  return parley::server::load_config_file(path);
 }
 
-int serve(const std::vector<std::string>& args) {
-  std::string config_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config" && i + 1 < args.size()) {
-      config_path = args[++i];
-    } else {
-      std::cerr << kUsage;
-      return 2;
-    }
-  }
+// A configuration that does not check: its message names the file and key.
+int config_error(const parley::Error& e) {
+  std::cerr << "parley: " << e.msg << "\n";
+  return parley::server::kExitUsage;
+}
+
+// A bad argument: what is wrong, then the usage.
+int usage_error(const parley::Error& e) {
+  std::cerr << "parley: " << e.msg << "\n" << kUsage;
+  return parley::server::kExitUsage;
+}
+
+int serve(const std::vector<std::string>& argv) {
+  auto args = parley::server::parse_serve_args(argv);
+  if (!args) return usage_error(args.error());
+  const std::string& config_path = args->config_path;
   auto cfg = load(config_path);
-  if (!cfg) return 2;
+  if (!cfg) return config_error(cfg.error());
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l %v");
   // Signals are taken by sigwait in the main thread only: block them before
@@ -61,7 +63,7 @@ int serve(const std::vector<std::string>& args) {
   parley::server::Server server(*cfg);
   if (auto st = server.start(); !st) {
     spdlog::error("cannot start: {}", st.error().msg);
-    return 1;
+    return parley::server::kExitFailed;
   }
   spdlog::info("parley listening on {} (WebSocket /v1/ws, HTTP API){}{}; store {} in {}",
                cfg->listen, cfg->tcp_listen.empty() ? "" : ", raw TCP on " + cfg->tcp_listen,
@@ -83,62 +85,65 @@ int serve(const std::vector<std::string>& args) {
   return server.run_until_signal();
 }
 
-int token(const std::vector<std::string>& args) {
-  std::string config_path, tenant, user;
-  int64_t ttl = 3600;
-  parley::auth::Claims claims;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has = i + 1 < args.size();
-    if (a == "--config" && has) {
-      config_path = args[++i];
-    } else if (a == "--tenant" && has) {
-      tenant = args[++i];
-    } else if (a == "--user" && has) {
-      user = args[++i];
-    } else if (a == "--ttl" && has) {
-      ttl = std::stoll(args[++i]);
-    } else if (a == "--chans") {
-      claims.has_chans = true;
-      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) claims.chans.push_back(args[++i]);
-    } else {
-      std::cerr << kUsage;
-      return 2;
-    }
-  }
-  if (tenant.empty() || user.empty()) {
-    std::cerr << kUsage;
-    return 2;
-  }
-  auto cfg = load(config_path);
-  if (!cfg) return 2;
-  auto it = cfg->tenants.find(tenant);
+int token(const std::vector<std::string>& argv) {
+  auto args = parley::server::parse_token_args(argv);
+  if (!args) return usage_error(args.error());
+  auto cfg = load(args->config_path);
+  if (!cfg) return config_error(cfg.error());
+  auto it = cfg->tenants.find(args->tenant);
   if (it == cfg->tenants.end()) {
-    std::cerr << "parley: no tenant \"" << tenant << "\" in the configuration\n";
-    return 2;
+    std::cerr << "parley: no tenant \"" << args->tenant << "\" in the configuration\n";
+    return parley::server::kExitUsage;
   }
-  claims.sub = user;
-  claims.tenant = tenant;
-  claims.exp = parley::wall_ms() / 1000 + ttl;
+  parley::auth::Claims claims;
+  claims.sub = args->user;
+  claims.tenant = args->tenant;
+  claims.has_chans = args->has_chans;
+  claims.chans = args->chans;
+  claims.exp = parley::wall_ms() / 1000 + args->ttl_s;
   std::cout << parley::auth::mint_hs256(claims, it->second.secret) << "\n";
-  return 0;
+  return parley::server::kExitOk;
 }
 
-}  // namespace
+// Parses and checks FILE as `serve --config FILE` would, starting nothing.
+int check_config(const std::vector<std::string>& argv) {
+  auto args = parley::server::parse_check_config_args(argv);
+  if (!args) return usage_error(args.error());
+  auto cfg = parley::server::load_config_file(args->path);
+  if (!cfg) return config_error(cfg.error());
+  std::cout << args->path << ": ok (" << cfg->tenants.size() << " tenant"
+            << (cfg->tenants.size() == 1 ? "" : "s") << ")\n";
+  return parley::server::kExitOk;
+}
 
-int main(int argc, char** argv) {
+int dispatch(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kUsage;
-    return 2;
+    return parley::server::kExitUsage;
   }
   const std::string cmd = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "serve") return serve(args);
   if (cmd == "token") return token(args);
+  if (cmd == "check-config") return check_config(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "parley 0.1.0 (protocol v1)\n";
-    return 0;
+    return parley::server::kExitOk;
   }
-  std::cerr << kUsage;
-  return 2;
+  std::cerr << "parley: unknown command \"" << cmd << "\"\n" << kUsage;
+  return parley::server::kExitUsage;
+}
+
+}  // namespace
+
+// Commands return their errors as values; this catch is the last resort for a
+// library that throws (std::bad_alloc, std::system_error from a thread), so
+// that even then the process says why and exits with a code instead of aborting.
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "parley: internal error: " << e.what() << "\n";
+    return parley::server::kExitFailed;
+  }
 }

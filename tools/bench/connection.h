@@ -3,8 +3,10 @@
 //
 // Thread: owned by one Worker and touched only on that worker's io_context thread.
 // Lifetime: lives as long as the Worker (never freed mid-run), so handlers capture
-// `this`. Reads are reactor-style (async_wait + read_some into the worker's shared
-// buffer), so an idle connection holds no read buffer, only a leftover partial frame.
+// `this`. Reads: one pending read op per connection into its own 512-byte buffer
+// (a typical frame), then whatever else the socket holds is read at once into the
+// worker's shared buffer; between reads a connection keeps only those 512 bytes
+// and a leftover partial frame.
 #pragma once
 
 #include <array>

@@ -1,0 +1,153 @@
+// The `parley` command line: a bad argument or configuration is a clear
+// message on stderr and exit code 2, never an uncaught exception (which would
+// abort with SIGABRT); check-config validates a file without starting anything.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+struct Run {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `parley ARGS` (ARGS as shell words: tests pass only fixed strings).
+Run parley(const std::string& args) {
+  Run r;
+  const std::string cmd = std::string(PARLEY_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/parley-cli-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  // A config file with this [server] section body and the default tenants.
+  std::string config(const std::string& server_body, const std::string& tenants =
+                                                         default_tenants_toml()) {
+    const std::string path = dir_ + "/parley.toml";
+    std::ofstream(path) << "[server]\n" << server_body << "\ndata_dir = \"" << dir_
+                        << "/data\"\n\n" << tenants;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(CliTest, TokenWithANonNumericTtlExits2AndSaysWhy) {
+  auto r = parley("token --tenant demo --user alice --ttl abc");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--ttl must be a whole number"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"abc\""), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, TokenWithAnOutOfRangeTtlExits2) {
+  for (const char* ttl : {"0", "-5", "99999999999999999999", "12x", "1e3"}) {
+    auto r = parley(std::string("token --tenant demo --user alice --ttl ") + ttl);
+    EXPECT_EQ(r.exit_code, 2) << ttl << ": " << r.output;
+    EXPECT_NE(r.output.find("--ttl must be a whole number"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(CliTest, AFlagWithoutItsValueExits2) {
+  auto r = parley("token --tenant demo --user alice --ttl");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--ttl needs a value"), std::string::npos) << r.output;
+  r = parley("serve --config");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--config needs a value"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, MissingRequiredFlagsAndUnknownArgumentsExit2) {
+  auto r = parley("token --tenant demo");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--user is required"), std::string::npos) << r.output;
+  r = parley("token --tenant demo --user alice --colour blue");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown argument \"--colour\""), std::string::npos) << r.output;
+  r = parley("frobnicate");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown command \"frobnicate\""), std::string::npos) << r.output;
+  r = parley("");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("usage:"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, TokenWithGoodArgumentsPrintsAJwt) {
+  auto r = parley("token --tenant demo --user alice --ttl 60 --chans 'chat:*'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '.'), 2) << r.output;
+}
+
+TEST_F(CliTest, ServeWithAnUnreadableConfigExits2) {
+  auto r = parley("serve --config " + dir_ + "/missing.toml");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot read config file"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, ServeRefusesAHostNameListenBeforeStarting) {
+  auto r = parley("serve --config " + config("listen = \"example.com:0\""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("server.listen"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("parley ready"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, CheckConfigAcceptsAGoodFile) {
+  auto r = parley("check-config " + config("listen = \"127.0.0.1:0\"\ntcp_listen = \"[::1]:0\""));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": ok (2 tenants)"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/data")) << "check-config must start nothing";
+}
+
+TEST_F(CliTest, CheckConfigNamesTheBadKey) {
+  struct Case {
+    std::string server_body;
+    std::string key;
+  };
+  for (const Case& c : {Case{"threads = \"four\"", "server.threads"},
+                        Case{"listen = \"example.com:7700\"", "server.listen"},
+                        Case{"tcp_listen = \"127.0.0.1:99999\"", "server.tcp_listen"},
+                        Case{"lisen = \"127.0.0.1:0\"", "server.lisen"}}) {
+    auto r = parley("check-config " + config(c.server_body));
+    EXPECT_EQ(r.exit_code, 2) << c.server_body << ": " << r.output;
+    EXPECT_NE(r.output.find(c.key), std::string::npos) << c.server_body << ": " << r.output;
+  }
+  auto r = parley("check-config " + config("", "[tenants.demo]\nsecret = \"short\"\napi_key = \"k\"\n"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("tenants.demo.secret"), std::string::npos) << r.output;
+}
+
+TEST_F(CliTest, CheckConfigWithoutAFileExits2) {
+  auto r = parley("check-config");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("check-config takes one argument"), std::string::npos) << r.output;
+  r = parley("check-config " + dir_ + "/missing.toml");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot read config file"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace parley::testing
