@@ -4,6 +4,12 @@
 
 namespace parley::hub {
 
+namespace {
+// What a request refused by a closed hub hears: the server is draining, and
+// clients reconnect (to another node, or this one restarted) after a pause.
+Error draining() { return Error{ErrorCode::kUnavailable, "server is draining", 500}; }
+}  // namespace
+
 Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, ShardOptions opts)
     : loops_(loops) {
   std::vector<TickBatcher*> views;
@@ -37,6 +43,13 @@ void Hub::join(JoinRequest req) {
   // The index is computed before `req` is moved into the task: argument
   // evaluation order is unspecified, and a moved-from channel name would
   // route the task to another shard's loop.
+  if (!requests_.try_enter()) {
+    return loops_.run_on(req.sub->loop(), [done = std::move(req.done)] { done(JoinResult{draining()}); });
+  }
+  req.done = [this, done = std::move(req.done)](JoinResult r) {
+    done(std::move(r));
+    requests_.leave();
+  };
   const unsigned i = shard_of(req.tenant->id, req.ch);
   Shard* s = shards_[i].get();
   loops_.run_on(i, [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
@@ -49,6 +62,14 @@ void Hub::leave(const TenantConfig* tenant, std::string ch, uint64_t conn) {
 }
 
 void Hub::publish(PublishRequest req) {
+  if (!requests_.try_enter()) {
+    return loops_.run_on(req.reply_loop,
+                         [done = std::move(req.done)] { done(PublishOutcome{draining()}); });
+  }
+  req.done = [this, done = std::move(req.done)](PublishOutcome out) {
+    done(std::move(out));
+    requests_.leave();
+  };
   const unsigned i = shard_of(req.tenant->id, req.ch);
   Shard* s = shards_[i].get();
   loops_.run_on(i, [s, req = std::move(req)]() mutable { s->publish(std::move(req)); });

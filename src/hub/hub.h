@@ -9,6 +9,7 @@
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "hub/shard.h"
+#include "runtime/gate.h"
 
 namespace parley::hub {
 
@@ -28,6 +29,12 @@ class Hub {
   // Runs the idle sweep on every shard (call periodically, any thread).
   void sweep();
 
+  // Drain: from now on joins and publishes are answered `unavailable`, and
+  // `on_idle` runs once every one already accepted has been answered (its
+  // `done` has run on its reply loop, so acks are queued to their clients).
+  // Once; any thread but a loop's own blocking wait.
+  void close(std::function<void()> on_idle) { requests_.close(std::move(on_idle)); }
+
   size_t inflight() const;
   size_t channel_count() const;
 
@@ -35,6 +42,7 @@ class Hub {
   runtime::LoopGroup& loops_;
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  runtime::Gate requests_;  // joins and publishes not yet answered
 };
 
 }  // namespace parley::hub

@@ -30,27 +30,45 @@ Server::Server(ServerConfig config) : config_(std::move(config)) {}
 
 Server::~Server() { stop(); }
 
+// Start: each step needs only the ones before it; stop() undoes them in
+// reverse. docs/architecture.md "Start and stop order" lists the same steps.
 Status Server::start() {
-  // 1. Stores.
+  if (Status s = open_stores(); !s) return s;
+  create_loops();
+  create_services();
+  register_metrics();
+  loops_->start();
+  if (Status s = start_listeners(); !s) return s;
+  start_sweeps();
+  return Status::ok();
+}
+
+Status Server::open_stores() {
   ephemeral_ = store::make_memory_store();
   if (config_.store == "memory") {
     durable_ = store::make_memory_store();
-  } else {
-    std::error_code ec;
-    std::filesystem::create_directories(config_.data_dir, ec);
-    store::EmbeddedOptions eo;
-    eo.dir = config_.data_dir + "/store";
-    eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
-    auto opened = store::open_embedded_store(eo);
-    if (!opened) return opened.error();
-    durable_ = std::move(*opened);
+    return Status::ok();
   }
-  const hub::Stores stores{durable_.get(), ephemeral_.get()};
+  std::error_code ec;
+  std::filesystem::create_directories(config_.data_dir, ec);
+  store::EmbeddedOptions eo;
+  eo.dir = config_.data_dir + "/store";
+  eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
+  auto opened = store::open_embedded_store(eo);
+  if (!opened) return opened.error();
+  durable_ = std::move(*opened);
+  return Status::ok();
+}
 
-  // 2. Loops, metrics, tenants, hub, gateway, API.
-  unsigned threads = config_.threads ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
+void Server::create_loops() {
+  const unsigned threads =
+      config_.threads ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   loops_ = std::make_unique<runtime::LoopGroup>(threads);
   metrics_ = std::make_unique<metrics::Metrics>(threads);
+}
+
+void Server::create_services() {
+  const hub::Stores stores{durable_.get(), ephemeral_.get()};
   tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100});
@@ -60,7 +78,9 @@ Status Server::start() {
   go.max_connections = config_.max_connections;
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
+}
 
+void Server::register_metrics() {
   using metrics::Scraped;
   using Samples = std::vector<metrics::Metrics::Sample>;
   metrics_->set_source(Scraped::connections, [this](Samples& out) {
@@ -85,8 +105,9 @@ Status Server::start() {
   metrics_->set_source(Scraped::channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(hub_->channel_count())});
   });
+}
 
-  // 3. Listeners.
+Status Server::start_listeners() {
   const size_t hard_limit = 4 * max_message_bytes_of(config_);
   http_opts_.ws_max_message_bytes = hard_limit;
   http_opts_.max_body_bytes = hard_limit;
@@ -109,7 +130,6 @@ Status Server::start() {
     gateway_->adopt(ws);
   };
 
-  loops_->start();
   auto http = net::listen_tcp(*loops_, config_.listen, [this](boost::asio::ip::tcp::socket s, unsigned loop) {
     // A connection slot is taken at the WebSocket upgrade; plain HTTP
     // requests are short-lived and bounded by their timeouts.
@@ -138,10 +158,13 @@ Status Server::start() {
     if (!ux) return ux.error();
     listeners_.push_back(std::move(*ux));
   }
+  return Status::ok();
+}
+
+void Server::start_sweeps() {
   gateway_->start();
   sweep_timer_ = std::make_unique<boost::asio::steady_timer>(loops_->loop(0));
   loops_->run_on(0, [this] { arm_hub_sweep(); });
-  return Status::ok();
 }
 
 void Server::arm_hub_sweep() {
@@ -168,45 +191,84 @@ int Server::run_until_signal() {
   return 0;
 }
 
+namespace {
+// Blocks this (non-loop) thread until `done` has been called, or `timeout`.
+// The completion may run later, on any thread, after we stopped waiting.
+class Completion {
+ public:
+  std::function<void()> callback() {
+    return [p = promise_] { p->set_value(); };
+  }
+  bool wait(std::chrono::milliseconds timeout) {
+    return future_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::shared_ptr<std::promise<void>> promise_ = std::make_shared<std::promise<void>>();
+  std::future<void> future_ = promise_->get_future();
+};
+}  // namespace
+
 void Server::stop() {
   if (stopped_ || !loops_) return;
   stopped_ = true;
-  // 1. Stop accepting.
+  stop_sweeps();
+  stop_listeners();
+  drain_requests();
+  drain_sessions();
+  loops_->stop();
+  flush_stores();
+  spdlog::info("stopped: {} appends were in flight", hub_->inflight());
+}
+
+void Server::stop_sweeps() {
+  if (!sweep_timer_) return;
+  Completion cancelled;
+  loops_->run_on(0, [this, done = cancelled.callback()] {
+    sweep_timer_->cancel();
+    done();
+  });
+  cancelled.wait(std::chrono::seconds(5));
+  // The gateway's per-loop sweeps run on until drain_sessions: while requests
+  // drain they still close peers that stopped answering.
+}
+
+void Server::stop_listeners() {
   if (api_) api_->set_draining();
   if (http_listener_) http_listener_->stop();
   if (tcp_listener_) tcp_listener_->stop();
   for (auto& l : listeners_) l->stop();
-  // 2. Refuse new work, let the appends in flight finish and their acks reach
-  // the sessions, then tell every client and close behind what is queued.
+}
+
+void Server::drain_requests() {
+  // Sessions refuse new pub/join/state; the hub refuses what raced past that
+  // and reports when every accepted join and publish has been answered on its
+  // client's loop, so the acks are queued before the bye below.
   gateway_->begin_drain();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainGraceMs);
-  while (hub_->inflight() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!hub_) return;
+  Completion answered;
+  hub_->close(answered.callback());
+  if (!answered.wait(std::chrono::milliseconds(kDrainGraceMs))) {
+    spdlog::warn("drain: hub requests still unanswered after {} ms", kDrainGraceMs);
   }
-  for (int round = 0; round < 2; ++round) {  // shard outboxes, then the loops they post to
-    std::promise<void> passed;
-    gateway_->on_every_loop([] {}, [&passed] { passed.set_value(); });
-    passed.get_future().wait_for(std::chrono::seconds(2));
-  }
-  std::promise<void> told;
-  gateway_->drain([&told] { told.set_value(); });
-  told.get_future().wait_for(std::chrono::seconds(5));
-  const auto closed_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainCloseMs);
-  while (gateway_->sessions() > 0 && std::chrono::steady_clock::now() < closed_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (gateway_->sessions() > 0) {
-    std::promise<void> aborted;
-    gateway_->abort_remaining([&aborted] { aborted.set_value(); });
-    aborted.get_future().wait_for(std::chrono::seconds(5));
-  }
-  // 3. Flush the store, then stop the loops and release in reverse order.
-  durable_->flush();
-  if (sweep_timer_) {
-    loops_->run_on(0, [this] { sweep_timer_->cancel(); });
-  }
-  loops_->stop();
-  spdlog::info("stopped: {} appends were in flight", hub_->inflight());
+}
+
+void Server::drain_sessions() {
+  Completion told;
+  gateway_->drain(told.callback());
+  told.wait(std::chrono::seconds(5));
+  Completion closed;
+  gateway_->when_sessions_closed(closed.callback());
+  if (closed.wait(std::chrono::milliseconds(kDrainCloseMs))) return;
+  // Peers that did not complete the close: drop them (each connection and its
+  // session hold one another until it finishes).
+  Completion aborted;
+  gateway_->abort_remaining(aborted.callback());
+  aborted.wait(std::chrono::seconds(5));
+}
+
+void Server::flush_stores() {
+  if (durable_) durable_->flush();
 }
 
 }  // namespace parley::server

@@ -1,6 +1,11 @@
-// The Server owns every component and starts them in dependency order:
-// store -> loops -> hub -> gateway -> HTTP API -> listeners; it stops them in
-// reverse, draining first (bye to clients, in-flight appends flushed).
+// The Server owns every component. start() runs named steps in dependency
+// order: stores -> loops (and metrics) -> services (tenants, hub, gateway, HTTP
+// API) -> metric sources -> loop threads -> listeners -> sweeps; stop() undoes
+// them in reverse: sweeps -> listeners -> drain (hub requests answered, bye to
+// every session, sessions closed) -> loop threads -> store flush. Waits are on
+// completions (runtime::Gate, run_on_every_loop), never on a polled count.
+//
+// start(), stop() and run_until_signal() run on one thread that is not a loop.
 #pragma once
 
 #include <memory>
@@ -35,6 +40,20 @@ class Server {
   uint16_t tcp_port() const;
 
  private:
+  // start() steps, in order.
+  Status open_stores();
+  void create_loops();
+  void create_services();
+  void register_metrics();
+  Status start_listeners();
+  void start_sweeps();
+  // stop() steps, in order (the reverse of start).
+  void stop_sweeps();
+  void stop_listeners();
+  void drain_requests();
+  void drain_sessions();
+  void flush_stores();
+
   // Every kHubSweepPeriod on loop 0: lets the shards drop idle channels.
   void arm_hub_sweep();
 

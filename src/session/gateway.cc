@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "session/client_session.h"
 #include "protocol/encoder.h"
+#include "runtime/every_loop.h"
 
 namespace parley::session {
 
@@ -43,12 +44,16 @@ bool Gateway::admit() {
 }
 
 void Gateway::adopt(std::shared_ptr<net::Connection> conn) {
+  if (!sessions_.try_enter()) {
+    // Drain closed the gate after admit(): dropping the connection closes it.
+    admitted_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   const unsigned loop = conn->loop();
   const uint64_t id = next_conn_id_.fetch_add(1, std::memory_order_relaxed);
   auto session = std::make_shared<ClientSession>(*this, conn, id,
                                                  wall_ms() + opts_.hello_timeout_ms);
   per_loop_[loop]->by_conn.emplace(id, session);
-  live_.fetch_add(1, std::memory_order_relaxed);
   metrics_.local().inc(metrics_.local().connections_opened);
   conn->start(session);
 }
@@ -69,8 +74,8 @@ void Gateway::on_session_closed(ClientSession& s) {
     }
   }
   if (ls.by_conn.erase(s.conn_id())) {
-    live_.fetch_sub(1, std::memory_order_relaxed);
     admitted_.fetch_sub(1, std::memory_order_relaxed);
+    sessions_.leave();
   }
 }
 
@@ -128,23 +133,12 @@ void Gateway::run_sweep(unsigned loop) {
   }
 }
 
-void Gateway::on_every_loop(std::function<void()> fn, std::function<void()> done) {
-  auto remaining = std::make_shared<std::atomic<unsigned>>(loops_.size());
-  auto shared_fn = std::make_shared<std::function<void()>>(std::move(fn));
-  auto finish = std::make_shared<std::function<void()>>(std::move(done));
-  for (unsigned i = 0; i < loops_.size(); ++i) {
-    loops_.run_on(i, [remaining, shared_fn, finish] {
-      (*shared_fn)();
-      if (remaining->fetch_sub(1) == 1) (*finish)();
-    });
-  }
-}
-
 void Gateway::drain(std::function<void()> done) {
   draining_.store(true);
-  on_every_loop(
-      [this] {
-        auto& ls = *per_loop_[runtime::LoopGroup::current()];
+  runtime::run_on_every_loop(
+      loops_,
+      [this](unsigned loop) {
+        auto& ls = *per_loop_[loop];
         ls.sweep.cancel();
         std::vector<std::shared_ptr<ClientSession>> all;
         for (auto& [id, s] : ls.by_conn) all.push_back(s);
@@ -160,9 +154,10 @@ void Gateway::drain(std::function<void()> done) {
 }
 
 void Gateway::abort_remaining(std::function<void()> done) {
-  on_every_loop(
-      [this] {
-        auto& ls = *per_loop_[runtime::LoopGroup::current()];
+  runtime::run_on_every_loop(
+      loops_,
+      [this](unsigned loop) {
+        auto& ls = *per_loop_[loop];
         std::vector<std::shared_ptr<ClientSession>> all;
         for (auto& [id, s] : ls.by_conn) all.push_back(s);
         for (auto& s : all) s->connection().abort();

@@ -16,6 +16,7 @@
 #include "session/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/connection.h"
+#include "runtime/gate.h"
 #include "runtime/loop_group.h"
 
 namespace parley::session {
@@ -47,12 +48,12 @@ class Gateway {
   // reconnect_ms) so that the appends in flight can finish and be acked.
   void begin_drain() { draining_.store(true); }
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
-  // Drain, step 2: runs `fn` on every loop and `done` once all have run it;
-  // a barrier that lets acks already posted to a loop reach their sessions.
-  void on_every_loop(std::function<void()> fn, std::function<void()> done);
-  // Drain, step 3: queues `bye` (draining) behind what each session already
+  // Drain, step 2: queues `bye` (draining) behind what each session already
   // has queued and closes it; `done` runs once every loop has done so.
   void drain(std::function<void()> done);
+  // Drain, step 3: no session is adopted from now on; `on_empty` runs once
+  // every session has closed (on the loop of the last one, or here). Once.
+  void when_sessions_closed(std::function<void()> on_empty) { sessions_.close(std::move(on_empty)); }
   // Drain, last step: drops the connections whose peers have not completed the
   // close (each connection and its session hold one another until it finishes).
   void abort_remaining(std::function<void()> done);
@@ -62,7 +63,7 @@ class Gateway {
   void send_direct(const TenantRuntime* tenant, std::string user, std::string body,
                    unsigned reply_loop, std::function<void(size_t)> done);
 
-  size_t sessions() const { return live_.load(std::memory_order_relaxed); }
+  size_t sessions() const { return sessions_.count(); }
 
   // For sessions (on their loop).
   TenantRegistry& tenants() { return tenants_; }
@@ -92,7 +93,7 @@ class Gateway {
   GatewayOptions opts_;
   std::vector<std::unique_ptr<LoopSessions>> per_loop_;
   std::atomic<uint64_t> next_conn_id_{1};
-  std::atomic<size_t> live_{0};
+  runtime::Gate sessions_;  // one unit per adopted session, left when it closes
   std::atomic<size_t> admitted_{0};
   std::atomic<bool> draining_{false};
 };

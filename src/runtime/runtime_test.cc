@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "runtime/every_loop.h"
+#include "runtime/gate.h"
+#include "runtime/loop_group.h"
+
+namespace parley::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(GateTest, CloseOnAnEmptyGateCompletesAtOnce) {
+  Gate g;
+  bool fired = false;
+  g.close([&] { fired = true; });
+  EXPECT_TRUE(fired);
+  EXPECT_TRUE(g.is_closed());
+}
+
+TEST(GateTest, CloseCompletesWhenTheLastUnitLeaves) {
+  Gate g;
+  ASSERT_TRUE(g.try_enter());
+  ASSERT_TRUE(g.try_enter());
+  int fired = 0;
+  g.close([&] { ++fired; });
+  EXPECT_EQ(fired, 0);
+  g.leave();
+  EXPECT_EQ(fired, 0);
+  EXPECT_EQ(g.count(), 1u);
+  g.leave();
+  EXPECT_EQ(fired, 1);
+}
+
+TEST(GateTest, NoWorkEntersAfterClose) {
+  Gate g;
+  ASSERT_TRUE(g.try_enter());
+  int fired = 0;
+  g.close([&] { ++fired; });
+  EXPECT_FALSE(g.try_enter());
+  EXPECT_EQ(g.count(), 1u);
+  {
+    Gate::Holder h(g);
+    EXPECT_FALSE(h);
+  }
+  EXPECT_EQ(fired, 0) << "a refused entry must not complete the close";
+  g.leave();
+  EXPECT_EQ(fired, 1);
+}
+
+TEST(GateTest, HolderLeavesOnDestruction) {
+  Gate g;
+  int fired = 0;
+  {
+    Gate::Holder h(g);
+    ASSERT_TRUE(h);
+    Gate::Holder moved(std::move(h));
+    g.close([&] { ++fired; });
+    EXPECT_EQ(fired, 0);
+  }
+  EXPECT_EQ(fired, 1);
+  EXPECT_EQ(g.count(), 0u);
+}
+
+// Threads enter and leave while another closes: the completion runs exactly
+// once, and only after every admitted unit has left.
+TEST(GateTest, CloseRacingEnterAndLeaveCompletesExactlyOnce) {
+  for (int round = 0; round < 200; ++round) {
+    Gate g;
+    std::atomic<int> inside{0};
+    std::atomic<int> fired{0};
+    std::atomic<int> inside_at_fire{-1};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; ++t) {
+      workers.emplace_back([&] {
+        for (int i = 0; i < 200; ++i) {
+          if (!g.try_enter()) return;
+          inside.fetch_add(1);
+          inside.fetch_sub(1);
+          g.leave();
+        }
+      });
+    }
+    g.close([&] {
+      inside_at_fire = inside.load();
+      fired.fetch_add(1);
+    });
+    for (auto& w : workers) w.join();
+    EXPECT_EQ(fired.load(), 1) << "round " << round;
+    EXPECT_EQ(inside_at_fire.load(), 0) << "round " << round;
+    EXPECT_EQ(g.count(), 0u);
+  }
+}
+
+TEST(EveryLoopTest, RunsOnEveryLoopThenCompletesOnce) {
+  LoopGroup loops(3);
+  loops.start();
+  std::vector<std::atomic<int>> ran_on(3);
+  std::atomic<int> wrong_thread{0};
+  std::promise<void> done;
+  run_on_every_loop(
+      loops,
+      [&](unsigned i) {
+        if (LoopGroup::current() != static_cast<int>(i)) wrong_thread.fetch_add(1);
+        ran_on[i].fetch_add(1);
+      },
+      [&] { done.set_value(); });
+  ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+  for (auto& r : ran_on) EXPECT_EQ(r.load(), 1);
+  EXPECT_EQ(wrong_thread.load(), 0);
+  loops.stop();
+}
+
+TEST(EveryLoopTest, WorkPostedBeforeRunsBeforeTheBarrier) {
+  LoopGroup loops(2);
+  loops.start();
+  std::atomic<int> earlier{0};
+  std::atomic<int> seen_at_barrier{-1};
+  std::promise<void> done;
+  // Each loop gets slow work first; the barrier must run behind it.
+  for (unsigned i = 0; i < loops.size(); ++i) {
+    loops.run_on(i, [&] {
+      std::this_thread::sleep_for(20ms);
+      earlier.fetch_add(1);
+    });
+  }
+  run_on_every_loop(loops, nullptr, [&] {
+    seen_at_barrier = earlier.load();
+    done.set_value();
+  });
+  ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(seen_at_barrier.load(), 2);
+  loops.stop();
+}
+
+}  // namespace
+}  // namespace parley::runtime
