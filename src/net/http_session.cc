@@ -69,6 +69,7 @@ void HttpSession::on_request() {
     upgrade();
     return;
   }
+  if (path_of(req.target()) == "/v1/ws") return refuse_non_upgrade();
   if (!opts_.handler) {
     write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
     return;
@@ -80,6 +81,27 @@ void HttpSession::on_request() {
       self->write_response(std::move(res));
     });
   });
+}
+
+// The WebSocket path asked for without a valid upgrade: the status says what
+// would have worked, as RFC 6455 4.2.1 and RFC 9110 (405 with Allow, 426 with
+// Upgrade) ask, rather than a misleading 404.
+void HttpSession::refuse_non_upgrade() {
+  const auto& req = parser_->get();
+  keep_alive_ = false;
+  if (req.method() != http::verb::get) {
+    HttpResponse res{405, "application/json", error_body("bad_request", "the WebSocket handshake is a GET")};
+    res.headers.emplace_back("Allow", "GET");
+    return write_response(std::move(res));
+  }
+  if (req.version() < 11) {
+    return write_response(
+        {400, "application/json", error_body("bad_request", "the WebSocket handshake needs HTTP/1.1")});
+  }
+  HttpResponse res{426, "application/json", error_body("bad_request", "WebSocket upgrade required")};
+  res.headers.emplace_back("Upgrade", "websocket");
+  res.headers.emplace_back("Sec-WebSocket-Version", "13");
+  write_response(std::move(res));
 }
 
 void HttpSession::upgrade() {

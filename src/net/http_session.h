@@ -58,6 +58,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
  private:
   void read_request();
   void on_request();
+  void refuse_non_upgrade();
   void upgrade();
   // Answers 101 and hands the socket, with any bytes read past the request, to
   // a WsConnection.
