@@ -7,6 +7,7 @@
 
 #include "channel_audit.h"
 #include "histogram.h"
+#include "options.h"
 #include "server_frame.h"
 #include "token.h"
 #include "ws_codec.h"
@@ -149,4 +150,30 @@ TEST(Token, IsThreeBase64UrlParts) {
 }
 
 }  // namespace
+TEST(Options, NumbersAreParsedWhole) {
+  auto o = bench::parse_options({"chat", "--conns", "12", "--rate", "2.5", "--target", "127.0.0.1:7700"});
+  EXPECT_EQ(o.conns, 12);
+  EXPECT_DOUBLE_EQ(o.rate, 2.5);
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 7700);
+}
+
+TEST(Options, ABadValueIsAnErrorNamingTheFlag) {
+  auto message = [](std::vector<std::string> args) {
+    try {
+      bench::parse_options(args);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message({"--conns", "abc"}), "--conns must be a whole number, not \"abc\"");
+  EXPECT_EQ(message({"--conns", "5x"}), "--conns must be a whole number, not \"5x\"");
+  EXPECT_EQ(message({"--rate", ""}), "--rate must be a number, not \"\"");
+  EXPECT_EQ(message({"--target", "127.0.0.1:http"}),
+            "--target's port must be a whole number, not \"http\"");
+  EXPECT_EQ(message({"--target", "127.0.0.1:0"}), "--target's port must be 1-65535");
+  EXPECT_EQ(message({"--conns"}), "--conns wants a value");
+}
+
 }  // namespace bench

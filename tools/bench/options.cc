@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <charconv>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -120,10 +121,31 @@ the run.
 }
 
 namespace {
+// Strict numbers: all of `v` or an error naming the flag (std::stoi took "5x"
+// as 5 and reported "abc" as just "stoi"). The bench links none of the
+// server's libraries, so its usage errors are exceptions caught in main().
+int int_of(const std::string& flag, const std::string& v) {
+  int x = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size())
+    throw std::runtime_error(flag + " must be a whole number, not \"" + v + "\"");
+  return x;
+}
+
+double double_of(const std::string& flag, const std::string& v) {
+  double x = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size())
+    throw std::runtime_error(flag + " must be a number, not \"" + v + "\"");
+  return x;
+}
+
 std::pair<std::string, int> split_host_port(const std::string& s) {
   auto colon = s.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("--target wants HOST:PORT");
-  return {s.substr(0, colon), std::stoi(s.substr(colon + 1))};
+  if (colon == std::string::npos || colon == 0) throw std::runtime_error("--target wants HOST:PORT");
+  const int port = int_of("--target's port", s.substr(colon + 1));
+  if (port < 1 || port > 65535) throw std::runtime_error("--target's port must be 1-65535");
+  return {s.substr(0, colon), port};
 }
 }  // namespace
 
@@ -134,12 +156,16 @@ Options parse_options(const std::vector<std::string>& args) {
     if (!apply_preset(args[i], o)) throw std::runtime_error("unknown scenario " + args[i]);
     ++i;
   }
-  using Setter = std::function<void(const std::string&)>;
-  auto d = [](double& f) { return Setter([&f](const std::string& v) { f = std::stod(v); }); };
-  auto n = [](int& f) { return Setter([&f](const std::string& v) { f = std::stoi(v); }); };
-  auto s = [](std::string& f) { return Setter([&f](const std::string& v) { f = v; }); };
+  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+  auto d = [](double& f) {
+    return Setter([&f](const std::string& flag, const std::string& v) { f = double_of(flag, v); });
+  };
+  auto n = [](int& f) {
+    return Setter([&f](const std::string& flag, const std::string& v) { f = int_of(flag, v); });
+  };
+  auto s = [](std::string& f) { return Setter([&f](const std::string&, const std::string& v) { f = v; }); };
   std::map<std::string, Setter> with_value = {
-      {"--target", [&](const std::string& v) { std::tie(o.host, o.port) = split_host_port(v); }},
+      {"--target", [&](const std::string&, const std::string& v) { std::tie(o.host, o.port) = split_host_port(v); }},
       {"--transport", s(o.transport)}, {"--path", s(o.ws_path)}, {"--label", s(o.target_name)},
       {"--tenant", s(o.tenant)}, {"--secret", s(o.secret)}, {"--src-addrs", n(o.src_addrs)},
       {"--conns", n(o.conns)}, {"--channel-size", n(o.channel_size)}, {"--ns", s(o.ns)},
@@ -163,7 +189,8 @@ Options parse_options(const std::vector<std::string>& args) {
     auto it = with_value.find(a);
     if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
     if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");
-    it->second(args[++i]);
+    it->second(a, args[i + 1]);
+    ++i;
   }
   if (o.conns < 1 || o.channel_size < 1 || o.threads < 1 || o.procs < 1)
     throw std::runtime_error("counts must be >= 1");

@@ -65,7 +65,8 @@ struct Options {
   std::string targets = "parley,node-ws,bun";
 };
 
-// Parses argv (after the subcommand). Throws std::runtime_error on a bad flag.
+// Parses argv (after the subcommand). Throws std::runtime_error naming the flag
+// on a bad one (main() prints it with the usage and exits 2).
 // Presets (chat-6k, ccu-soak, world-6k, broadcast, soak, world, ramp, chat) are
 // applied first, so later flags override them.
 Options parse_options(const std::vector<std::string>& args);
