@@ -9,6 +9,7 @@
 #include "protocol/client_op.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
+#include "protocol/identifier.h"
 
 namespace parley::api {
 
@@ -43,33 +44,13 @@ std::optional<uint64_t> parse_u64(const std::string& s) {
   return v;
 }
 
-// The parsed JSON body of a POST: validated fields, `body` minified.
-struct PostFields {
-  std::string ch, id, user, body;
-  bool has_body = false;
-};
-
-std::variant<PostFields, Error> parse_post(std::string_view text, size_t max_body) {
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(text.data(), text.size()).get(doc) || !doc.is_object()) {
-    return Error{ErrorCode::kBadRequest, "body must be a JSON object"};
-  }
-  PostFields f;
-  for (auto field : doc.get_object()) {
-    const std::string_view k = field.key;
-    if (k == "ch" || k == "id" || k == "user") {
-      std::string_view v;
-      if (field.value.get_string().get(v)) return Error{ErrorCode::kBadRequest, std::string(k) + " must be a string"};
-      (k == "ch" ? f.ch : k == "id" ? f.id : f.user) = std::string(v);
-    } else if (k == "body") {
-      f.body = simdjson::minify(field.value);
-      f.has_body = true;
-    }
-  }
-  if (!f.has_body) return Error{ErrorCode::kBadRequest, "missing body"};
-  if (f.body.size() > max_body) return Error{ErrorCode::kTooLarge, "body too large"};
-  return f;
+// The JSON body of a POST, validated as a client frame is (decoder.h).
+std::variant<protocol::ApiPost, Error> parse_post(std::string_view text,
+                                                  protocol::ApiPostKind kind,
+                                                  size_t max_message_bytes) {
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes = max_message_bytes;
+  return protocol::decode_api_post(text, kind, limits);
 }
 
 }  // namespace
@@ -101,6 +82,32 @@ HttpApi::HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gatew
                  hub::Stores stores, metrics::Metrics& metrics)
     : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
 
+const session::TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& req) const {
+  const std::string_view auth = req[http::field::authorization];
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.substr(0, kBearer.size()) != kBearer) return nullptr;
+  return tenants_.find_by_api_key(auth.substr(kBearer.size()));
+}
+
+std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHeader& req,
+                                                       size_t& body_limit) {
+  const std::string_view target = req.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/healthz" || path == "/metrics") return std::nullopt;  // no auth; GET
+  const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
+                     path == "/v1/presence";
+  if (!known) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};
+  const session::TenantRuntime* t = tenant_of(req);
+  if (!t) {
+    metrics_.local().reject(ErrorCode::kUnauthorized);
+    return error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"});
+  }
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes = t->config.max_message_bytes;
+  body_limit = std::min(body_limit, protocol::hard_frame_limit(limits));
+  return std::nullopt;
+}
+
 void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond) {
   const std::string_view target = req.target();
   const auto q = target.find('?');
@@ -119,11 +126,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
                      path == "/v1/presence";
   if (!known) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
 
-  const std::string_view auth = req[http::field::authorization];
-  constexpr std::string_view kBearer = "Bearer ";
-  const session::TenantRuntime* t =
-      auth.substr(0, kBearer.size()) == kBearer ? tenants_.find_by_api_key(auth.substr(kBearer.size()))
-                                                : nullptr;
+  const session::TenantRuntime* t = tenant_of(req);
   if (!t) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
     return respond(error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"}));
@@ -140,11 +143,9 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
 void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                       Respond respond) {
   const int64_t arrived = steady_ns();
-  auto parsed = parse_post(req.body(), t.config.max_message_bytes);
+  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kPublish, t.config.max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
-  auto& f = std::get<PostFields>(parsed);
-  if (!protocol::is_valid_channel(f.ch)) return respond(bad("bad channel name"));
-  if (f.id.size() > protocol::kMaxIdLength) return respond(bad("id must be 1-64 chars"));
+  auto& f = std::get<protocol::ApiPost>(parsed);
   if (int wait = const_cast<session::TenantRuntime&>(t).publish_bucket.take(arrived)) {
     metrics_.local().reject(ErrorCode::kRateLimited);
     return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
@@ -152,7 +153,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
   hub::PublishRequest p;
   p.tenant = &t.config;
   p.ch = std::move(f.ch);
-  p.from = "server";
+  p.from = std::string(protocol::kServerUser);
   p.id = std::move(f.id);
   p.body = std::move(f.body);
   p.arrived_ns = arrived;
@@ -173,12 +174,9 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
 
 void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                    Respond respond) {
-  auto parsed = parse_post(req.body(), t.config.max_message_bytes);
+  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config.max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
-  auto& f = std::get<PostFields>(parsed);
-  if (f.user.empty() || f.user.size() > protocol::kMaxIdLength) {
-    return respond(bad("user must be 1-64 chars"));
-  }
+  auto& f = std::get<protocol::ApiPost>(parsed);
   gateway_.send_direct(&t, std::move(f.user), std::move(f.body), loop,
                        [respond = std::move(respond)](size_t n) {
                          std::string body;

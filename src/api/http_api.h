@@ -19,6 +19,11 @@ class HttpApi final : public net::HttpHandler {
   HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
           hub::Stores stores, metrics::Metrics& metrics);
 
+  // Routes and authenticates from the header alone: a body is read only for
+  // a known path with an accepted API key, at most 4 x the tenant's
+  // max_message_bytes.
+  std::optional<net::HttpResponse> check_header(const net::HttpRequestHeader& req,
+                                                size_t& body_limit) override;
   void handle(const net::HttpRequest& req, unsigned loop,
               std::function<void(net::HttpResponse)> respond) override;
 
@@ -27,6 +32,8 @@ class HttpApi final : public net::HttpHandler {
 
  private:
   using Respond = std::function<void(net::HttpResponse)>;
+  // The tenant whose API key the Authorization header carries, or nullptr.
+  const session::TenantRuntime* tenant_of(const net::HttpRequestHeader& req) const;
   void publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                Respond respond);
   void send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,

@@ -11,6 +11,7 @@
 
 #include "auth/base64url.h"
 #include "common/json_writer.h"
+#include "protocol/identifier.h"
 
 namespace parley::auth {
 namespace {
@@ -102,6 +103,11 @@ Status read_claims(simdjson::dom::object obj, int64_t now_s, int64_t leeway_s, C
   if (obj["sub"].get_string().get(sub) != simdjson::SUCCESS || sub.empty() ||
       utf8_chars(sub) > kMaxSubChars) {
     return unauthorized("token claim sub must be a string of 1-64 chars");
+  }
+  // A signed token is still outside data: a NUL or a newline in a user id
+  // would reach store keys, logs and other clients' frames.
+  if (protocol::has_control_chars(sub)) {
+    return unauthorized("token claim sub must not contain control characters");
   }
   std::string_view tenant;
   if (obj["tenant"].get_string().get(tenant) != simdjson::SUCCESS || tenant.empty()) {

@@ -178,6 +178,17 @@ TEST(Jwt, SubMustBeOneTo64Chars) {
   expect_refused(sign_claims(R"({"sub":7,"tenant":"demo","exp":1764464400})"), kSubMsg);
 }
 
+TEST(Jwt, SubWithAControlCharacterIsRefused) {
+  constexpr std::string_view kMsg = "token claim sub must not contain control characters";
+  expect_refused(sign_claims(R"({"sub":"a\u0000b","tenant":"demo","exp":1764464400})"), kMsg);
+  expect_refused(sign_claims(R"({"sub":"a\nb","tenant":"demo","exp":1764464400})"), kMsg);
+  expect_refused(sign_claims(R"({"sub":"a\u007f","tenant":"demo","exp":1764464400})"), kMsg);
+  expect_refused(sign_claims(R"({"sub":"\u0085","tenant":"demo","exp":1764464400})"), kMsg);
+  EXPECT_TRUE(verify_hs256(sign_claims(R"({"sub":"a b\u00e9","tenant":"demo","exp":1764464400})"),
+                           kSecret, kNow)
+                  .is_ok());
+}
+
 TEST(Jwt, TenantMustBeANonEmptyString) {
   constexpr std::string_view kMsg = "token claim tenant must be a non-empty string";
   expect_refused(sign_claims(R"({"sub":"u1","exp":1764464400})"), kMsg);

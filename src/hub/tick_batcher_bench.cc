@@ -66,6 +66,9 @@ class NullConnection final : public net::Connection {
   void wait_writable() override { std::abort(); }  // every write completes at once
   void close_transport(int, const std::string&) override { finish(); }
   void abort_transport() override {}
+  void set_max_frame(size_t) override {}
+  size_t read_buffer_bytes() const override { return 0; }
+  void discard_input() override {}
 };
 
 // Stands in for session::ClientSession::send.

@@ -39,7 +39,11 @@
   X(append_queue_depth, kGauge, "parley_append_queue_depth", "",                           \
     "Appends in flight in the hub shards.")                                                \
   X(store_pending, kGauge, "parley_store_pending", "", "Appends queued in the durable store.") \
-  X(channels, kGauge, "parley_channels", "", "Channels loaded in the hub shards.")
+  X(channels, kGauge, "parley_channels", "", "Channels loaded in the hub shards.")           \
+  X(http_connections, kGauge, "parley_http_connections", "",                               \
+    "HTTP connections not upgraded to WebSocket (they count against max_connections).")    \
+  X(preauth_bytes, kGauge, "parley_preauth_bytes", "",                                     \
+    "Bytes held in read buffers of connections before hello (server.preauth_memory_bytes).")
 
 namespace parley::metrics {
 

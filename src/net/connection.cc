@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "common/clock.h"
+#include "net/preauth_budget.h"
 
 namespace parley::net {
 
@@ -18,6 +19,7 @@ constexpr size_t kKeepQueueSlots = 4;
 }  // namespace
 
 Connection::~Connection() {
+  release_preauth();
   // finish() has returned the queue's bytes already; a connection may be
   // destroyed by its io_context's shutdown, after the metrics are gone.
   if (queued_bytes_ != 0) drop_queued(head_);
@@ -31,6 +33,35 @@ void Connection::drop_queued(size_t from) {
                                     std::memory_order_relaxed);
   }
   queue_.resize(from);
+}
+
+void Connection::set_authenticated(size_t max_frame_bytes) {
+  authenticated_ = true;
+  release_preauth();
+  set_max_frame(max_frame_bytes);
+}
+
+bool Connection::account_preauth() {
+  if (authenticated_ || finished_) return true;
+  const size_t held = read_buffer_bytes();
+  const auto delta = static_cast<int64_t>(held) - static_cast<int64_t>(preauth_charged_);
+  preauth_charged_ = held;
+  if (PreauthBudget::process().charge(delta)) return true;
+  refuse(Refusal::kPreauthBudget);
+  return false;
+}
+
+void Connection::release_preauth() {
+  if (preauth_charged_ == 0) return;
+  PreauthBudget::process().charge(-static_cast<int64_t>(preauth_charged_));
+  preauth_charged_ = 0;
+}
+
+void Connection::refuse(Refusal why) {
+  discard_input();
+  release_preauth();
+  if (handler_ && !close_requested_) handler_->on_refused(why);
+  if (!closing()) close(1009, "message too big");
 }
 
 void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
@@ -223,6 +254,7 @@ void Connection::deliver(std::string_view payload, bool binary) {
 void Connection::finish() {
   if (finished_) return;
   finished_ = true;
+  release_preauth();
   if (close_deadline_) close_deadline_->cancel();
   drop_queued(head_);  // never to be written; frees the shared tick buffers now
   queue_.clear();

@@ -21,6 +21,12 @@
 
 namespace parley::net {
 
+// Why a transport refused input before it became a frame.
+enum class Refusal {
+  kFrameTooLarge,  // a frame's header announced more than the current limit
+  kPreauthBudget,  // unauthenticated bytes would pass the process's PreauthBudget
+};
+
 // The protocol layer above a connection. Called on the connection's loop.
 class ConnectionHandler {
  public:
@@ -28,6 +34,9 @@ class ConnectionHandler {
   // One complete client frame (a WebSocket text message or a length-prefixed
   // payload). `binary` is true for a WebSocket binary message.
   virtual void on_frame(std::string_view payload, bool binary) = 0;
+  // Input was refused and no more is read: the handler says why and closes
+  // (if it does not, the connection closes with 1009).
+  virtual void on_refused(Refusal) {}
   // Called once, after the transport is gone.
   virtual void on_closed() = 0;
 };
@@ -63,6 +72,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     finish();
   }
 
+  // Before this is called the connection is unauthenticated: frames are
+  // capped at the limit it was made with (server.preauth_frame_bytes, checked
+  // from each frame's header) and what its reader holds is charged to the
+  // PreauthBudget. The session calls it once, at `welcome`, with the tenant's
+  // frame limit.
+  void set_authenticated(size_t max_frame_bytes);
+  bool authenticated() const { return authenticated_; }
+
   // Heartbeat: counts a period without news from the peer (any frame, or a
   // WebSocket pong, resets it); WebSocket also sends a ping.
   virtual void heartbeat() {
@@ -96,6 +113,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual void close_written() {}
   // Tears the socket down at once (close timed out, or fatal error).
   virtual void abort_transport() = 0;
+  // The largest frame the reader accepts from now on.
+  virtual void set_max_frame(size_t bytes) = 0;
+  // Bytes the reader holds between reads (a cut frame, a fragmented message).
+  virtual size_t read_buffer_bytes() const = 0;
+  // Stops turning input into frames and frees the read buffers; later bytes
+  // are read and dropped until the peer or the close deadline ends it.
+  virtual void discard_input() = 0;
+
+  // After each read: before authentication, charges the reader's buffer to
+  // the PreauthBudget. False when refused (the connection is closing).
+  bool account_preauth();
+  // Refuses input: discards the rest and lets the handler answer and close.
+  void refuse(Refusal why);
 
   // Queues a frame past the cap (control frames, a close frame) and writes.
   void send_unbounded(OutFrame&& frame);
@@ -126,7 +156,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void written(OutFrame& frame, int64_t now_ns);
   void arm_close_deadline();
 
+  void release_preauth();
+
   std::shared_ptr<ConnectionHandler> handler_;
+  bool authenticated_ = false;
+  size_t preauth_charged_ = 0;  // bytes this connection has charged to the PreauthBudget
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
   // connection up front. Frames are written in place: nothing points into the
   // queue between two sends, so it may grow (and move its elements) at will.

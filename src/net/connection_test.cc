@@ -65,6 +65,9 @@ class ScriptedConnection final : public Connection {
   void wait_writable() override { ++waits; }
   void close_transport(int, const std::string&) override {}
   void abort_transport() override { ++aborts; }
+  void set_max_frame(size_t) override {}
+  size_t read_buffer_bytes() const override { return 0; }
+  void discard_input() override {}
 };
 
 class ConnectionWrite : public ::testing::Test {

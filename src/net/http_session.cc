@@ -17,7 +17,14 @@ namespace http = beast::http;
 
 namespace {
 constexpr auto kRequestTimeout = std::chrono::seconds(30);
+// A request header above this (a 100 KB field, a flood of small ones) is 431.
 constexpr size_t kMaxHeaderBytes = 8 * 1024;
+// What the read buffer may hold: a header, or a slice of a body on its way
+// into the request (Beast moves body bytes out as it parses them).
+constexpr size_t kMaxBufferBytes = 16 * 1024;
+// After a last response, unread input is dropped for at most this long / this much.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr size_t kLingerBytes = 1 << 20;
 
 std::string error_body(std::string_view code, std::string_view msg) {
   std::string body;
@@ -32,29 +39,119 @@ std::string_view path_of(std::string_view target) {
 }  // namespace
 
 HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
-                         metrics::ThreadMetrics& metrics, const HttpSessionOptions& opts)
-    : stream_(std::move(socket)), loop_(loop), metrics_(metrics), opts_(opts) {}
+                         metrics::ThreadMetrics& metrics, const HttpSessionOptions& opts,
+                         std::function<void()> release)
+    : stream_(std::move(socket)),
+      buffer_(kMaxBufferBytes),
+      loop_(loop),
+      metrics_(metrics),
+      opts_(opts),
+      release_(std::move(release)) {}
+
+HttpSession::~HttpSession() {
+  if (release_) release_();
+}
 
 void HttpSession::start() { read_request(); }
 
 void HttpSession::read_request() {
-  parser_.emplace();
-  parser_->header_limit(kMaxHeaderBytes);
-  parser_->body_limit(opts_.max_body_bytes);
+  parser_.reset();
+  header_parser_.emplace();
+  header_parser_->header_limit(kMaxHeaderBytes);
+  stream_.expires_after(opts_.idle_timeout);
+  http::async_read_header(stream_, buffer_, *header_parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) {
+                            if (ec) {
+                              if (!self->answer_read_error(ec)) {
+                                beast::error_code ignored;
+                                self->stream_.socket().shutdown(
+                                    boost::asio::ip::tcp::socket::shutdown_both, ignored);
+                              }
+                              return;
+                            }
+                            self->on_header();
+                          });
+}
+
+bool HttpSession::answer_read_error(beast::error_code ec) {
+  keep_alive_ = false;
+  if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+    write_response({431, "application/json",
+                    error_body("bad_request", "request header fields too large")});
+    return true;
+  }
+  if (ec == http::error::body_limit) {
+    write_response({413, "application/json", error_body("too_large", "body too large")});
+    return true;
+  }
+  if (ec == http::error::bad_line_ending || ec == http::error::bad_method ||
+      ec == http::error::bad_target || ec == http::error::bad_version ||
+      ec == http::error::bad_field || ec == http::error::bad_value ||
+      ec == http::error::bad_content_length || ec == http::error::bad_transfer_encoding ||
+      ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
+      ec == http::error::bad_obs_fold) {
+    write_response({400, "application/json", error_body("bad_request", "malformed request")});
+    return true;
+  }
+  return false;  // EOF, timeout, reset: nobody to answer
+}
+
+void HttpSession::on_header() {
+  const auto& req = header_parser_->get();
+  keep_alive_ = req.keep_alive();
+  version_ = req.version();
+  // RFC 7230 3.3.3: a request whose Transfer-Encoding does not end in chunked
+  // has no reliable length (400, then close), and one with both
+  // Transfer-Encoding and Content-Length is a request-smuggling ingredient.
+  // Beast refuses the second only when Content-Length comes first.
+  if (req.find(http::field::transfer_encoding) != req.end() &&
+      (!header_parser_->chunked() || req.find(http::field::content_length) != req.end())) {
+    keep_alive_ = false;
+    return write_response({400, "application/json",
+                           error_body("bad_request", "unsupported Transfer-Encoding")});
+  }
+  if (beast::websocket::is_upgrade(req)) {
+    parser_.emplace(std::move(*header_parser_));
+    header_parser_.reset();
+    upgrade();
+    return;
+  }
+  if (path_of(req.target()) == "/v1/ws") {
+    parser_.emplace(std::move(*header_parser_));
+    header_parser_.reset();
+    return refuse_non_upgrade();
+  }
+  if (!opts_.handler) {
+    keep_alive_ = keep_alive_ && header_parser_->is_done();
+    write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+    return;
+  }
+  size_t body_limit = opts_.max_body_bytes;
+  if (auto refusal = opts_.handler->check_header(req, body_limit)) {
+    // The body is never read: the connection cannot go on past it.
+    if (!header_parser_->is_done()) keep_alive_ = false;
+    return write_response(std::move(*refusal));
+  }
+  // Beast checks its body limit while parsing the header, before the handler
+  // has lowered it: a declared length over it is refused here, unread.
+  if (const auto len = header_parser_->content_length(); len && *len > body_limit) {
+    keep_alive_ = false;
+    return write_response({413, "application/json", error_body("too_large", "body too large")});
+  }
+  const bool done = header_parser_->is_done();
+  parser_.emplace(std::move(*header_parser_));
+  header_parser_.reset();
+  parser_->body_limit(body_limit);
+  if (done) return on_request();
   stream_.expires_after(kRequestTimeout);
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](beast::error_code ec, size_t) {
-                     if (ec == http::error::body_limit) {
-                       self->keep_alive_ = false;
-                       self->write_response({413, "application/json",
-                                             R"({"code":"too_large","msg":"body too large"})"});
-                       return;
-                     }
                      if (ec) {
-                       // Timeout, reset, or a malformed request: nothing useful to answer.
-                       beast::error_code ignored;
-                       self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both,
-                                                       ignored);
+                       if (!self->answer_read_error(ec)) {
+                         beast::error_code ignored;
+                         self->stream_.socket().shutdown(
+                             boost::asio::ip::tcp::socket::shutdown_both, ignored);
+                       }
                        return;
                      }
                      self->on_request();
@@ -63,17 +160,6 @@ void HttpSession::read_request() {
 
 void HttpSession::on_request() {
   const auto& req = parser_->get();
-  keep_alive_ = req.keep_alive();
-  version_ = req.version();
-  if (beast::websocket::is_upgrade(req)) {
-    upgrade();
-    return;
-  }
-  if (path_of(req.target()) == "/v1/ws") return refuse_non_upgrade();
-  if (!opts_.handler) {
-    write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
-    return;
-  }
   auto self = shared_from_this();
   auto exec = stream_.get_executor();
   opts_.handler->handle(req, loop_, [self, exec](HttpResponse res) {
@@ -148,6 +234,7 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
           return;
         }
         self->stream_.expires_never();
+        self->release_ = nullptr;  // the slot goes with the socket to the gateway
         const auto early = self->buffer_.cdata();
         std::string bytes(static_cast<const char*>(early.data()), early.size());
         auto ws = std::make_shared<WsConnection>(self->stream_.release_socket(), self->loop_,
@@ -169,13 +256,26 @@ void HttpSession::write_response(HttpResponse res) {
   msg->prepare_payload();
   stream_.expires_after(kRequestTimeout);
   http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
-    if (ec || !self->keep_alive_) {
+    if (ec) return;
+    if (!self->keep_alive_) {
       beast::error_code ignored;
       self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+      self->linger();
       return;
     }
     self->read_request();
   });
+}
+
+void HttpSession::linger() {
+  thread_local char sink[4096];
+  if (lingered_ == 0) stream_.expires_after(kLingerTime);
+  stream_.async_read_some(boost::asio::buffer(sink),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) {
+                            self->lingered_ += n;
+                            if (ec || self->lingered_ > kLingerBytes) return;
+                            self->linger();
+                          });
 }
 
 }  // namespace parley::net

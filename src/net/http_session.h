@@ -8,7 +8,9 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +24,7 @@
 namespace parley::net {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpRequestHeader = boost::beast::http::request_header<>;
 
 struct HttpResponse {
   int status = 200;
@@ -33,6 +36,14 @@ struct HttpResponse {
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
+  // Called on the session's loop once a request's header is in, before any
+  // of its body is read: an answer to send without reading the body (wrong
+  // path, missing or unknown API key), or nullopt to read the body, at most
+  // `body_limit` bytes (which it may lower; above it: 413).
+  virtual std::optional<HttpResponse> check_header(const HttpRequestHeader& /*req*/,
+                                                   size_t& /*body_limit*/) {
+    return std::nullopt;
+  }
   // Called on the session's loop; `respond` must be called once, on any thread
   // (it posts back to the loop).
   virtual void handle(const HttpRequest& req, unsigned loop,
@@ -41,7 +52,11 @@ class HttpHandler {
 
 struct HttpSessionOptions {
   size_t max_body_bytes = 1 << 20;
-  size_t ws_max_message_bytes = 256 * 1024;  // frames above close with 1009
+  // A WebSocket connection's frame limit until its hello (Connection::set_authenticated).
+  size_t ws_max_message_bytes = 8 * 1024;
+  // How long a connection may take to send a complete request header, after
+  // connecting and between keep-alive requests.
+  std::chrono::milliseconds idle_timeout{5000};
   // Whether a WebSocket handshake's Origin is acceptable (PROTOCOL.md allowed_origins).
   std::function<bool(std::string_view origin)> origin_ok;
   // Receives each accepted WebSocket connection, on its loop; must start() it.
@@ -49,16 +64,29 @@ struct HttpSessionOptions {
   HttpHandler* handler = nullptr;
 };
 
+// The socket holds one of the process's max_connections slots: `release`
+// gives it back when the session ends, unless the connection became a
+// WebSocket (the slot then goes with it to the gateway).
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
-              const HttpSessionOptions& opts);
+              const HttpSessionOptions& opts, std::function<void()> release = {});
+  ~HttpSession();
   void start();
 
  private:
+  // Reads the header only; the body is read once check_header accepts it.
   void read_request();
+  void on_header();
   void on_request();
   void refuse_non_upgrade();
+  // Answers a request that failed to parse (400 / 413 / 431) and closes;
+  // false when there is nothing worth answering (EOF, timeout, reset).
+  bool answer_read_error(boost::beast::error_code ec);
+  // After a last response: reads and drops what the peer still sends for a
+  // moment, so that closing with unread bytes does not reset the connection
+  // before the peer has read the answer.
+  void linger();
   void upgrade();
   // Answers 101 and hands the socket, with any bytes read past the request, to
   // a WsConnection.
@@ -67,7 +95,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::function<void()> release_;
+  size_t lingered_ = 0;
   unsigned loop_;
   metrics::ThreadMetrics& metrics_;
   const HttpSessionOptions& opts_;

@@ -30,6 +30,7 @@ void StreamConnection<Socket>::start_reading() {
 
 template <typename Socket>
 void StreamConnection<Socket>::read_next() {
+  if (reader_.failed()) return drain_next();
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   auto room = reader_.prepare(kReadChunk);
   socket_.async_read_some(
@@ -45,15 +46,31 @@ void StreamConnection<Socket>::read_next() {
           auto next = self->reader_.next();
           if (next.status == protocol::LengthPrefixedReader::Status::kNeedMore) break;
           if (next.status == protocol::LengthPrefixedReader::Status::kOversized) {
-            // Stream alignment is lost: nothing more can be read from it.
-            self->abort();
-            return;
+            // Refused from the prefix, before the payload is buffered; the
+            // stream's alignment is lost, so nothing more is framed.
+            self->refuse(Refusal::kFrameTooLarge);
+            break;
           }
           self->deliver(next.frame, false);
           if (self->closing()) break;
         }
+        self->account_preauth();
         self->read_next();  // also while closing: EOF from the peer ends the loop
       });
+}
+
+template <typename Socket>
+void StreamConnection<Socket>::drain_next() {
+  thread_local char sink[kReadChunk];
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  socket_.async_read_some(boost::asio::buffer(sink, sizeof sink),
+                          [self](boost::system::error_code ec, size_t) {
+                            if (ec) {
+                              self->abort();
+                              return;
+                            }
+                            self->drain_next();
+                          });
 }
 
 template <typename Socket>

@@ -15,6 +15,8 @@ namespace parley::net {
 template <typename Socket>
 class StreamConnection final : public Connection {
  public:
+  // `max_frame_bytes` is the limit before authentication (set_authenticated
+  // raises it).
   StreamConnection(Socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
                    size_t max_frame_bytes, Transport transport);
 
@@ -27,7 +29,12 @@ class StreamConnection final : public Connection {
   void wait_writable() override;
   void close_transport(int code, const std::string& reason) override;
   void abort_transport() override;
+  void set_max_frame(size_t bytes) override { reader_.set_max_frame_bytes(bytes); }
+  size_t read_buffer_bytes() const override { return reader_.held_bytes(); }
+  void discard_input() override { reader_.abandon(); }
   void read_next();
+  // After a refusal: reads and drops what the peer still sends, until EOF.
+  void drain_next();
 
   Socket socket_;
   protocol::LengthPrefixedReader reader_;

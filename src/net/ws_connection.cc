@@ -38,6 +38,7 @@ void WsConnection::start_reading() {
   if (!early_.empty()) {
     reader_.feed(reinterpret_cast<uint8_t*>(early_.data()), early_.size(), *this);
     std::string().swap(early_);
+    account_preauth();
   }
   if (!finished()) wait_readable();
 }
@@ -71,6 +72,7 @@ void WsConnection::on_readable() {
     const auto got = static_cast<size_t>(n);
     reader_.feed(buf, got, *this);  // after a close or a failure: discarded until EOF
     if (finished()) return;
+    account_preauth();
     if (got < kScratchBytes) break;
   }
   wait_readable();

@@ -19,6 +19,8 @@ namespace parley::net {
 class WsConnection final : public Connection, private protocol::ws::FrameReader::Sink {
  public:
   // `early` holds bytes the client sent right behind its upgrade request.
+  // `max_message_bytes` is the limit before authentication (set_authenticated
+  // raises it).
   WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
                size_t max_message_bytes, std::string origin, std::string early = {});
 
@@ -33,13 +35,21 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   void close_transport(int code, const std::string& reason) override;
   void close_written() override;
   void abort_transport() override;
+  void set_max_frame(size_t bytes) override { reader_.set_max_message(bytes); }
+  size_t read_buffer_bytes() const override { return reader_.held_bytes(); }
+  void discard_input() override { reader_.abandon(); }
 
   // What the frames read ask for (protocol::ws::FrameReader::Sink).
   void on_message(std::string_view payload, bool binary) override { deliver(payload, binary); }
   void on_ping(std::string_view payload) override;
   void on_close(int code) override;
-  // Fails the connection (RFC 6455 7.1.7): close with `code`, read no further.
-  void on_fail(int code, const char* why) override { close(code, why); }
+  // Fails the connection (RFC 6455 7.1.7): close with `code`, read no
+  // further. A message over the limit is the session's to answer (before
+  // hello it is unauthorized/4001, after it 1009).
+  void on_fail(int code, const char* why) override {
+    if (code == 1009) return refuse(Refusal::kFrameTooLarge);
+    close(code, why);
+  }
 
   void wait_readable();
   void on_readable();

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/json_writer.h"
+#include "protocol/identifier.h"
 #include "protocol/raw_member.h"
 
 namespace parley::protocol {
@@ -18,10 +19,12 @@ using simdjson::dom::element;
 
 // The fields any op reads. Everything else in a frame is ignored.
 enum Field : size_t {
-  kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kFieldCount
+  kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser,
+  kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
-    "op", "rid", "v", "token", "ch", "since", "id", "key", "body", "after", "before", "limit"};
+    "op",    "rid",   "v",      "token", "ch",   "since", "id",
+    "key",   "body",  "after",  "before", "limit", "user"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -77,13 +80,6 @@ Error too_large(std::string_view what, size_t limit) {
                std::string(what) + " exceeds max_message_bytes (" + std::to_string(limit) + ")"};
 }
 
-// Input is validated UTF-8, so code points are the bytes that do not continue one.
-size_t code_points(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 void append_integer(std::string& out, auto v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -127,13 +123,15 @@ std::optional<Error> read_string(const Fields& fields, Field f, std::string& out
   return std::nullopt;
 }
 
-// A client-chosen identifier (pub id, state key): 1-64 chars.
+// A client-chosen identifier (pub id, state key): 1-64 chars, no control
+// characters (identifier.h says why).
 std::optional<Error> read_id(const Fields& fields, Field f, std::string& out) {
   if (!fields.has(f)) return missing(f);
   std::string_view s;
   if (fields[f].get_string().get(s) || s.empty() || code_points(s) > kMaxIdLength) {
     return bad_request(field_msg(f, "must be a string of 1-64 chars"));
   }
+  if (has_control_chars(s)) return bad_request(field_msg(f, "must not contain control characters"));
   out.assign(s);
   return std::nullopt;
 }
@@ -262,6 +260,33 @@ DecodeFailure fail(Error e, std::string rid = {}) {
 }
 
 }  // namespace
+
+std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind kind,
+                                             const DecodeLimits& limits) {
+  if (json.size() > hard_frame_limit(limits)) return too_large("request", limits.max_message_bytes);
+  thread_local simdjson::dom::parser parser;
+  element root;
+  simdjson::dom::object obj;
+  if (parser.parse(json.data(), json.size()).get(root) || root.get_object().get(obj)) {
+    return bad_request("body must be a JSON object");
+  }
+  if (json.size() > limits.max_message_bytes) return too_large("request", limits.max_message_bytes);
+  const Fields fields = gather(obj);
+  if (fields.first_duplicate) {
+    return bad_request("duplicate field " + std::string(kFieldNames[*fields.first_duplicate]));
+  }
+  ApiPost post;
+  if (kind == ApiPostKind::kPublish) {
+    if (auto e = read_channel(fields, post.ch)) return *e;
+    if (fields.has(kId)) {
+      if (auto e = read_id(fields, kId, post.id)) return *e;
+    }
+  } else {
+    if (auto e = read_id(fields, kUser, post.user)) return *e;
+  }
+  if (auto e = read_body(fields, json, limits, post.body)) return *e;
+  return post;
+}
 
 std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
                                                        const DecodeLimits& limits) {

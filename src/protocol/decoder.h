@@ -47,6 +47,24 @@ inline size_t hard_frame_limit(const DecodeLimits& limits) {
 std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
                                                        const DecodeLimits& limits);
 
+// The JSON body of an HTTP API request that carries a message, validated by
+// the rules a client frame follows (one validation for both paths): known
+// fields given twice are bad_request, `id` and `user` are 1-64 chars without
+// control characters, `body` is kept as written (minified), and a request
+// over max_message_bytes, or a body over it, is too_large.
+enum class ApiPostKind {
+  kPublish,  // POST /v1/publish: ch, body, optional id ("" when absent: not deduplicated)
+  kSend,     // POST /v1/send: user, body
+};
+struct ApiPost {
+  std::string ch;
+  std::string id;
+  std::string user;
+  std::string body;
+};
+std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind kind,
+                                             const DecodeLimits& limits);
+
 // True when `name` is a valid channel name: 1-128 chars of [A-Za-z0-9_.:@-].
 bool is_valid_channel(std::string_view name);
 // The namespace of a channel: the part before the first ':', or "default".

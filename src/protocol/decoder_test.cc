@@ -311,6 +311,16 @@ TEST(DecodePub, RejectsBadIdAndMissingBody) {
   expect_bad_request(R"({"op":"pub","ch":"a","id":"1"})", "missing body");
 }
 
+TEST(DecodePub, RejectsControlCharactersInIdAndKey) {
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"a\u0000b","body":1})",
+                     "id must not contain control characters");
+  expect_bad_request(R"({"op":"pub","ch":"a","id":"a\nb","body":1,"rid":2})",
+                     "id must not contain control characters", "2");
+  expect_bad_request(R"({"op":"state","ch":"a","key":"\u001f","body":1})",
+                     "key must not contain control characters");
+  EXPECT_EQ(decode_ok(R"({"op":"pub","ch":"a","id":"a b\u00e9","body":1})").id, "a b\xC3\xA9");
+}
+
 TEST(DecodeState, RejectsBadKeyAndMissingBody) {
   const std::string msg = "key must be a string of 1-64 chars";
   expect_bad_request(R"({"op":"state","ch":"a","body":1})", "missing key");

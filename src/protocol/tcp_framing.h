@@ -51,6 +51,17 @@ class LengthPrefixedReader {
   Next next();
 
   size_t buffered_bytes() const { return end_ - begin_; }
+  // Memory held (the buffer's capacity).
+  size_t held_bytes() const { return buf_.capacity(); }
+  // The cap for the next prefixes (a connection's limit rises once it has
+  // authenticated).
+  void set_max_frame_bytes(size_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
+  // Frees the buffer; the reader stays failed (nothing more is framed).
+  void abandon() {
+    failed_ = true;
+    std::string().swap(buf_);
+    begin_ = end_ = 0;
+  }
   bool failed() const { return failed_; }
 
  private:

@@ -103,6 +103,17 @@ class FrameReader {
 
   // Handles data[0..len), unmasking payloads in place.
   void feed(uint8_t* data, size_t len, Sink& sink);
+  // The message limit from the next frame header on (a connection's limit
+  // rises once it has authenticated).
+  void set_max_message(uint64_t max_message) { max_message_ = max_message; }
+  // Reads no further (as after a failure) and frees what it holds.
+  void abandon() {
+    failed_ = true;
+    std::string().swap(partial_);
+    std::string().swap(message_);
+  }
+  // Bytes held between feeds: a frame cut by a read and a fragmented message.
+  size_t held_bytes() const { return partial_.capacity() + message_.capacity(); }
   // After the peer's close or a failure every later byte is ignored.
   bool done() const { return failed_ || closed_; }
   bool failed() const { return failed_; }

@@ -163,6 +163,12 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_uint(v, path, 1, 10'000'000, c.append_queue_limit);
     } else if (key == "max_connections") {
       s = read_uint(v, path, 1, 10'000'000, c.max_connections);
+    } else if (key == "preauth_frame_bytes") {
+      s = read_uint(v, path, 1024, 1u << 20, c.preauth_frame_bytes);
+    } else if (key == "preauth_memory_bytes") {
+      s = read_uint(v, path, 64 * 1024, 64ull << 30, c.preauth_memory_bytes);
+    } else if (key == "http_idle_timeout_ms") {
+      s = read_uint(v, path, 100, 600'000, c.http_idle_timeout_ms);
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);

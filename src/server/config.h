@@ -21,7 +21,14 @@ struct ServerConfig {
   uint32_t heartbeat_ms = 25000;
   uint32_t hello_timeout_ms = 10000;
   uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
-  uint32_t max_connections = 19000;       // whole process, below the fd limit
+  uint32_t max_connections = 19000;       // whole process (HTTP included), below the fd limit
+  // Before `hello`: the largest frame, and what every unauthenticated
+  // connection's read buffers may hold together (docs/operations.md).
+  uint32_t preauth_frame_bytes = 8 * 1024;
+  uint64_t preauth_memory_bytes = 64ull << 20;
+  // An HTTP connection must send a complete request header within this long
+  // (after connecting, and between keep-alive requests).
+  uint32_t http_idle_timeout_ms = 5000;
   std::string log_level = "info";
   std::map<std::string, TenantConfig, std::less<>> tenants;
 };

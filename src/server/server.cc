@@ -9,6 +9,7 @@
 #include <future>
 #include <thread>
 
+#include "net/preauth_budget.h"
 #include "net/stream_connection.h"
 #include "protocol/decoder.h"
 
@@ -76,6 +77,8 @@ void Server::create_services() {
   go.heartbeat_ms = config_.heartbeat_ms;
   go.hello_timeout_ms = config_.hello_timeout_ms;
   go.max_connections = config_.max_connections;
+  go.preauth_frame_bytes = config_.preauth_frame_bytes;
+  net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
 }
@@ -105,12 +108,21 @@ void Server::register_metrics() {
   metrics_->set_source(Scraped::channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(hub_->channel_count())});
   });
+  metrics_->set_source(Scraped::http_connections, [this](Samples& out) {
+    const size_t admitted = gateway_->admitted(), sessions = gateway_->sessions();
+    out.push_back({"", static_cast<int64_t>(admitted > sessions ? admitted - sessions : 0)});
+  });
+  metrics_->set_source(Scraped::preauth_bytes, [](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(net::PreauthBudget::process().held())});
+  });
 }
 
 Status Server::start_listeners() {
-  const size_t hard_limit = 4 * max_message_bytes_of(config_);
-  http_opts_.ws_max_message_bytes = hard_limit;
-  http_opts_.max_body_bytes = hard_limit;
+  // Connections start at the pre-auth frame limit; hello raises it to the
+  // tenant's (ClientSession::on_hello).
+  const size_t preauth_limit = config_.preauth_frame_bytes;
+  http_opts_.ws_max_message_bytes = preauth_limit;
+  http_opts_.max_body_bytes = 4 * max_message_bytes_of(config_);
   http_opts_.handler = api_.get();
   // The tenant is known only at hello, so the handshake refuses an Origin only
   // when no tenant could accept it; hello then checks the tenant's own list.
@@ -125,35 +137,42 @@ Status Server::start_listeners() {
       return std::find(origins.begin(), origins.end(), o) != origins.end();
     };
   }
+  http_opts_.idle_timeout = std::chrono::milliseconds(config_.http_idle_timeout_ms);
+  // The HTTP connection's slot (taken at accept) goes with the WebSocket.
   http_opts_.on_websocket = [this](std::shared_ptr<net::WsConnection> ws) {
-    if (!gateway_->admit()) return ws->close(1013, "server full");
+    if (gateway_->draining()) {
+      gateway_->release_slot();
+      return ws->close(1013, "server draining");
+    }
     gateway_->adopt(ws);
   };
 
   auto http = net::listen_tcp(*loops_, config_.listen, [this](boost::asio::ip::tcp::socket s, unsigned loop) {
-    // A connection slot is taken at the WebSocket upgrade; plain HTTP
-    // requests are short-lived and bounded by their timeouts.
-    auto session = std::make_shared<net::HttpSession>(std::move(s), loop, metrics_->slot(loop), http_opts_);
+    // HTTP connections count against max_connections like every socket (an
+    // idle one holds a descriptor); over it, the socket is closed at once.
+    if (!gateway_->admit()) return;
+    auto session = std::make_shared<net::HttpSession>(std::move(s), loop, metrics_->slot(loop),
+                                                      http_opts_, [this] { gateway_->release_slot(); });
     session->start();
   });
   if (!http) return http.error();
   http_listener_ = std::move(*http);
   if (!config_.tcp_listen.empty()) {
     auto tcp = net::listen_tcp(*loops_, config_.tcp_listen,
-                               [this, hard_limit](boost::asio::ip::tcp::socket s, unsigned loop) {
+                               [this, preauth_limit](boost::asio::ip::tcp::socket s, unsigned loop) {
       if (!gateway_->admit()) return;
       gateway_->adopt(std::make_shared<net::TcpConnection>(std::move(s), loop, metrics_->slot(loop),
-                                                           hard_limit, net::Transport::kTcp));
+                                                           preauth_limit, net::Transport::kTcp));
     });
     if (!tcp) return tcp.error();
     tcp_listener_ = std::move(*tcp);
   }
   if (!config_.unix_listen.empty()) {
     auto ux = net::listen_unix(*loops_, config_.unix_listen,
-                               [this, hard_limit](boost::asio::local::stream_protocol::socket s, unsigned loop) {
+                               [this, preauth_limit](boost::asio::local::stream_protocol::socket s, unsigned loop) {
       if (!gateway_->admit()) return;
       gateway_->adopt(std::make_shared<net::UnixConnection>(std::move(s), loop, metrics_->slot(loop),
-                                                            hard_limit, net::Transport::kUnix));
+                                                            preauth_limit, net::Transport::kUnix));
     });
     if (!ux) return ux.error();
     listeners_.push_back(std::move(*ux));

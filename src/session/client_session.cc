@@ -8,11 +8,11 @@
 #include "session/gateway.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
+#include "protocol/identifier.h"
 
 namespace parley::session {
 
 namespace {
-constexpr size_t kPreHelloMaxMessageBytes = 64 * 1024;
 const std::string kNoRid;
 }  // namespace
 
@@ -62,7 +62,12 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   const int64_t arrived = steady_ns();
   protocol::DecodeLimits limits;
   limits.max_message_bytes =
-      tenant_ ? tenant_->config.max_message_bytes : kPreHelloMaxMessageBytes;
+      tenant_ ? tenant_->config.max_message_bytes : gw_.options().preauth_frame_bytes;
+  // docs/protocol-notes.md: before `welcome`, anything but a valid hello
+  // (an oversized, binary or undecodable frame included) is unauthorized/4001.
+  if (!tenant_ && (binary || payload.size() > limits.max_message_bytes)) {
+    return fail(kNoRid, ErrorCode::kUnauthorized, "expected hello", kCloseUnauthorized);
+  }
   // PROTOCOL.md: a frame over 4 x max_message_bytes closes with 1009. The
   // transports cap frames at the largest tenant's limit (the tenant is known
   // only at hello), so a tenant with a smaller limit is held to it here.
@@ -75,7 +80,7 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   auto decoded = protocol::decode_client_op(payload, limits);
   m.observe(metrics::Stage::kDecode, steady_ns() - arrived);
   if (auto* failure = std::get_if<protocol::DecodeFailure>(&decoded)) {
-    if (!tenant_ && failure->error.code == ErrorCode::kBadRequest) {
+    if (!tenant_) {
       return fail(failure->rid, ErrorCode::kUnauthorized, "expected hello",
                   kCloseUnauthorized);
     }
@@ -106,6 +111,19 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   }
 }
 
+void ClientSession::on_refused(net::Refusal why) {
+  if (!tenant_) {
+    // docs/protocol-notes.md: before `welcome`, anything but a valid hello is
+    // unauthorized/4001, a frame refused from its header or for want of
+    // pre-auth memory included.
+    return fail(kNoRid, ErrorCode::kUnauthorized,
+                why == net::Refusal::kFrameTooLarge ? "expected hello"
+                                                    : "server busy: too much unauthenticated input",
+                kCloseUnauthorized);
+  }
+  conn_->close(kCloseTooBig, "message too big");
+}
+
 void ClientSession::on_hello(protocol::ClientOp& op) {
   if (tenant_) return fail(op.rid, ErrorCode::kBadRequest, "hello was already accepted");
   if (op.v != 1) {
@@ -116,6 +134,12 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid token", kCloseUnauthorized);
   auto claims = auth::verify_hs256(op.token, t->config.secret, wall_ms() / 1000);
   if (!claims) return fail(op.rid, ErrorCode::kUnauthorized, claims.error().msg, kCloseUnauthorized);
+  if (claims->sub == protocol::kServerUser) {
+    // The HTTP API's identity (PROTOCOL.md: `"from":"server"`): a player
+    // claiming it would pass for the game server and share its dedupe space.
+    return fail(op.rid, ErrorCode::kUnauthorized, "user id \"server\" is reserved",
+                kCloseUnauthorized);
+  }
   const auto& origins = t->config.allowed_origins;
   if (conn_->transport() == net::Transport::kWebSocket && !origins.empty() &&
       std::find(origins.begin(), origins.end(), conn_->origin()) == origins.end()) {
@@ -130,6 +154,9 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   user_ = claims_.sub;
   conn_bucket_ = auth::TokenBucket(t->config.publish_per_conn_sec);
   conn_->set_queue_cap(t->config.max_queue_bytes);
+  protocol::DecodeLimits tenant_limits;
+  tenant_limits.max_message_bytes = t->config.max_message_bytes;
+  conn_->set_authenticated(protocol::hard_frame_limit(tenant_limits));
   gw_.on_authenticated(*this);
   std::string out;
   protocol::encode_welcome(out, op.rid, conn_name_, user_, t->config.id,

@@ -31,6 +31,7 @@ class ClientSession final : public net::ConnectionHandler,
 
   // net::ConnectionHandler
   void on_frame(std::string_view payload, bool binary) override;
+  void on_refused(net::Refusal why) override;
   void on_closed() override;
 
   // hub::Subscriber

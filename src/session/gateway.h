@@ -27,6 +27,7 @@ struct GatewayOptions {
   uint32_t heartbeat_ms = 25000;
   uint32_t hello_timeout_ms = 10000;
   uint32_t max_connections = 19000;  // the whole process: stays under the fd limit
+  uint32_t preauth_frame_bytes = 8 * 1024;  // largest frame before `welcome`
   int drain_reconnect_ms = 500;
 };
 
@@ -38,6 +39,11 @@ class Gateway {
 
   // At accept (any loop): takes a process-wide connection slot, or refuses.
   bool admit();
+  // Gives back a slot admit() took for a connection that never became a
+  // session (an HTTP connection that did not upgrade).
+  void release_slot() { admitted_.fetch_sub(1, std::memory_order_relaxed); }
+  // Slots taken: sessions plus HTTP connections.
+  size_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
   // On the connection's loop: wraps it in a session and starts it. The slot
   // taken by admit() is released when the session closes.
   void adopt(std::shared_ptr<net::Connection> conn);
