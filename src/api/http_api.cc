@@ -8,6 +8,7 @@
 #include "common/json_writer.h"
 #include "protocol/client_op.h"
 #include "protocol/decoder.h"
+#include "hub/history.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
 
@@ -135,7 +136,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   const bool get = method == http::verb::get;
   if (path == "/v1/publish" && post) return publish(*t, req, loop, std::move(respond));
   if (path == "/v1/send" && post) return send(*t, req, loop, std::move(respond));
-  if (path == "/v1/history" && get) return history(*t, query, std::move(respond));
+  if (path == "/v1/history" && get) return history(*t, query, loop, std::move(respond));
   if (path == "/v1/presence" && get) return presence(*t, query, loop, std::move(respond));
   respond({405, "application/json", R"({"code":"bad_request","msg":"method not allowed"})"});
 }
@@ -185,7 +186,8 @@ void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req,
                        });
 }
 
-void HttpApi::history(const session::TenantRuntime& t, std::string_view query, Respond respond) {
+void HttpApi::history(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+                      Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
   auto after_s = query_param(query, "after");
@@ -201,20 +203,20 @@ void HttpApi::history(const session::TenantRuntime& t, std::string_view query, R
     if (!v || *v == 0) return respond(bad("limit must be a positive integer"));
     limit = static_cast<uint32_t>(std::min<uint64_t>(*v, protocol::kHistoryMaxLimit));
   }
-  const auto& ns = t.config.ns(protocol::channel_namespace(*ch));
-  store::Store* st = ns.durable ? stores_.durable : stores_.ephemeral;
-  const store::ChannelKey key{t.config.id, *ch};
-  auto msgs = after_s ? st->read_after(key, *bound, limit) : st->read_before(key, *bound, limit);
-  if (!msgs) return respond(error_response(Error{ErrorCode::kUnavailable, "store unavailable", 1000}));
-  std::string body = R"({"msgs":[)";
-  bool first = true;
-  for (const auto& m : *msgs) {
-    if (!first) body += ',';
-    first = false;
-    protocol::encode_msg(body, {*ch, m.seq, m.from, m.id, m.ts_ms, m.body});
-  }
-  body += "]}";
-  respond({200, "application/json", std::move(body)});
+  hub::HistoryRequest h;
+  h.tenant = &t.config;
+  h.ch = std::move(*ch);
+  (after_s ? h.after : h.before) = *bound;
+  h.limit = limit;
+  h.max_bytes = hub::history_reply_budget(t.config);
+  h.reply_loop = loop;
+  h.done = [respond = std::move(respond)](hub::HistoryResult r) {
+    if (!r.status) return respond(error_response(r.status.error()));
+    std::string body;
+    protocol::encode_history_body(body, r.msgs_json);
+    respond({200, "application/json", std::move(body)});
+  };
+  hub_.history(std::move(h));
 }
 
 void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,

@@ -38,7 +38,8 @@ class HttpApi final : public net::HttpHandler {
                Respond respond);
   void send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
             Respond respond);
-  void history(const session::TenantRuntime& t, std::string_view query, Respond respond);
+  void history(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+               Respond respond);
   void presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
                 Respond respond);
 

@@ -18,12 +18,17 @@ struct Channel {
   const TenantConfig* tenant = nullptr;
   const NamespaceConfig* ns = nullptr;
   store::Store* store = nullptr;
-  store::ChannelKey key;    // tenant + name, as the store knows it
-  std::string fanout_key;   // tenant '\x1f' name, as loops know it
+  store::ChannelId id;      // tenant + name, as the store knows it
+  std::string fanout_key;   // id.key(), as the tick batchers know it
 
   uint64_t last_seq = 0;       // highest seq assigned
   uint64_t committed_seq = 0;  // highest seq durable and delivered
   bool failed = false;         // the store failed: reload before reuse
+  // The store's recover() is in flight: operations wait in `waiting`, in arrival
+  // order, and run once the counters are known (or fail with the recovery).
+  bool loading = false;
+  std::vector<std::function<void(Channel*, const Error*)>> waiting;
+  uint32_t backfills = 0;  // joins reading their backfill: not unloaded meanwhile
 
   struct Dedupe {
     uint64_t seq = 0;
@@ -50,10 +55,14 @@ struct Channel {
   struct Member {
     std::string user;
     unsigned loop = 0;
+    // Registered for live delivery on its loop (counted in loop_members). A member
+    // reading its backfill is not yet: it gets those messages in the backfill.
+    bool live = false;
+    uint64_t join_gen = 0;  // which join's backfill is current
   };
   std::unordered_map<uint64_t, Member> members;   // by connection id
   std::unordered_map<std::string, uint32_t> users;  // user -> its connections here
-  std::vector<uint32_t> loop_members;              // members per loop
+  std::vector<uint32_t> loop_members;              // live members per loop
 
   int64_t idle_since_ms = 0;
 };

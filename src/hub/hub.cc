@@ -1,6 +1,8 @@
 #include "hub/hub.h"
 
+#include "common/check.h"
 #include "common/clock.h"
+#include "protocol/decoder.h"
 
 namespace parley::hub {
 
@@ -39,10 +41,47 @@ unsigned Hub::shard_of(std::string_view tenant, std::string_view ch) const {
   return static_cast<unsigned>(h % shards_.size());
 }
 
-void Hub::join(JoinRequest req) {
-  // The index is computed before `req` is moved into the task: argument
-  // evaluation order is unspecified, and a moved-from channel name would
-  // route the task to another shard's loop.
+Membership Hub::join(JoinRequest req) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(req.sub->loop()));
+  auto link = std::make_shared<MemberLink>();
+  link->tenant = req.tenant;
+  link->id = store::ChannelId{req.tenant->id, req.ch};
+  link->fanout_key = link->id.key();
+  link->conn = req.sub->conn_id();
+  link->loop = req.sub->loop();
+  link->tick_ms = req.tenant->ns(protocol::channel_namespace(req.ch)).tick_ms;
+  req.link = link;
+  submit_join(std::move(req));
+  return Membership(this, std::move(link));
+}
+
+void Hub::rejoin(Membership& m, JoinRequest req) {
+  PARLEY_CHECK(m.active() && m.hub_ == this);
+  req.link = m.link_;
+  submit_join(std::move(req));
+}
+
+void Membership::leave() {
+  if (!link_ || link_->left) return;
+  hub_->depart(*link_);
+}
+
+void Hub::depart(MemberLink& link) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(link.loop));
+  link.left = true;
+  if (link.registered) {
+    fanouts_[link.loop]->remove_member(link.fanout_key, link.conn);
+    link.registered = false;
+  }
+  // Posted from this loop after the join, so the shard runs it after the join.
+  const unsigned i = shard_of(link.id.tenant, link.id.channel);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, tenant = link.tenant, ch = link.id.channel, conn = link.conn] {
+    s->leave(tenant, ch, conn);
+  });
+}
+
+void Hub::submit_join(JoinRequest req) {
   if (!requests_.try_enter()) {
     return loops_.run_on(req.sub->loop(), [done = std::move(req.done)] { done(JoinResult{draining()}); });
   }
@@ -50,15 +89,18 @@ void Hub::join(JoinRequest req) {
     done(std::move(r));
     requests_.leave();
   };
+  // The index is computed before `req` is moved into the task: argument
+  // evaluation order is unspecified, and a moved-from channel name would
+  // route the task to another shard's loop.
   const unsigned i = shard_of(req.tenant->id, req.ch);
   Shard* s = shards_[i].get();
   loops_.run_on(i, [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
 }
 
-void Hub::leave(const TenantConfig* tenant, std::string ch, uint64_t conn) {
-  const unsigned i = shard_of(tenant->id, ch);
+void Hub::history(HistoryRequest req) {
+  const unsigned i = shard_of(req.tenant->id, req.ch);
   Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, tenant, ch = std::move(ch), conn] { s->leave(tenant, ch, conn); });
+  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->history(std::move(req)); });
 }
 
 void Hub::publish(PublishRequest req) {

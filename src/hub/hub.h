@@ -1,11 +1,14 @@
 // The hub: routes each channel operation to the shard that owns the channel
 // (a stable hash of tenant and name) by posting to that shard's loop.
-// Any thread. Owns the shards and the per-loop fan-out views.
+// Any thread, except where a method says otherwise. Owns the shards and the
+// per-loop tick batchers: a session joins through it and holds a Membership; it
+// never touches a shard's or a loop's tables itself.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "hub/membership.h"
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "hub/shard.h"
@@ -20,9 +23,15 @@ class Hub {
   unsigned shard_of(std::string_view tenant, std::string_view ch) const;
   TickBatcher& fanout(unsigned loop) { return *fanouts_[loop]; }
 
-  void join(JoinRequest req);
-  void leave(const TenantConfig* tenant, std::string ch, uint64_t conn);
+  // On the subscriber's loop. Joins req.sub to req.ch; req.done runs there with
+  // the reply (see JoinRequest). The handle leaves when dropped.
+  Membership join(JoinRequest req);
+  // On the member's loop: joins a channel `m` is in again (a `join` repeated,
+  // maybe with `since`): answers like join(), keeps the membership.
+  void rejoin(Membership& m, JoinRequest req);
   void publish(PublishRequest req);
+  // History of a channel, through its shard (committed-seq cut, byte budget).
+  void history(HistoryRequest req);
   void state(StateRequest req);
   void members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,
                MembersDone done);
@@ -39,6 +48,11 @@ class Hub {
   size_t channel_count() const;
 
  private:
+  friend class Membership;
+  // Membership::leave: stops delivery on this loop at once, then tells the shard.
+  void depart(MemberLink& link);
+  void submit_join(JoinRequest req);
+
   runtime::LoopGroup& loops_;
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;
   std::vector<std::unique_ptr<Shard>> shards_;

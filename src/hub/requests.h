@@ -9,6 +9,7 @@
 
 #include "tenant/tenant_config.h"
 #include "common/status.h"
+#include "hub/membership.h"
 #include "hub/subscriber.h"
 
 namespace parley::hub {
@@ -20,7 +21,8 @@ struct JoinResult {
   bool has_members = false;  // the namespace has presence
   std::vector<std::string> members;
   // The messages after `since`, encoded and comma-joined, in frames of a
-  // bounded size (each becomes one JSON array frame).
+  // bounded size. The hub sends them (as JSON arrays, counted as backfill) right
+  // after `done` has run.
   std::vector<std::string> backfill;
 };
 
@@ -29,8 +31,30 @@ struct JoinRequest {
   const TenantConfig* tenant = nullptr;
   std::string ch;
   std::optional<uint64_t> since;
-  // Runs on sub's loop, ordered before any later event of the channel there.
+  // Runs on sub's loop, in the task that registers the member for delivery there,
+  // so before any later event of the channel; the backfill follows it. Runs once
+  // per join, also when the member left meanwhile (then nothing is registered).
   std::function<void(JoinResult)> done;
+  std::shared_ptr<MemberLink> link;  // set by Hub::join
+};
+
+struct HistoryResult {
+  Status status;
+  std::string msgs_json;  // comma-joined msg objects, oldest first
+  size_t count = 0;
+};
+
+// `history` (WebSocket op or GET /v1/history): read through the owning shard, cut
+// at the channel's committed seq, at most max_bytes of messages.
+struct HistoryRequest {
+  const TenantConfig* tenant = nullptr;
+  std::string ch;
+  std::optional<uint64_t> after;   // exactly one of after / before
+  std::optional<uint64_t> before;
+  uint32_t limit = 50;
+  uint64_t max_bytes = 1 << 20;
+  unsigned reply_loop = 0;
+  std::function<void(HistoryResult)> done;  // on reply_loop
 };
 
 struct PublishOutcome {

@@ -26,49 +26,95 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       opts_(opts),
       outboxes_(loops.size()) {}
 
-std::string Shard::fanout_key(std::string_view tenant, std::string_view ch) {
-  std::string key;
-  key.reserve(tenant.size() + 1 + ch.size());
-  key.append(tenant).append(1, '\x1f').append(ch);
-  return key;
-}
+// One join's `since` backfill while its pages are read. Shard-owned; the store
+// callbacks carry it and post it back to the shard's loop.
+struct Shard::Backfill {
+  JoinRequest req;
+  JoinResult result;
+  uint64_t conn = 0;
+  uint64_t gen = 0;
+  uint64_t from = 0;         // deliver seqs above this
+  uint64_t next_before = 0;  // newest-first phase: read below this
+  uint64_t top = 0;          // newest seq held; the catch-up reads after it
+  bool backward = true;
+  uint64_t bytes = 0;
+  uint64_t budget = 0;
+  std::deque<std::string> msgs;  // encoded, oldest first
+};
 
 Channel* Shard::find(const TenantConfig* tenant, std::string_view ch) {
-  auto it = channels_.find(fanout_key(tenant->id, ch));
-  return it == channels_.end() || it->second->failed ? nullptr : it->second.get();
+  auto it = channels_.find(store::ChannelId::key_of(tenant->id, ch));
+  return it == channels_.end() || it->second->failed || it->second->loading ? nullptr
+                                                                           : it->second.get();
 }
 
-Channel* Shard::open(const TenantConfig* tenant, std::string_view ch, Error* error) {
-  std::string key = fanout_key(tenant->id, ch);
+void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, ChannelFn fn) {
+  std::string key = store::ChannelId::key_of(tenant->id, ch);
   auto it = channels_.find(key);
-  if (it != channels_.end() && !it->second->failed) return it->second.get();
-  if (it != channels_.end() && !it->second->inflight.empty()) {
-    *error = Error{ErrorCode::kUnavailable, "store unavailable", 1000};
-    return nullptr;
+  if (it != channels_.end()) {
+    Channel* c = it->second.get();
+    if (c->loading) {
+      if (c->waiting.size() >= kMaxWaiting) {
+        const Error busy{ErrorCode::kBackpressure, "channel is loading", opts_.backpressure_retry_ms};
+        return fn(nullptr, &busy);
+      }
+      c->waiting.push_back(std::move(fn));
+      return;
+    }
+    if (!c->failed) return fn(c, nullptr);
+    if (!c->inflight.empty()) {
+      const Error down{ErrorCode::kUnavailable, "store unavailable", 1000};
+      return fn(nullptr, &down);
+    }
   }
   const auto& ns = tenant->ns(protocol::channel_namespace(ch));
-  store::Store* store = ns.durable ? stores_.durable : stores_.ephemeral;
-  const int64_t cutoff = wall_ms() - int64_t{ns.dedupe_window_s} * 1000;
-  auto rec = store->recover(store::ChannelKey{tenant->id, std::string(ch)}, cutoff);
-  if (!rec) {
-    *error = Error{ErrorCode::kUnavailable, "store unavailable", 1000};
-    return nullptr;
-  }
   if (it == channels_.end()) {
     auto fresh = std::make_unique<Channel>();
     fresh->tenant = tenant;
     fresh->ns = &ns;
-    fresh->store = store;
-    fresh->key = store::ChannelKey{tenant->id, std::string(ch)};
+    fresh->store = ns.durable ? stores_.durable : stores_.ephemeral;
+    fresh->id = store::ChannelId{tenant->id, std::string(ch)};
     fresh->fanout_key = key;
     fresh->loop_members.assign(loops_.size(), 0);
     fresh->idle_since_ms = wall_ms();
-    it = channels_.emplace(std::move(key), std::move(fresh)).first;
+    it = channels_.emplace(key, std::move(fresh)).first;
     channel_count_.fetch_add(1, std::memory_order_relaxed);
   }
-  // A fresh channel, or one whose store failed: sequencing and dedupe restart
-  // from what the store holds; a failed channel keeps its members.
+  // A fresh channel, or one whose store failed (it keeps its members): sequencing
+  // and dedupe restart from what the store holds.
   Channel* c = it->second.get();
+  c->loading = true;
+  c->waiting.push_back(std::move(fn));
+  const int64_t cutoff = wall_ms() - int64_t{ns.dedupe_window_s} * 1000;
+  c->store->recover(c->id, cutoff, [this, key = std::move(key)](auto rec) mutable {
+    loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec)]() mutable {
+      on_recovered(key, std::move(rec));
+    });
+  });
+}
+
+void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> rec) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  auto it = channels_.find(key);
+  PARLEY_CHECK(it != channels_.end() && it->second->loading);  // never unloaded while loading
+  Channel* c = it->second.get();
+  c->loading = false;
+  auto waiting = std::move(c->waiting);
+  c->waiting.clear();
+  if (!rec) {
+    const Error down{ErrorCode::kUnavailable, "store unavailable", 1000};
+    c->failed = true;
+    for (auto& fn : waiting) fn(nullptr, &down);
+    // Nobody holds it (a join would have run by now): forget it, so that the next
+    // use tries the store again.
+    auto again = channels_.find(key);
+    if (again != channels_.end() && again->second.get() == c && !c->loading &&
+        c->members.empty() && c->inflight.empty() && c->backfills == 0) {
+      channels_.erase(again);
+      channel_count_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    return;
+  }
   c->failed = false;
   c->last_seq = c->committed_seq = rec->last_seq;
   c->dedupe.clear();
@@ -81,100 +127,232 @@ Channel* Shard::open(const TenantConfig* tenant, std::string_view ch, Error* err
     c->dedupe_order.emplace_back(e.ts_ms, dk);
     c->dedupe[std::move(dk)] = Channel::Dedupe{e.seq, e.ts_ms, false, {}, {}};
   }
-  return c;
+  for (auto& fn : waiting) fn(c, nullptr);
 }
 
 void Shard::join(JoinRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
-  const unsigned loop = req.sub->loop();
-  Error err;
-  Channel* c = open(req.tenant, req.ch, &err);
-  JoinResult result;
-  if (!c) {
-    result.status = err;
+  std::string ch = req.ch;
+  const TenantConfig* tenant = req.tenant;
+  with_channel(tenant, ch, [this, req = std::move(req)](Channel* c, const Error* err) mutable {
+    if (c) return join_loaded(c, std::move(req));
+    JoinResult result;
+    result.status = *err;
+    const unsigned loop = req.sub->loop();
     to_loop(loop, [done = std::move(req.done), result = std::move(result)]() mutable {
       done(std::move(result));
     });
-    return;
-  }
+  });
+}
+
+void Shard::join_loaded(Channel* c, JoinRequest req) {
+  const unsigned loop = req.sub->loop();
   const uint64_t conn = req.sub->conn_id();
   const std::string& user = req.sub->user_id();
   bool new_user = false;
-  if (c->members.try_emplace(conn, Channel::Member{user, loop}).second) {
-    new_user = c->users[user]++ == 0;
-    ++c->loop_members[loop];
-  }
-  result.seq = c->committed_seq;
-  if (c->ns->presence) {
-    result.has_members = true;
-    result.members.reserve(c->users.size());
-    for (const auto& [u, n] : c->users) result.members.push_back(u);
-  }
-  if (req.since) {
-    const uint64_t since = *req.since;
-    const uint64_t latest = c->committed_seq;
-    result.recovered = since <= latest;
-    if (since < latest) {
-      // At most `history` messages: the newest ones.
-      const uint64_t span = latest - since;
-      const uint64_t from = span > c->ns->history ? latest - c->ns->history : since;
-      const uint32_t want = static_cast<uint32_t>(latest - from);
-      auto msgs = c->store->read_after(c->key, from, want);
-      if (!msgs) {
-        result.recovered = false;
-      } else {
-        // Newest first within the connection's backfill allowance (see
-        // net::Connection::send): an older remainder is left to `history`.
-        const uint64_t budget = req.tenant->max_queue_bytes * net::kBackfillAllowance;
-        std::vector<std::string> encoded;
-        uint64_t expect = from + 1;
-        for (const auto& m : *msgs) {
-          if (m.seq > latest) break;  // committed in the store, not yet here
-          if (m.seq != expect) result.recovered = false;
-          expect = m.seq + 1;
-          encoded.emplace_back();
-          protocol::encode_msg(encoded.back(), {req.ch, m.seq, m.from, m.id, m.ts_ms, m.body});
-        }
-        size_t first = encoded.size();
-        for (uint64_t bytes = 0; first > 0 && bytes + encoded[first - 1].size() + 2 <= budget; --first) {
-          bytes += encoded[first - 1].size() + 1;
-        }
-        if (first > 0) result.recovered = false;
-        const size_t chunk = std::min<uint64_t>(kBackfillFrameBytes, req.tenant->max_queue_bytes / 2);
-        std::string frame;
-        for (size_t i = first; i < encoded.size(); ++i) {
-          if (!frame.empty()) frame += ',';
-          frame += encoded[i];
-          if (frame.size() >= chunk) result.backfill.push_back(std::move(frame)), frame.clear();
-        }
-        if (!frame.empty()) result.backfill.push_back(std::move(frame));
-        if (expect != latest + 1 || from != since) result.recovered = false;
-      }
-    }
-  }
-  to_loop(loop, [done = std::move(req.done), result = std::move(result)]() mutable {
-    done(std::move(result));
-  });
+  auto [m, inserted] = c->members.try_emplace(conn, Channel::Member{user, loop, false, 0});
+  if (inserted) new_user = c->users[user]++ == 0;
+  const uint64_t gen = ++m->second.join_gen;
+
+  JoinResult result;
+  const uint64_t latest = c->committed_seq;
+  const bool reads = req.since && *req.since < latest;
+  if (req.since) result.recovered = *req.since <= latest;
   if (new_user && c->ns->presence) {
     auto json = std::make_shared<std::string>();
     const std::string joined[] = {user};
     protocol::encode_presence(*json, req.ch, joined, {});
     broadcast(*c, ChannelEvent{std::move(json), 0, user, {}, steady_ns()});
   }
+  if (!reads) return finish_join(c, std::move(req), std::move(result), true);
+
+  // A member already live (a join again, with `since`) stops receiving live events
+  // until its backfill is out, so that the backfill precedes them.
+  if (m->second.live) {
+    m->second.live = false;
+    --c->loop_members[loop];
+    to_loop(loop, [fan = fanouts_[loop], link = req.link] {
+      if (!link || !link->registered) return;
+      fan->remove_member(link->fanout_key, link->conn);
+      link->registered = false;
+    });
+  }
+  auto b = std::make_shared<Backfill>();
+  const uint64_t since = *req.since;
+  // At most `history` messages: the newest ones.
+  b->from = latest - since > c->ns->history ? latest - c->ns->history : since;
+  if (b->from != since) result.recovered = false;
+  b->next_before = latest + 1;
+  b->top = latest;
+  b->conn = conn;
+  b->gen = gen;
+  // Newest first within the connection's backfill allowance (net::Connection::send),
+  // less the room a `history` reply may take there: an older remainder is left to
+  // `history`. The allowance bounds what is read, not only what is sent.
+  const uint64_t allowance = req.tenant->max_queue_bytes * net::kBackfillAllowance;
+  const uint64_t reserve = history_reply_budget(*req.tenant);
+  b->budget = allowance > 2 * reserve ? allowance - reserve : allowance / 2;
+  b->result = std::move(result);
+  b->req = std::move(req);
+  ++c->backfills;
+  backfill_step(c, std::move(b));
+}
+
+void Shard::backfill_step(Channel* c, std::shared_ptr<Backfill> b) {
+  auto m = c->members.find(b->conn);
+  const bool current = m != c->members.end() && m->second.join_gen == b->gen;
+  auto read_back = [this, c, b](auto r) mutable {
+    loops_.run_on(index_, [this, c, b = std::move(b), r = std::move(r)]() mutable {
+      on_backfill_page(c, std::move(b), std::move(r));
+    });
+  };
+  if (current && b->backward && b->next_before - 1 > b->from && b->bytes < b->budget) {
+    const uint64_t n = std::min<uint64_t>(kBackfillPage, b->next_before - 1 - b->from);
+    c->store->read_before(c->id, b->next_before, static_cast<uint32_t>(n), std::move(read_back));
+    return;
+  }
+  b->backward = false;
+  if (current && b->top < c->committed_seq) {
+    const uint64_t n = std::min<uint64_t>(kBackfillPage, c->committed_seq - b->top);
+    c->store->read_after(c->id, b->top, static_cast<uint32_t>(n), std::move(read_back));
+    return;
+  }
+  --c->backfills;
+  if (c->members.empty()) c->idle_since_ms = wall_ms();
+  // Frames of at most kBackfillFrameBytes, each one JSON array.
+  const size_t chunk =
+      std::min<uint64_t>(kBackfillFrameBytes, std::max<uint64_t>(1, b->req.tenant->max_queue_bytes / 2));
+  std::string frame;
+  for (auto& e : b->msgs) {
+    if (!frame.empty()) frame += ',';
+    frame += e;
+    if (frame.size() >= chunk) b->result.backfill.push_back(std::move(frame)), frame.clear();
+  }
+  if (!frame.empty()) b->result.backfill.push_back(std::move(frame));
+  finish_join(c, std::move(b->req), std::move(b->result), current);
+}
+
+void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
+                             Result<std::vector<store::StoredMessage>> page) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  if (!page) {
+    // What was missed cannot be delivered: the join fails, retryable.
+    --c->backfills;
+    b->result = JoinResult{};
+    b->result.status = Error{ErrorCode::kUnavailable, "store unavailable", 1000};
+    // Not live; the session drops its membership on the error, which leaves.
+    return finish_join(c, std::move(b->req), std::move(b->result), false);
+  }
+  const auto& msgs = *page;
+  const std::string_view ch = b->req.ch;
+  if (b->backward) {
+    // Oldest first, ending right below next_before; newest first into the front.
+    uint64_t expect = b->next_before - 1;
+    size_t taken = 0;
+    for (size_t i = msgs.size(); i > 0; --i) {
+      const auto& msg = msgs[i - 1];
+      if (msg.seq != expect) break;  // trimmed (or a hole): older ones are gone
+      std::string e;
+      protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
+      if (b->bytes + e.size() + 1 > b->budget) {
+        b->backward = false;
+        break;
+      }
+      b->bytes += e.size() + 1;
+      b->msgs.push_front(std::move(e));
+      b->next_before = msg.seq;
+      --expect;
+      ++taken;
+    }
+    if (taken < msgs.size() || msgs.empty()) b->backward = false;
+    if (b->next_before - 1 > b->from && !b->backward) b->result.recovered = false;
+  } else {
+    // Catching up with what was committed meanwhile: these the member would have
+    // had live, so they go in, and the oldest leave when over budget.
+    const uint64_t was_top = b->top;
+    uint64_t expect = b->top + 1;
+    for (const auto& msg : msgs) {
+      if (msg.seq > c->committed_seq) break;
+      if (msg.seq != expect) break;
+      std::string e;
+      protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
+      b->bytes += e.size() + 1;
+      b->msgs.push_back(std::move(e));
+      b->top = msg.seq;
+      ++expect;
+    }
+    while (b->bytes > b->budget && b->msgs.size() > 1) {
+      b->bytes -= b->msgs.front().size() + 1;
+      b->msgs.pop_front();
+      b->result.recovered = false;
+    }
+    if (b->top == was_top && b->top < c->committed_seq) {
+      // The committed range is no longer in the store (trimmed meanwhile): skip
+      // it rather than read forever.
+      b->result.recovered = false;
+      b->top = c->committed_seq;
+    }
+  }
+  backfill_step(c, std::move(b));
+}
+
+void Shard::finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_live) {
+  const unsigned loop = req.sub->loop();
+  if (result.status) {
+    result.seq = c->committed_seq;
+    if (c->ns->presence) {
+      result.has_members = true;
+      result.members.reserve(c->users.size());
+      for (const auto& [u, n] : c->users) result.members.push_back(u);
+    }
+    auto m = c->members.find(req.sub->conn_id());
+    if (go_live && m != c->members.end() && !m->second.live) {
+      m->second.live = true;
+      ++c->loop_members[loop];
+    }
+  }
+  // One task on the member's loop: registration, `joined`, backfill. Everything
+  // this shard broadcasts to the channel from now on is queued behind it.
+  to_loop(loop, [fan = fanouts_[loop], sub = std::move(req.sub), link = std::move(req.link),
+                 done = std::move(req.done), result = std::move(result)]() mutable {
+    const bool stay = result.status && link && !link->left;
+    if (stay) {
+      fan->add_member(link->fanout_key, link->tick_ms, sub);
+      link->registered = true;
+    }
+    auto backfill = std::move(result.backfill);
+    done(std::move(result));
+    if (!stay || link->left) return;
+    for (auto& chunk : backfill) {
+      std::string out;
+      protocol::encode_batch(out, chunk);
+      net::OutFrame f(std::move(out));
+      f.backfill = true;
+      sub->send(std::move(f));
+    }
+  });
 }
 
 void Shard::leave(const TenantConfig* tenant, const std::string& ch, uint64_t conn) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
-  auto it = channels_.find(fanout_key(tenant->id, ch));
+  auto it = channels_.find(store::ChannelId::key_of(tenant->id, ch));
   if (it == channels_.end()) return;
-  remove_member(*it->second, conn);
+  Channel& c = *it->second;
+  if (c.loading) {
+    // The join it undoes may be waiting for the load: stay behind it.
+    c.waiting.push_back([this, conn](Channel* ready, const Error*) {
+      if (ready) remove_member(*ready, conn);
+    });
+    return;
+  }
+  remove_member(c, conn);
 }
 
 void Shard::remove_member(Channel& c, uint64_t conn) {
   auto m = c.members.find(conn);
   if (m == c.members.end()) return;
   const std::string user = m->second.user;
-  --c.loop_members[m->second.loop];
+  if (m->second.live) --c.loop_members[m->second.loop];
   c.members.erase(m);
   auto u = c.users.find(user);
   if (--u->second == 0) {
@@ -182,7 +360,7 @@ void Shard::remove_member(Channel& c, uint64_t conn) {
     if (c.ns->presence) {
       auto json = std::make_shared<std::string>();
       const std::string left[] = {user};
-      protocol::encode_presence(*json, c.key.channel, {}, left);
+      protocol::encode_presence(*json, c.id.channel, {}, left);
       broadcast(c, ChannelEvent{std::move(json), 0, user, {}, steady_ns()});
     }
   }
@@ -193,14 +371,22 @@ void Shard::publish(PublishRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const int64_t start = steady_ns();
   metrics_.local().observe(metrics::Stage::kQueueWait, start - req.arrived_ns);
+  std::string ch = req.ch;
+  const TenantConfig* tenant = req.tenant;
+  with_channel(tenant, ch, [this, req = std::move(req)](Channel* c, const Error* err) mutable {
+    if (c) return publish_loaded(c, std::move(req));
+    to_loop(req.reply_loop, [done = std::move(req.done), out = PublishOutcome{*err}]() mutable {
+      done(std::move(out));
+    });
+  });
+}
+
+void Shard::publish_loaded(Channel* c, PublishRequest req) {
   auto reply = [this, &req](PublishOutcome out) {
     to_loop(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
       done(std::move(out));
     });
   };
-  Error err;
-  Channel* c = open(req.tenant, req.ch, &err);
-  if (!c) return reply({err});
   if (req.conn != 0 && !c->members.contains(req.conn)) {
     return reply({Error{ErrorCode::kForbidden, "join the channel before publishing"}});
   }
@@ -233,18 +419,23 @@ void Shard::publish(PublishRequest req) {
                                           req.arrived_ns, steady_ns(), req.reply_loop,
                                           std::move(req.done)});
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
-  store::AppendRequest append{c->key,
+  store::AppendRequest append{c->id,
                               store::StoredMessage{seq, now_ms, std::move(req.from),
                                                    std::move(req.id), std::move(req.body)},
                               c->ns->history, c->ns->dedupe_window_s};
-  c->store->append(std::move(append), [this, c](Status s) {
-    loops_.run_on(index_, [this, c, s = std::move(s)]() mutable { on_committed(c, std::move(s)); });
+  c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
+    loops_.run_on(index_, [this, c, out = std::move(out)]() mutable {
+      on_committed(c, std::move(out));
+    });
   });
 }
 
-void Shard::on_committed(Channel* c, Status status) {
+void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
+  const Status& status = outcome.status;
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Channel::InFlight f = std::move(c->inflight.front());
+  // This store takes the shard's seq and completes in order: it echoes it.
+  PARLEY_CHECK(!status || outcome.seq == f.seq);
   c->inflight.pop_front();
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
   auto& m = metrics_.local();
@@ -273,6 +464,54 @@ void Shard::on_committed(Channel* c, Status status) {
   to_loop(f.reply_loop, [done = std::move(f.done), first]() mutable { done(first); });
   for (size_t i = 0; i < waiters.size(); ++i) {
     to_loop(waiter_loops[i], [done = std::move(waiters[i]), again]() mutable { done(again); });
+  }
+}
+
+void Shard::history(HistoryRequest req) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  auto it = channels_.find(store::ChannelId::key_of(req.tenant->id, req.ch));
+  if (it != channels_.end() && it->second->loading) {
+    // Its committed seq is being recovered: read once it is known.
+    it->second->waiting.push_back([this, req = std::move(req)](Channel* c, const Error*) mutable {
+      history_loaded(c, std::move(req));
+    });
+    return;
+  }
+  history_loaded(it == channels_.end() ? nullptr : it->second.get(), std::move(req));
+}
+
+void Shard::history_loaded(Channel* c, HistoryRequest req) {
+  // The cut: nothing above the committed seq (written, not yet acknowledged) is
+  // served, exactly as the join backfill. A channel not loaded here has nothing
+  // in flight, so everything its store holds is committed.
+  const uint64_t cut = c != nullptr ? c->committed_seq : UINT64_MAX;
+  const auto& ns = req.tenant->ns(protocol::channel_namespace(req.ch));
+  store::Store* st = ns.durable ? stores_.durable : stores_.ephemeral;
+  const store::ChannelId id{req.tenant->id, req.ch};
+  const bool forward = req.after.has_value();
+  const unsigned reply_loop = req.reply_loop;
+  // Completes on a store thread (or inline): encoded there, answered on the
+  // asking loop; the shard's loop does no more than pick the cut.
+  auto done = [this, cut, forward, reply_loop, ch = req.ch, max_bytes = req.max_bytes,
+               done = std::move(req.done)](Result<std::vector<store::StoredMessage>> r) mutable {
+    HistoryResult out;
+    if (!r) {
+      out.status = Error{ErrorCode::kUnavailable, "store unavailable", 1000};
+    } else {
+      auto page = encode_page(ch, *r, cut, max_bytes, forward);
+      out.msgs_json = std::move(page.msgs_json);
+      out.count = page.count;
+    }
+    loops_.run_on(reply_loop, [done = std::move(done), out = std::move(out)]() mutable {
+      done(std::move(out));
+    });
+  };
+  if (forward) {
+    if (*req.after >= cut) return done(std::vector<store::StoredMessage>{});
+    st->read_after(id, *req.after, req.limit, std::move(done));
+  } else {
+    const uint64_t before = cut == UINT64_MAX ? *req.before : std::min(*req.before, cut + 1);
+    st->read_before(id, before, req.limit, std::move(done));
   }
 }
 
@@ -322,11 +561,14 @@ void Shard::broadcast(Channel& c, ChannelEvent ev) {
 void Shard::sweep_idle(int64_t now_ms) {
   for (auto it = channels_.begin(); it != channels_.end();) {
     Channel& c = *it->second;
-    if (c.members.empty() && c.inflight.empty() && now_ms - c.idle_since_ms > kIdleUnloadMs) {
+    if (c.members.empty() && c.inflight.empty() && !c.loading && c.backfills == 0 &&
+        now_ms - c.idle_since_ms > kIdleUnloadMs) {
       it = channels_.erase(it);
       channel_count_.fetch_sub(1, std::memory_order_relaxed);
-    } else {
+    } else if (!c.loading) {
       expire_dedupe(c, now_ms);
+      ++it;
+    } else {
       ++it;
     }
   }

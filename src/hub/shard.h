@@ -4,7 +4,14 @@
 // Runs on loop `index`; every public method except the atomics must be called
 // there (Hub posts to it). Results travel back by posting to the loop that
 // asked, through a per-loop outbox that keeps this shard's messages to one
-// loop in order: a join's reply always precedes the channel's newer events.
+// loop in order: a join's reply (which registers the member in that loop's
+// TickBatcher) always precedes the channel's newer events.
+//
+// The store is asynchronous: every completion is posted back to this loop before
+// it touches a channel. A channel being recovered queues what arrives for it; a
+// join with `since` reads its backfill in bounded pages (newest first, within the
+// connection's backfill allowance), then catches up to the committed seq and only
+// then becomes a live member, in the same task that posts its reply.
 #pragma once
 
 #include <atomic>
@@ -15,6 +22,7 @@
 
 #include "metrics/metrics.h"
 #include "hub/channel.h"
+#include "hub/history.h"
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "runtime/loop_group.h"
@@ -39,6 +47,7 @@ class Shard {
   void join(JoinRequest req);
   void leave(const TenantConfig* tenant, const std::string& ch, uint64_t conn);
   void publish(PublishRequest req);
+  void history(HistoryRequest req);
   void state(StateRequest req);
   void members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
                MembersDone done);
@@ -48,13 +57,27 @@ class Shard {
   size_t inflight() const { return inflight_total_.load(std::memory_order_relaxed); }
   size_t channel_count() const { return channel_count_.load(std::memory_order_relaxed); }
 
-  static std::string fanout_key(std::string_view tenant, std::string_view ch);
+  // Appends (and channel loads) queued for one channel before `backpressure`.
+  static constexpr size_t kMaxWaiting = 1024;
 
  private:
+  struct Backfill;
+  using ChannelFn = std::function<void(Channel*, const Error*)>;
+
   Channel* find(const TenantConfig* tenant, std::string_view ch);
-  // Loads the channel (store recovery) when needed. nullptr + error on failure.
-  Channel* open(const TenantConfig* tenant, std::string_view ch, Error* error);
-  void on_committed(Channel* c, Status status);
+  // Runs fn(channel, nullptr) once the channel is loaded (now, when it is), after
+  // a store recovery when needed; fn(nullptr, error) when it cannot be.
+  void with_channel(const TenantConfig* tenant, std::string_view ch, ChannelFn fn);
+  void on_recovered(const std::string& key, Result<store::ChannelRecovery> rec);
+  void join_loaded(Channel* c, JoinRequest req);
+  void backfill_step(Channel* c, std::shared_ptr<Backfill> b);
+  void on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
+                        Result<std::vector<store::StoredMessage>> page);
+  // The join's reply: joined (+ backfill); the member goes live with it.
+  void finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_live);
+  void history_loaded(Channel* c, HistoryRequest req);
+  void publish_loaded(Channel* c, PublishRequest req);
+  void on_committed(Channel* c, store::AppendOutcome outcome);
   void expire_dedupe(Channel& c, int64_t now_ms);
   void broadcast(Channel& c, ChannelEvent ev);
   void remove_member(Channel& c, uint64_t conn);

@@ -103,10 +103,26 @@ void Connection::enqueue(OutFrame&& frame) {
   queue_.push_back(std::move(frame));
 }
 
+void Connection::when_backfill_drained(std::function<void()> fn) {
+  if (finished_) return;
+  if (backfill_bytes_ == 0) {
+    boost::asio::post(exec_, std::move(fn));
+    return;
+  }
+  backfill_drained_ = std::move(fn);
+}
+
 void Connection::written(OutFrame& frame, int64_t now_ns) {
   const uint64_t n = frame.bytes();
   queued_bytes_ -= n;
-  if (frame.backfill) backfill_bytes_ -= n;
+  if (frame.backfill) {
+    backfill_bytes_ -= n;
+    if (backfill_bytes_ == 0 && backfill_drained_) {
+      // Posted: the hook sends, and this runs inside the write loop.
+      boost::asio::post(exec_, std::move(backfill_drained_));
+      backfill_drained_ = nullptr;
+    }
+  }
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
   metrics_.observe(metrics::Stage::kWrite, now_ns - frame.enqueued_ns);
   metrics_.inc(metrics_.frames_out);
@@ -256,6 +272,7 @@ void Connection::finish() {
   finished_ = true;
   release_preauth();
   if (close_deadline_) close_deadline_->cancel();
+  backfill_drained_ = nullptr;  // it holds the session, which holds this
   drop_queued(head_);  // never to be written; frees the shared tick buffers now
   queue_.clear();
   head_ = head_sent_ = 0;

@@ -11,6 +11,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -86,6 +87,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!closing()) ++unanswered_pings_;
   }
   int unanswered_pings() const { return unanswered_pings_; }
+
+  // Backfill bytes queued (join backfill, history replies), and a one-shot hook
+  // run on this loop (posted) once they are all written; dropped if the
+  // connection finishes first. One hook at a time: a second replaces the first.
+  uint64_t backfill_bytes() const { return backfill_bytes_; }
+  void when_backfill_drained(std::function<void()> fn);
 
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
   uint64_t queue_cap() const { return queue_cap_; }
@@ -169,6 +176,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t head_sent_ = 0;         // bytes of the head frame (header included) already sent
   uint64_t queued_bytes_ = 0;    // payload bytes queued
   uint64_t backfill_bytes_ = 0;  // of which backfill frames
+  std::function<void()> backfill_drained_;
   uint64_t queue_cap_ = 4ull << 20;
   bool waiting_writable_ = false;
   bool flushing_ = false;

@@ -39,6 +39,25 @@ void encode_msg(std::string& out, const MsgView& m) {
       .end_object();
 }
 
+void append_msg(std::string& list, const MsgView& m) {
+  if (!list.empty()) list += ',';
+  encode_msg(list, m);
+}
+
+void encode_batch(std::string& out, std::string_view msgs_json) {
+  out.reserve(out.size() + msgs_json.size() + 2);
+  out += '[';
+  out += msgs_json;
+  out += ']';
+}
+
+void encode_history_body(std::string& out, std::string_view msgs_json) {
+  JsonWriter w(out);
+  w.begin_object().key("msgs").begin_array();
+  if (!msgs_json.empty()) w.raw(msgs_json);
+  w.end_array().end_object();
+}
+
 void encode_state(std::string& out, std::string_view ch, std::string_view from,
                   std::string_view key, std::string_view body) {
   out.reserve(out.size() + kFrameOverhead + ch.size() + from.size() + key.size() + body.size());

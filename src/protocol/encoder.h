@@ -22,6 +22,13 @@ struct MsgView {
 
 // {"op":"msg","ch","seq","from","id","ts","body"}
 void encode_msg(std::string& out, const MsgView& m);
+// A list of msg objects, comma-joined: what a batch array, a `history` reply and
+// GET /v1/history hold. Appends m after a comma when `list` is not empty.
+void append_msg(std::string& list, const MsgView& m);
+// [<list>]: a frame of messages (a tick batch, a join's backfill).
+void encode_batch(std::string& out, std::string_view msgs_json);
+// {"msgs":[<list>]}: the body of GET /v1/history.
+void encode_history_body(std::string& out, std::string_view msgs_json);
 // {"op":"state","ch","from","key","body"}
 void encode_state(std::string& out, std::string_view ch, std::string_view from,
                   std::string_view key, std::string_view body);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/clock.h"
+#include "hub/history.h"
 #include "session/gateway.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
@@ -13,6 +14,10 @@
 namespace parley::session {
 
 namespace {
+// `history` flow control (docs/protocol-notes.md): one request in flight per
+// connection, this many queued behind it, then `backpressure`.
+constexpr size_t kMaxQueuedHistory = 16;
+constexpr int kHistoryRetryMs = 100;
 const std::string kNoRid;
 }  // namespace
 
@@ -172,67 +177,66 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   if (existing == joined_.end() && joined_.size() >= tenant_->config.max_channels_per_conn) {
     return fail(op.rid, ErrorCode::kQuotaExceeded, "too many channels on this connection");
   }
-  if (existing != joined_.end() && existing->second.state == Membership::kJoining) {
+  if (existing != joined_.end() && existing->second.joining) {
     return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
   }
-  joined_.try_emplace(op.ch);
-  const TenantConfig* tc = &tenant_->config;
   hub::JoinRequest req;
   req.sub = shared_from_this();
-  req.tenant = tc;
+  req.tenant = &tenant_->config;
   req.ch = op.ch;
   req.since = op.since;
-  req.done = [self = shared_from_this(), rid = op.rid, ch = op.ch, tc](hub::JoinResult r) {
-    if (self->closed_) return;  // the close already told the shard to forget us
+  req.done = [self = shared_from_this(), rid = op.rid, ch = op.ch](hub::JoinResult r) {
+    if (self->closed_) return;  // the close already left the channel
     auto it = self->joined_.find(ch);
     if (!r.status) {
-      if (it != self->joined_.end() && it->second.state == Membership::kJoining) {
-        self->joined_.erase(it);
+      self->reply_error(rid, r.status.error());
+      if (it == self->joined_.end()) return;
+      it->second.joining = false;
+      for (const auto& leave_rid : it->second.leave_rids) {
+        std::string left;
+        protocol::encode_left(left, leave_rid, ch);
+        self->reply(std::move(left));
       }
-      return self->reply_error(rid, r.status.error());
+      // A first join that failed leaves (dropping the membership); a repeated
+      // one keeps the membership it had.
+      if (!it->second.joined_once || !it->second.leave_rids.empty()) self->joined_.erase(it);
+      return;
     }
     std::string out;
     const std::span<const std::string> members(r.members);
     protocol::encode_joined(out, rid, ch, r.seq, r.recovered, r.has_members ? &members : nullptr);
     self->reply(std::move(out));
     if (it == self->joined_.end()) return;
+    it->second.joining = false;
+    it->second.joined_once = true;
     if (!it->second.leave_rids.empty()) {
-      // Left before the join landed: the shard has dropped us again already.
+      // Left before the join landed: the hub did not register it for delivery.
       for (const auto& leave_rid : it->second.leave_rids) {
         std::string left;
         protocol::encode_left(left, leave_rid, ch);
         self->reply(std::move(left));
       }
       self->joined_.erase(it);
-      return;
     }
-    it->second.state = Membership::kJoined;
-    const auto& ns = tc->ns(protocol::channel_namespace(ch));
-    self->gw_.hub().fanout(self->loop()).add_member(hub::Shard::fanout_key(tc->id, ch),
-                                                    ns.tick_ms, self);
-    for (auto& chunk : r.backfill) {
-      chunk.insert(chunk.begin(), '[');
-      chunk.push_back(']');
-      net::OutFrame f(std::move(chunk));
-      f.backfill = true;
-      self->send(std::move(f));
-    }
+    // The hub sends the backfill right after this returns.
   };
-  gw_.hub().join(std::move(req));
+  if (existing != joined_.end()) {
+    existing->second.joining = true;
+    return gw_.hub().rejoin(existing->second.membership, std::move(req));
+  }
+  Joined& j = joined_[op.ch];
+  j.membership = gw_.hub().join(std::move(req));
 }
 
 void ClientSession::on_leave(protocol::ClientOp& op) {
   auto it = joined_.find(op.ch);
   if (it != joined_.end()) {
-    if (it->second.state == Membership::kJoining) {
+    it->second.membership.leave();
+    if (it->second.joining) {
       it->second.leave_rids.push_back(op.rid);
-      gw_.hub().leave(&tenant_->config, op.ch, conn_id_);
       return;  // `left` follows the join's reply
     }
     joined_.erase(it);
-    gw_.hub().fanout(loop()).remove_member(hub::Shard::fanout_key(tenant_->config.id, op.ch),
-                                           conn_id_);
-    gw_.hub().leave(&tenant_->config, op.ch, conn_id_);
   }
   std::string out;
   protocol::encode_left(out, op.rid, op.ch);
@@ -291,34 +295,68 @@ void ClientSession::on_history(protocol::ClientOp& op) {
   if (!auth::channel_allowed(claims_, op.ch)) {
     return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
   }
-  const auto& ns = tenant_->config.ns(protocol::channel_namespace(op.ch));
-  auto stores = gw_.stores();
-  store::Store* st = ns.durable ? stores.durable : stores.ephemeral;
-  const store::ChannelKey key{tenant_->config.id, op.ch};
-  auto msgs = op.after ? st->read_after(key, *op.after, op.limit)
-                       : st->read_before(key, *op.before, op.limit);
-  if (!msgs) return reply_error(op.rid, Error{ErrorCode::kUnavailable, "store unavailable", 1000});
-  std::string items;
-  for (const auto& m : *msgs) {
-    if (!items.empty()) items += ',';
-    protocol::encode_msg(items, {op.ch, m.seq, m.from, m.id, m.ts_ms, m.body});
+  PendingHistory h{std::move(op.rid), std::move(op.ch), op.after, op.before, op.limit};
+  if (!history_busy_) return start_history(std::move(h));
+  if (history_queue_.size() >= kMaxQueuedHistory) {
+    return reply_error(h.rid, Error{ErrorCode::kBackpressure,
+                                    "too many history requests in flight", kHistoryRetryMs});
   }
-  std::string out;
-  protocol::encode_history(out, op.rid, op.ch, items);
-  reply(std::move(out));
+  history_queue_.push_back(std::move(h));
+}
+
+void ClientSession::start_history(PendingHistory h) {
+  history_busy_ = true;
+  hub::HistoryRequest req;
+  req.tenant = &tenant_->config;
+  req.ch = h.ch;
+  req.after = h.after;
+  req.before = h.before;
+  req.limit = h.limit;
+  req.max_bytes = hub::history_reply_budget(tenant_->config);
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(h.rid),
+              ch = std::move(h.ch)](hub::HistoryResult r) {
+    if (self->closed_) return;
+    std::string out;
+    if (!r.status) {
+      self->gw_.metrics().local().reject(r.status.error().code);
+      protocol::encode_error(out, rid, r.status.error());
+    } else {
+      protocol::encode_history(out, rid, ch, r.msgs_json);
+    }
+    self->send_history_reply(std::move(out));
+  };
+  gw_.hub().history(std::move(req));
+}
+
+void ClientSession::send_history_reply(std::string frame) {
+  if (gone()) return;
+  // A reply is queued only when no backfill is: then one reply (at most
+  // history_reply_budget bytes) always fits the backfill allowance, so a client
+  // that pipelines `history` and reads normally is never a slow consumer.
+  if (conn_->backfill_bytes() > 0) {
+    conn_->when_backfill_drained([self = shared_from_this(), frame = std::move(frame)]() mutable {
+      if (!self->closed_) self->send_history_reply(std::move(frame));
+    });
+    return;
+  }
+  net::OutFrame f(std::move(frame));
+  f.backfill = true;  // counted against the backfill allowance, not the live cap
+  send(std::move(f));
+  history_busy_ = false;
+  if (!history_queue_.empty()) {
+    PendingHistory next = std::move(history_queue_.front());
+    history_queue_.pop_front();
+    start_history(std::move(next));
+  }
 }
 
 void ClientSession::on_closed() {
   if (closed_) return;
   closed_ = true;
   if (tenant_) {
-    const auto& tc = tenant_->config;
-    auto& fan = gw_.hub().fanout(loop());
-    for (const auto& [ch, j] : joined_) {
-      fan.remove_member(hub::Shard::fanout_key(tc.id, ch), conn_id_);
-      gw_.hub().leave(&tc, ch, conn_id_);
-    }
-    joined_.clear();
+    joined_.clear();  // each membership leaves its channel
+    history_queue_.clear();
     tenant_->disconnect();
   }
   gw_.on_session_closed(*this);

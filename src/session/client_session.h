@@ -6,13 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "auth/jwt.h"
 #include "auth/token_bucket.h"
+#include "hub/membership.h"
 #include "hub/subscriber.h"
 #include "net/connection.h"
 #include "protocol/client_op.h"
@@ -49,10 +52,17 @@ class ClientSession final : public net::ConnectionHandler,
   void close_with(std::string frame, int code, std::string reason);
 
  private:
-  enum class Membership { kJoining, kJoined };
   struct Joined {
-    Membership state = Membership::kJoining;
+    bool joining = true;                  // the join's reply has not come yet
+    bool joined_once = false;             // a join of it succeeded
     std::vector<std::string> leave_rids;  // leaves asked while the join was in flight
+    hub::Membership membership;           // dropping it leaves the channel
+  };
+  // A `history` op waiting for its turn (one in flight per connection).
+  struct PendingHistory {
+    std::string rid, ch;
+    std::optional<uint64_t> after, before;
+    uint32_t limit = 0;
   };
 
   void on_hello(protocol::ClientOp& op);
@@ -62,6 +72,10 @@ class ClientSession final : public net::ConnectionHandler,
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);
+  void start_history(PendingHistory h);
+  // Queues a history reply once the backfill allowance has room (never a cause
+  // for slow_consumer), then starts the next queued request.
+  void send_history_reply(std::string frame);
 
   // Takes a token from the per-connection (and for pub, tenant) bucket;
   // answers rate_limited and returns false when empty.
@@ -80,6 +94,8 @@ class ClientSession final : public net::ConnectionHandler,
   auth::Claims claims_;
   auth::TokenBucket conn_bucket_;
   std::unordered_map<std::string, Joined> joined_;
+  bool history_busy_ = false;
+  std::deque<PendingHistory> history_queue_;
   bool closed_ = false;
 };
 

@@ -14,14 +14,19 @@
 #include <rocksdb/write_batch.h>
 
 #include "common/clock.h"
+#include "store/blocking_check.h"
 #include "store/dedupe_expiry_filter.h"
 #include "store/group_committer.h"
+#include "store/reader_pool.h"
 #include "store/record_codec.h"
 
 namespace parley::store {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
+// Reads are short scans of one channel; two threads keep a cold recover from
+// queueing every history read behind it on a two-core machine.
+constexpr unsigned kReaderThreads = 2;
 
 // Sized for a small machine: the whole server should idle under ~16 MiB RSS and stay
 // far below the 20,000 open files a process may hold.
@@ -136,14 +141,38 @@ EmbeddedStore::EmbeddedStore(std::unique_ptr<DedupeExpiryFilter> filter,
                              std::unique_ptr<rocksdb::DB> db, const EmbeddedOptions& opts)
     : filter_(std::move(filter)),
       db_(std::move(db)),
-      committer_(std::make_unique<GroupCommitter>(db_.get(), opts.fsync, opts.max_batch)) {}
+      committer_(std::make_unique<GroupCommitter>(db_.get(), opts.fsync, opts.max_batch)),
+      readers_(std::make_unique<ReaderPool>(kReaderThreads)) {}
 
 EmbeddedStore::~EmbeddedStore() {
+  readers_.reset();    // runs the reads already asked for, joins the readers
   committer_.reset();  // drains the queue, joins the writer
   db_->Close();        // nothing to do with an error this late; the WAL has the data
 }
 
-Result<ChannelRecovery> EmbeddedStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms) {
+void EmbeddedStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) {
+  readers_->post([this, key, dedupe_cutoff_ms, done = std::move(done)] {
+    done(recover_now(key, dedupe_cutoff_ms));
+  });
+}
+
+void EmbeddedStore::read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                               ReadDone done) {
+  readers_->post([this, key, after, limit, done = std::move(done)] {
+    done(read_after_now(key, after, limit));
+  });
+}
+
+void EmbeddedStore::read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                                ReadDone done) {
+  readers_->post([this, key, before, limit, done = std::move(done)] {
+    done(read_before_now(key, before, limit));
+  });
+}
+
+Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
+                                                   int64_t dedupe_cutoff_ms) {
+  check_may_block();
   ChannelRecovery out;
   {
     ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
@@ -188,8 +217,9 @@ void EmbeddedStore::append(AppendRequest req, AppendDone done) {
   committer_->submit(std::move(req), std::move(done));
 }
 
-Result<std::vector<StoredMessage>> EmbeddedStore::read_after(const ChannelKey& key,
-                                                             uint64_t after, uint32_t limit) {
+Result<std::vector<StoredMessage>> EmbeddedStore::read_after_now(const ChannelKey& key,
+                                                                 uint64_t after, uint32_t limit) {
+  check_may_block();
   std::vector<StoredMessage> out;
   if (limit == 0 || after == UINT64_MAX) return out;
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
@@ -201,8 +231,10 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_after(const ChannelKey& k
   return out;
 }
 
-Result<std::vector<StoredMessage>> EmbeddedStore::read_before(const ChannelKey& key,
-                                                              uint64_t before, uint32_t limit) {
+Result<std::vector<StoredMessage>> EmbeddedStore::read_before_now(const ChannelKey& key,
+                                                                  uint64_t before,
+                                                                  uint32_t limit) {
+  check_may_block();
   std::vector<StoredMessage> out;
   if (limit == 0 || before == 0) return out;
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
@@ -215,11 +247,16 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_before(const ChannelKey& 
   return out;
 }
 
-void EmbeddedStore::flush() { committer_->flush(); }
+void EmbeddedStore::flush() {
+  check_may_block();
+  committer_->flush();
+  readers_->wait_idle();
+}
 
 size_t EmbeddedStore::pending() const { return committer_->pending(); }
 
 Status EmbeddedStore::compact() {
+  check_may_block();
   rocksdb::CompactRangeOptions o;
   // Rewrite the last level too: that is where old dedupe records end up.
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;

@@ -4,10 +4,11 @@
 // group commit, trimming, failure). Expired dedupe entries: DedupeExpiryFilter at
 // compaction, and recover() skips and deletes the ones it meets.
 //
-// Threading: any thread. recover() and the reads run on the caller's thread against
-// RocksDB (itself thread-safe); appends go through the committer's queue. Reads see
-// a message once its batch is written, which is never before it is durable per the
-// fsync setting.
+// Threading: any thread. recover() and the reads are posted to the store's reader
+// pool (ReaderPool) and complete there; appends go through the committer's queue
+// and complete on its writer thread. Nothing here touches RocksDB on the caller's
+// thread. Reads see a message once its batch is written, which is never before it
+// is durable per the fsync setting.
 //
 // Internal header: the server uses open_embedded_store() from store.h; tests use the
 // extra hooks here.
@@ -26,6 +27,7 @@ namespace parley::store {
 
 class DedupeExpiryFilter;
 class GroupCommitter;
+class ReaderPool;
 
 class EmbeddedStore final : public Store {
  public:
@@ -37,14 +39,21 @@ class EmbeddedStore final : public Store {
 
   // Contract beyond store.h: appends of `key` submitted before recover() must have
   // completed (it reads what is written, and deletes expired dedupe records).
-  Result<ChannelRecovery> recover(const ChannelKey& key, int64_t dedupe_cutoff_ms) override;
+  void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override;
   void append(AppendRequest req, AppendDone done) override;
-  Result<std::vector<StoredMessage>> read_after(const ChannelKey& key, uint64_t after,
-                                                uint32_t limit) override;
-  Result<std::vector<StoredMessage>> read_before(const ChannelKey& key, uint64_t before,
-                                                 uint32_t limit) override;
+  void read_after(const ChannelKey& key, uint64_t after, uint32_t limit, ReadDone done) override;
+  void read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                   ReadDone done) override;
   void flush() override;
   size_t pending() const override;
+
+  // The blocking halves, run by the reader pool (and by tests). Each checks that
+  // it is not on an event loop (blocking_check.h).
+  Result<ChannelRecovery> recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms);
+  Result<std::vector<StoredMessage>> read_after_now(const ChannelKey& key, uint64_t after,
+                                                    uint32_t limit);
+  Result<std::vector<StoredMessage>> read_before_now(const ChannelKey& key, uint64_t before,
+                                                     uint32_t limit);
 
   // Blocking: flushes the memtable and compacts everything, which runs the dedupe
   // expiry filter over all records. For tests and operator tooling.
@@ -59,6 +68,7 @@ class EmbeddedStore final : public Store {
   std::unique_ptr<DedupeExpiryFilter> filter_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<GroupCommitter> committer_;
+  std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_
 };
 
 }  // namespace parley::store

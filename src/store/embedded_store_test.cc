@@ -28,6 +28,9 @@ namespace parley::store {
 namespace {
 
 using testing::append_sync;
+using testing::read_after_sync;
+using testing::read_before_sync;
+using testing::recover_sync;
 using testing::make_msg;
 using testing::make_req;
 using testing::seq_range;
@@ -89,7 +92,7 @@ TEST(EmbeddedStore, ReopenRecoversLastSeqMessagesAndDedupe) {
   }
   auto store = open_or_die(dir.sub("db"));
   ASSERT_NE(store, nullptr);
-  auto rec = store->recover(kLobby, now + 41);
+  auto rec = recover_sync(*store, kLobby, now + 41);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 50u);
   std::set<uint64_t> dedupe_seqs;
@@ -99,7 +102,7 @@ TEST(EmbeddedStore, ReopenRecoversLastSeqMessagesAndDedupe) {
   }
   EXPECT_EQ(dedupe_seqs.size(), 10u);
   EXPECT_EQ(*dedupe_seqs.begin(), 41u);
-  auto msgs = store->read_after(kLobby, 0, 100);
+  auto msgs = read_after_sync(*store, kLobby, 0, 100);
   ASSERT_TRUE(msgs);
   EXPECT_EQ(seqs_of(*msgs), seq_range(1, 50));
   EXPECT_EQ((*msgs)[9].body, R"({"n":10})");
@@ -119,7 +122,7 @@ TEST(EmbeddedStore, TrimmingResumesAfterReopen) {
     }
   }
   auto store = open_or_die(dir.sub("db"));
-  auto held = store->read_after(kLobby, 0, 1000);
+  auto held = read_after_sync(*store, kLobby, 0, 1000);
   ASSERT_TRUE(held);
   EXPECT_GE(held->size(), kLimit);
   EXPECT_LE(held->size(), history_max_held(kLimit));
@@ -135,7 +138,7 @@ TEST(EmbeddedStore, FsyncAlwaysAppendsAreDurable) {
     }
   }
   auto store = open_or_die(dir.sub("db"));
-  auto rec = store->recover(kLobby, 0);
+  auto rec = recover_sync(*store, kLobby, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 5u);
 }
@@ -188,12 +191,12 @@ TEST(EmbeddedStore, RecoverDeletesExpiredDedupeRecordsItSkips) {
   const int64_t hours_ago = now - 3 * 3600 * 1000;
   ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(1, hours_ago))));
   ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(2, now))));
-  auto rec = store->recover(kLobby, now - 120 * 1000);
+  auto rec = recover_sync(*store, kLobby, now - 120 * 1000);
   ASSERT_TRUE(rec);
   ASSERT_EQ(rec->dedupe.size(), 1u);
   EXPECT_EQ(rec->dedupe[0].seq, 2u);
   // Seq 1's record (expired three hours ago) is gone, not merely skipped.
-  rec = store->recover(kLobby, 0);
+  rec = recover_sync(*store, kLobby, 0);
   ASSERT_TRUE(rec);
   ASSERT_EQ(rec->dedupe.size(), 1u);
   EXPECT_EQ(rec->dedupe[0].seq, 2u);
@@ -212,13 +215,13 @@ TEST(EmbeddedStore, CompactionDropsExpiredDedupeRecords) {
     ASSERT_TRUE(append_sync(store, make_req(kLobby, make_msg(s, ts))));
   }
   ASSERT_TRUE(store.compact());
-  auto rec = store.recover(kLobby, 0);
+  auto rec = recover_sync(store, kLobby, 0);
   ASSERT_TRUE(rec);
   std::set<uint64_t> seqs;
   for (const auto& e : rec->dedupe) seqs.insert(e.seq);
   EXPECT_EQ(seqs, (std::set<uint64_t>{16, 17, 18, 19, 20}));
   // Messages are history, not dedupe state: compaction keeps them all.
-  auto msgs = store.read_after(kLobby, 0, 100);
+  auto msgs = read_after_sync(store, kLobby, 0, 100);
   ASSERT_TRUE(msgs);
   EXPECT_EQ(msgs->size(), 20u);
 }
@@ -288,7 +291,7 @@ TEST(EmbeddedStore, WriteFailureFailsTheBatchAndEveryLaterAppend) {
     *fail = false;
     std::vector<Status> later(3);
     for (uint64_t s = 4; s <= 6; ++s) {
-      store.append(make_req(kLobby, make_msg(s, now)), [&later, s](Status r) { later[s - 4] = r; });
+      store.append(make_req(kLobby, make_msg(s, now)), [&later, s](AppendOutcome r) { later[s - 4] = r.status; });
     }
     store.flush();
     for (const Status& r : later) {
@@ -297,7 +300,7 @@ TEST(EmbeddedStore, WriteFailureFailsTheBatchAndEveryLaterAppend) {
     }
   }
   auto store = open_or_die(dir.sub("db"));
-  auto msgs = store->read_after(kLobby, 0, 100);
+  auto msgs = read_after_sync(*store, kLobby, 0, 100);
   ASSERT_TRUE(msgs);
   // Seq 3 may or may not have reached the WAL (RocksDB can retry its buffered
   // record on close); either way the history is gap-free and nothing later exists.
@@ -367,10 +370,10 @@ TEST(EmbeddedStoreCrash, AcknowledgedAppendsSurviveKill9WithoutGaps) {
     for (int c = 0; c < testing::kCrashChannels; ++c) {
       SCOPED_TRACE("channel " + std::to_string(c));
       ChannelKey key = testing::crash_channel(c);
-      auto rec = store->recover(key, 0);
+      auto rec = recover_sync(*store, key, 0);
       ASSERT_TRUE(rec);
       EXPECT_GE(rec->last_seq, max_acked[c]);
-      auto msgs = store->read_after(key, 0, UINT32_MAX);
+      auto msgs = read_after_sync(*store, key, 0, UINT32_MAX);
       ASSERT_TRUE(msgs);
       // Every acked seq, and whatever was written beyond, with no gap.
       ASSERT_EQ(seqs_of(*msgs), seq_range(1, rec->last_seq));

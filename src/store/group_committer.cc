@@ -8,6 +8,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include "store/blocking_check.h"
 #include "store/record_codec.h"
 #include "store/store_policy.h"
 
@@ -71,7 +72,7 @@ void GroupCommitter::run() {
     }
     commit(batch);
     for (Pending& p : batch) {
-      if (p.done) p.done(std::move(p.status));
+      if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
     }
     size_t n = batch.size();
     batch = {};  // free the bodies before the next wait
@@ -84,6 +85,7 @@ void GroupCommitter::run() {
 }
 
 void GroupCommitter::commit(std::vector<Pending>& batch) {
+  check_may_block();
   if (!failed_) {
     rocksdb::WriteBatch wb;
     bool ok = true;

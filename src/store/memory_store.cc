@@ -2,10 +2,11 @@
 //
 // Threading: any thread. Channels are spread over kShards maps by a hash of
 // (tenant, channel), each behind its own mutex. A lock rather than shard-owned state
-// because every hub shard calls this store synchronously and it completes inline;
-// a critical section is a map update without I/O, and two hub shards only contend
-// when their channels hash to the same store shard. done() runs inline, after the
-// lock is released, so a callback may call back into the store.
+// because every hub shard calls this store and it completes inline (store.h allows
+// it; callers never rely on it): a critical section is a map update without I/O,
+// and two hub shards only contend when their channels hash to the same store shard.
+// done() runs inline, after the lock is released, so a callback may call back into
+// the store.
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -36,20 +37,15 @@ struct Channel {
   std::deque<std::pair<std::string, int64_t>> dedupe_order;
 };
 
-// Names never contain \0 (validated upstream), so the separator is unambiguous.
-std::string channel_id(const ChannelKey& key) {
-  assert(key.tenant.find('\0') == std::string::npos);
-  assert(key.channel.find('\0') == std::string::npos);
-  std::string id;
-  id.reserve(key.tenant.size() + 1 + key.channel.size());
-  id.append(key.tenant).push_back('\0');
-  id.append(key.channel);
-  return id;
-}
+std::string channel_id(const ChannelKey& key) { return key.key(); }
 
 class MemoryStore final : public Store {
  public:
-  Result<ChannelRecovery> recover(const ChannelKey& key, int64_t dedupe_cutoff_ms) override {
+  void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override {
+    done(recover_now(key, dedupe_cutoff_ms));
+  }
+
+  Result<ChannelRecovery> recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms) {
     ChannelRecovery out;
     std::string id = channel_id(key);
     Shard& shard = shard_of(id);
@@ -66,6 +62,7 @@ class MemoryStore final : public Store {
   void append(AppendRequest req, AppendDone done) override {
     std::string id = channel_id(req.key);
     Shard& shard = shard_of(id);
+    const uint64_t seq = req.msg.seq;
     Status status;
     {
       std::lock_guard lock(shard.mu);
@@ -76,27 +73,27 @@ class MemoryStore final : public Store {
         apply(ch, req);
       }
     }
-    done(std::move(status));
+    done(AppendOutcome{std::move(status), seq, false});
   }
 
-  Result<std::vector<StoredMessage>> read_after(const ChannelKey& key, uint64_t after,
-                                                uint32_t limit) override {
-    return read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+  void read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                  ReadDone done) override {
+    done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
       auto first = std::partition_point(msgs.begin(), msgs.end(),
                                         [&](const StoredMessage& m) { return m.seq <= after; });
       auto n = std::min<size_t>(limit, msgs.end() - first);
       out.assign(first, first + n);
-    });
+    }));
   }
 
-  Result<std::vector<StoredMessage>> read_before(const ChannelKey& key, uint64_t before,
-                                                 uint32_t limit) override {
-    return read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+  void read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                   ReadDone done) override {
+    done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
       auto last = std::partition_point(msgs.begin(), msgs.end(),
                                        [&](const StoredMessage& m) { return m.seq < before; });
       auto n = std::min<size_t>(limit, last - msgs.begin());
       out.assign(last - n, last);
-    });
+    }));
   }
 
   // Runs `pick(messages, out)` under the channel's shard lock; empty when the
@@ -112,7 +109,7 @@ class MemoryStore final : public Store {
     return out;
   }
 
-  // append() completes inline: nothing is ever outstanding.
+  // Every call completes inline: nothing is ever outstanding.
   void flush() override {}
   size_t pending() const override { return 0; }
 
@@ -121,7 +118,7 @@ class MemoryStore final : public Store {
 
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, Channel> channels;  // key: tenant \0 channel
+    std::unordered_map<std::string, Channel> channels;  // key: ChannelId::key()
   };
 
   Shard& shard_of(const std::string& channel_id) {

@@ -3,10 +3,19 @@
 // One interface, several implementations (memory, embedded, later valkey),
 // one conformance suite (store_conformance_test.cc) that each passes.
 //
-// Threading: every method may be called from any thread. Sequencing is NOT the
-// store's job: the hub shard that owns a channel assigns seq numbers and calls
-// append() in seq order; the store persists them in that order and reports
-// completion in that order per channel.
+// Asynchronous: no call waits for I/O (except flush(), for shutdown). Each call
+// completes through its callback, exactly once, on a store thread or inline on the
+// calling thread; a caller must never assume either. The hub posts every
+// completion back to the loop that asked (docs/architecture.md, "The Store
+// interface", says which thread runs what and how a shared store maps each call to
+// round trips).
+//
+// Sequencing: for the memory and embedded stores the hub shard that owns a
+// channel proposes the seq and calls append() in seq order; the store persists in
+// that order, completes in that order per channel, and echoes the seq. The shape
+// of AppendOutcome lets a shared store (valkey: one server-side script does
+// dedupe + INCR + XADD) answer with the seq it assigned, or with the original seq
+// of a duplicate (dup = true).
 #pragma once
 
 #include <cstdint>
@@ -16,16 +25,12 @@
 #include <vector>
 
 #include "common/status.h"
+#include "store/channel_id.h"
 
 namespace parley::store {
 
-// Identifies a channel across tenants: the same channel name in two tenants is
-// two different keys.
-struct ChannelKey {
-  std::string tenant;
-  std::string channel;
-  bool operator==(const ChannelKey&) const = default;
-};
+// The store's name for a channel (the record codec and the tests use it).
+using ChannelKey = ChannelId;
 
 struct StoredMessage {
   uint64_t seq = 0;
@@ -55,30 +60,46 @@ struct AppendRequest {
   uint32_t dedupe_window_s = 120; // how long (from, id) must stay recoverable
 };
 
-using AppendDone = std::function<void(Status)>;
+// How an append ended. seq: the message's seq (the one proposed in the request
+// for stores that take the hub's seq); dup: the (from, id) was already stored and
+// seq is the original's (a store that owns dedupe; never set by memory/embedded).
+struct AppendOutcome {
+  Status status;
+  uint64_t seq = 0;
+  bool dup = false;
+};
+
+using AppendDone = std::function<void(AppendOutcome)>;
+using RecoverDone = std::function<void(Result<ChannelRecovery>)>;
+using ReadDone = std::function<void(Result<std::vector<StoredMessage>>)>;
 
 class Store {
  public:
   virtual ~Store() = default;
 
-  // Blocking; call once per channel before its first append (any thread).
-  virtual Result<ChannelRecovery> recover(const ChannelKey& key, int64_t dedupe_cutoff_ms) = 0;
+  // What a shard needs to take ownership of `key`: its last seq and the dedupe
+  // entries with ts_ms >= dedupe_cutoff_ms. Call before the channel's first
+  // append (and again after a failed one, with nothing in flight).
+  virtual void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) = 0;
 
-  // Persists msg and its (from, id) dedupe entry atomically. `done` runs once,
-  // on a store thread or inline, after the write is durable (per the store's
-  // durability setting) or has failed. Appends of one channel complete in the
-  // order they were submitted. After a failure the store fails every later
-  // append with kUnavailable until it recovers, so no seq gap is ever written.
+  // Persists msg and its (from, id) dedupe entry atomically. `done` runs once the
+  // write is durable (per the store's durability setting) or has failed. Appends
+  // of one channel complete in the order they were submitted. After a failure the
+  // store fails every later append with kUnavailable until it recovers, so no seq
+  // gap is ever written.
   virtual void append(AppendRequest req, AppendDone done) = 0;
 
-  // Committed messages with seq > after, oldest first, at most `limit`.
-  virtual Result<std::vector<StoredMessage>> read_after(const ChannelKey& key, uint64_t after,
-                                                        uint32_t limit) = 0;
-  // Committed messages with seq < before, the `limit` newest of them, oldest first.
-  virtual Result<std::vector<StoredMessage>> read_before(const ChannelKey& key, uint64_t before,
-                                                         uint32_t limit) = 0;
+  // Stored messages with seq > after, oldest first, at most `limit`. A read sees
+  // every append whose completion ran before the read was called; it may also see
+  // later ones (callers cut at their committed seq).
+  virtual void read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                          ReadDone done) = 0;
+  // Stored messages with seq < before, the `limit` newest of them, oldest first.
+  virtual void read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                           ReadDone done) = 0;
 
-  // Blocks until every append submitted so far has completed (drain on stop).
+  // Blocks until every call submitted so far has completed, reads included
+  // (drain on stop). Never on a loop thread.
   virtual void flush() = 0;
   // Number of appends submitted and not yet completed (a queue-depth metric).
   virtual size_t pending() const = 0;

@@ -45,7 +45,7 @@ void BM_EmbeddedAppend(benchmark::State& state) {
   uint64_t i = 0;
   for (auto _ : state) {
     window.acquire();
-    store.append(next_request(seqs, i++, ts), [&window](Status) { window.release(); });
+    store.append(next_request(seqs, i++, ts), [&window](AppendOutcome) { window.release(); });
   }
   store.flush();
   state.SetItemsProcessed(state.iterations());
@@ -66,7 +66,7 @@ void BM_MemoryAppend(benchmark::State& state) {
   const int64_t ts = wall_ms();
   uint64_t i = 0;
   for (auto _ : state) {
-    store->append(next_request(seqs, i++, ts), [](Status) {});
+    store->append(next_request(seqs, i++, ts), [](AppendOutcome) {});
   }
   state.SetItemsProcessed(state.iterations());
 }

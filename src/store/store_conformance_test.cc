@@ -18,6 +18,9 @@ namespace parley::store {
 namespace {
 
 using testing::append_sync;
+using testing::read_after_sync;
+using testing::read_before_sync;
+using testing::recover_sync;
 using testing::make_msg;
 using testing::make_req;
 using testing::seq_range;
@@ -50,13 +53,13 @@ class StoreConformance : public ::testing::TestWithParam<StoreKind> {
   }
 
   std::vector<uint64_t> after(const ChannelKey& key, uint64_t seq, uint32_t limit) {
-    auto r = store_->read_after(key, seq, limit);
+    auto r = read_after_sync(*store_, key, seq, limit);
     EXPECT_TRUE(r.is_ok());
     return r ? seqs_of(*r) : std::vector<uint64_t>{};
   }
 
   std::vector<uint64_t> before(const ChannelKey& key, uint64_t seq, uint32_t limit) {
-    auto r = store_->read_before(key, seq, limit);
+    auto r = read_before_sync(*store_, key, seq, limit);
     EXPECT_TRUE(r.is_ok());
     return r ? seqs_of(*r) : std::vector<uint64_t>{};
   }
@@ -70,7 +73,7 @@ class StoreConformance : public ::testing::TestWithParam<StoreKind> {
 };
 
 TEST_P(StoreConformance, EmptyChannelHasNothingToRecoverOrRead) {
-  auto rec = store_->recover(lobby_, 0);
+  auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 0u);
   EXPECT_TRUE(rec->dedupe.empty());
@@ -114,7 +117,7 @@ TEST_P(StoreConformance, MessagesRoundTripEveryField) {
       {4, -5, "", "x", "{}"},
   };
   for (const auto& m : in) ASSERT_TRUE(append_sync(*store_, make_req(lobby_, m)));
-  auto out = store_->read_after(lobby_, 0, 10);
+  auto out = read_after_sync(*store_, lobby_, 0, 10);
   ASSERT_TRUE(out);
   ASSERT_EQ(out->size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) {
@@ -133,7 +136,7 @@ TEST_P(StoreConformance, LargeBodiesRoundTrip) {
     std::string body = "\"" + big + std::to_string(s) + "\"";
     ASSERT_TRUE(append_sync(*store_, make_req(lobby_, make_msg(s, now_, "u1", "", body))));
   }
-  auto out = store_->read_before(lobby_, UINT64_MAX, 10);
+  auto out = read_before_sync(*store_, lobby_, UINT64_MAX, 10);
   ASSERT_TRUE(out);
   ASSERT_EQ(out->size(), 3u);
   for (uint64_t s = 1; s <= 3; ++s) {
@@ -148,7 +151,8 @@ TEST_P(StoreConformance, CompletionsRunInSubmissionOrderPerChannel) {
   int failures = 0;
   for (uint64_t s = 1; s <= 300; ++s) {
     for (const auto& ch : chans) {
-      store_->append(make_req(ch, make_msg(s, now_)), [&, name = ch.channel, s](Status st) {
+      store_->append(make_req(ch, make_msg(s, now_)), [&, name = ch.channel, s](AppendOutcome outcome) {
+                           const Status& st = outcome.status;
         std::lock_guard lock(mu);
         if (!st) ++failures;
         completed[name].push_back(s);
@@ -165,7 +169,7 @@ TEST_P(StoreConformance, CompletionsRunInSubmissionOrderPerChannel) {
 TEST_P(StoreConformance, FlushWaitsForEveryAppendSubmittedBefore) {
   std::atomic<int> done{0};
   for (uint64_t s = 1; s <= 1000; ++s) {
-    store_->append(make_req(lobby_, make_msg(s, now_)), [&](Status) { ++done; });
+    store_->append(make_req(lobby_, make_msg(s, now_)), [&](AppendOutcome) { ++done; });
   }
   store_->flush();
   EXPECT_EQ(done.load(), 1000);
@@ -177,7 +181,7 @@ TEST_P(StoreConformance, RecoverReturnsLastSeqAndDedupeEntriesFromTheCutoff) {
     auto msg = make_msg(s, now_ + int64_t(s) * 1000, "u" + std::to_string(s % 2));
     ASSERT_TRUE(append_sync(*store_, make_req(lobby_, msg)));
   }
-  auto rec = store_->recover(lobby_, now_ + 6000);
+  auto rec = recover_sync(*store_, lobby_, now_ + 6000);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 10u);
   std::vector<DedupeEntry> got = rec->dedupe;
@@ -195,7 +199,7 @@ TEST_P(StoreConformance, RecoverReturnsLastSeqAndDedupeEntriesFromTheCutoff) {
 TEST_P(StoreConformance, AppendWithoutIdLeavesNoDedupeEntry) {
   StoredMessage m{1, now_, "server", "", "{}"};
   ASSERT_TRUE(append_sync(*store_, make_req(lobby_, m)));
-  auto rec = store_->recover(lobby_, 0);
+  auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 1u);
   EXPECT_TRUE(rec->dedupe.empty());
@@ -204,7 +208,7 @@ TEST_P(StoreConformance, AppendWithoutIdLeavesNoDedupeEntry) {
 TEST_P(StoreConformance, ReusedDedupeIdRecoversItsNewestSeq) {
   ASSERT_TRUE(append_sync(*store_, make_req(lobby_, make_msg(1, now_, "u1", "same"))));
   ASSERT_TRUE(append_sync(*store_, make_req(lobby_, make_msg(2, now_ + 1, "u1", "same"))));
-  auto rec = store_->recover(lobby_, 0);
+  auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   ASSERT_EQ(rec->dedupe.size(), 1u);
   EXPECT_EQ(rec->dedupe[0].seq, 2u);
@@ -215,7 +219,7 @@ TEST_P(StoreConformance, StaleSeqIsRejectedWithoutOverwriting) {
   Status st = append_sync(*store_, make_req(lobby_, make_msg(2, now_, "u9", "", R"("new")")));
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, ErrorCode::kInternal);
-  auto out = store_->read_after(lobby_, 1, 10);
+  auto out = read_after_sync(*store_, lobby_, 1, 10);
   ASSERT_TRUE(out);
   ASSERT_EQ(out->size(), 1u);
   EXPECT_EQ((*out)[0].from, "u1");
@@ -231,14 +235,14 @@ TEST_P(StoreConformance, HistoryIsTrimmedButKeepsAtLeastTheLimit) {
   EXPECT_LE(held.size(), history_max_held(kLimit));
   EXPECT_EQ(held, seq_range(301 - held.size(), 300));
   EXPECT_EQ(before(lobby_, UINT64_MAX, kLimit), seq_range(291, 300));
-  auto rec = store_->recover(lobby_, 0);
+  auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 300u);
 }
 
 TEST_P(StoreConformance, HistoryLimitZeroStillKeepsTheLastSeq) {
   fill(lobby_, 1, 200, 0);
-  auto rec = store_->recover(lobby_, 0);
+  auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 200u);
   auto last = before(lobby_, UINT64_MAX, 1);
@@ -257,12 +261,12 @@ TEST_P(StoreConformance, TenantsAndChannelsAreIsolated) {
   }
   for (size_t k = 0; k < std::size(keys); ++k) {
     SCOPED_TRACE(keys[k].tenant + "/" + keys[k].channel);
-    auto rec = store_->recover(keys[k], 0);
+    auto rec = recover_sync(*store_, keys[k], 0);
     ASSERT_TRUE(rec);
     EXPECT_EQ(rec->last_seq, k + 1);
     ASSERT_EQ(rec->dedupe.size(), 1u);
     EXPECT_EQ(rec->dedupe[0].seq, k + 1);
-    auto msgs = store_->read_after(keys[k], 0, 100);
+    auto msgs = read_after_sync(*store_, keys[k], 0, 100);
     ASSERT_TRUE(msgs);
     ASSERT_EQ(msgs->size(), k + 1);
     for (const auto& m : *msgs) EXPECT_EQ(m.body, "\"" + keys[k].tenant + "/" + keys[k].channel + "\"");
@@ -284,7 +288,8 @@ TEST_P(StoreConformance, ConcurrentAppendsKeepPerChannelOrder) {
         for (int c = 0; c < kChannelsPerThread; ++c) {
           ChannelKey key{"demo", "t" + std::to_string(t) + "c" + std::to_string(c)};
           store_->append(make_req(key, make_msg(s, now_, "u" + std::to_string(t))),
-                         [&, name = key.channel, s](Status st) {
+                         [&, name = key.channel, s](AppendOutcome outcome) {
+                           const Status& st = outcome.status;
                            if (!st) ++failures;
                            std::lock_guard lock(mu);
                            completed[name].push_back(s);
@@ -301,7 +306,7 @@ TEST_P(StoreConformance, ConcurrentAppendsKeepPerChannelOrder) {
   for (const auto& [name, seqs] : completed) {
     SCOPED_TRACE(name);
     EXPECT_EQ(seqs, seq_range(1, kPerChannel));
-    auto stored = store_->read_after(ChannelKey{"demo", name}, 0, 1000);
+    auto stored = read_after_sync(*store_, ChannelKey{"demo", name}, 0, 1000);
     ASSERT_TRUE(stored);
     EXPECT_EQ(seqs_of(*stored), seq_range(1, kPerChannel));
   }

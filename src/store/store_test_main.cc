@@ -38,7 +38,7 @@ int run_crash_child(const std::string& dir, int fd, int64_t base_ts) {
   Store& store = **opened;
   std::vector<uint64_t> next(kCrashChannels);
   for (int c = 0; c < kCrashChannels; ++c) {
-    auto rec = store.recover(crash_channel(c), 0);
+    auto rec = recover_sync(store, crash_channel(c), 0);
     if (!rec) return 2;
     next[c] = rec->last_seq + 1;
   }
@@ -49,7 +49,8 @@ int run_crash_child(const std::string& dir, int fd, int64_t base_ts) {
     window.acquire();
     store.append(AppendRequest{crash_channel(c), crash_message(c, seq, base_ts),
                                kCrashHistoryLimit, kCrashDedupeWindowS},
-                 [fd, c, seq, &window](Status st) {
+                 [fd, c, seq, &window](AppendOutcome outcome) {
+                           const Status& st = outcome.status;
                    AckRecord r{static_cast<uint32_t>(c), 0, seq};
                    if (!st || !write_all(fd, &r, sizeof r)) _exit(3);
                    window.release();

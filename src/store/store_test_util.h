@@ -50,7 +50,34 @@ inline AppendRequest make_req(const ChannelKey& key, StoredMessage msg,
 inline Status append_sync(Store& store, AppendRequest req) {
   std::promise<Status> p;
   auto f = p.get_future();
-  store.append(std::move(req), [&p](Status s) { p.set_value(std::move(s)); });
+  store.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o.status)); });
+  return f.get();
+}
+
+// The asynchronous calls, waited for (tests run off the event loops).
+inline Result<ChannelRecovery> recover_sync(Store& store, const ChannelKey& key,
+                                            int64_t cutoff_ms) {
+  std::promise<Result<ChannelRecovery>> p;
+  auto f = p.get_future();
+  store.recover(key, cutoff_ms, [&p](Result<ChannelRecovery> r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+inline Result<std::vector<StoredMessage>> read_after_sync(Store& store, const ChannelKey& key,
+                                                          uint64_t after, uint32_t limit) {
+  std::promise<Result<std::vector<StoredMessage>>> p;
+  auto f = p.get_future();
+  store.read_after(key, after, limit,
+                   [&p](Result<std::vector<StoredMessage>> r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+inline Result<std::vector<StoredMessage>> read_before_sync(Store& store, const ChannelKey& key,
+                                                           uint64_t before, uint32_t limit) {
+  std::promise<Result<std::vector<StoredMessage>>> p;
+  auto f = p.get_future();
+  store.read_before(key, before, limit,
+                    [&p](Result<std::vector<StoredMessage>> r) { p.set_value(std::move(r)); });
   return f.get();
 }
 
