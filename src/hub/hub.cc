@@ -83,7 +83,11 @@ void Hub::depart(MemberLink& link) {
 
 void Hub::submit_join(JoinRequest req) {
   if (!requests_.try_enter()) {
-    return loops_.run_on(req.sub->loop(), [done = std::move(req.done)] { done(JoinResult{draining()}); });
+    return loops_.run_on(req.sub->loop(), [done = std::move(req.done)] {
+      JoinResult refused;
+      refused.status = draining();
+      done(std::move(refused));
+    });
   }
   req.done = [this, done = std::move(req.done)](JoinResult r) {
     done(std::move(r));
