@@ -186,12 +186,10 @@ void Shard::join_loaded(Channel* c, JoinRequest req) {
   b->top = latest;
   b->conn = conn;
   b->gen = gen;
-  // Newest first within the connection's backfill allowance (net::Connection::send),
-  // less the room a `history` reply may take there: an older remainder is left to
-  // `history`. The allowance bounds what is read, not only what is sent.
-  const uint64_t allowance = req.tenant->max_queue_bytes * net::kBackfillAllowance;
-  const uint64_t reserve = history_reply_budget(*req.tenant);
-  b->budget = allowance > 2 * reserve ? allowance - reserve : allowance / 2;
+  // Newest first within the connection's backfill allowance (net::Connection::send):
+  // an older remainder is left to `history`. The allowance bounds what is read,
+  // not only what is sent.
+  b->budget = req.tenant->max_queue_bytes * net::kBackfillAllowance;
   b->result = std::move(result);
   b->req = std::move(req);
   ++c->backfills;
@@ -254,7 +252,7 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
       if (msg.seq != expect) break;  // trimmed (or a hole): older ones are gone
       std::string e;
       protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
-      if (b->bytes + e.size() + 1 > b->budget) {
+      if (b->bytes + e.size() + 2 > b->budget) {  // the array's brackets and comma, as sent
         b->backward = false;
         break;
       }
