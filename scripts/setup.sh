@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev      # libFuzzer + sanitizers for tests/fuzz
   ccache
+  python3 python3-yaml          # tests/prometheus
+  prometheus                    # tests/prometheus: a real Prometheus and promtool
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.
