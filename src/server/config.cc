@@ -172,6 +172,8 @@ Status read_server(const toml::table& t, ServerConfig& c) {
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);
+    } else if (key == "log_format") {
+      s = read_one_of(v, path, {"text", "json"}, c.log_format);
     } else {
       s = unknown_key(path);
     }

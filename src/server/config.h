@@ -30,6 +30,7 @@ struct ServerConfig {
   // (after connecting, and between keep-alive requests).
   uint32_t http_idle_timeout_ms = 5000;
   std::string log_level = "info";
+  std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;
 };
 

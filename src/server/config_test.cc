@@ -128,6 +128,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.heartbeat_ms, 25000u);
   EXPECT_EQ(c.hello_timeout_ms, 10000u);
   EXPECT_EQ(c.log_level, "info");
+  EXPECT_EQ(c.log_format, "text");
 
   const TenantConfig& t = c.tenants.at("demo");
   EXPECT_EQ(t.max_connections, 50000u);
@@ -240,8 +241,16 @@ TEST(Config, EnumeratedStringsListTheirChoices) {
             "server.fsync must be one of never, always");
   EXPECT_EQ(error_of(with_demo("[server]\nlog_level = \"loud\"\n")),
             "server.log_level must be one of trace, debug, info, warn, error, critical, off");
+  EXPECT_EQ(error_of(with_demo("[server]\nlog_format = \"xml\"\n")),
+            "server.log_format must be one of text, json");
   EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nforward = [\"join\", \"kick\"]\n")),
             "tenants.demo.namespaces.w.forward entries must be join, leave, msg, state or up");
+}
+
+TEST(Config, LogFormatJsonIsAccepted) {
+  auto r = parse_config(with_demo("[server]\nlog_format = \"json\"\n"));
+  ASSERT_TRUE(r) << r.error().msg;
+  EXPECT_EQ(r->log_format, "json");
 }
 
 TEST(Config, ValkeyStoreIsNotInThisBuild) {

@@ -2,8 +2,10 @@
 // validates a configuration file. Arguments are parsed in server/cli.h; exit
 // codes: 0 ok, 1 failed while running, 2 bad usage or configuration.
 #include <signal.h>
+#include <spdlog/details/os.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "common/clock.h"
 #include "server/cli.h"
 #include "server/config.h"
+#include "server/json_log.h"
 #include "server/server.h"
 
 namespace {
@@ -48,7 +51,7 @@ int serve(const std::vector<std::string>& argv) {
   auto cfg = load(config_path);
   if (!cfg) return config_error(cfg.error());
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %l %v");
+  parley::server::apply_log_format(cfg->log_format);
   // Signals are taken by sigwait in the main thread only: block them before
   // any loop thread starts, so every thread inherits the mask.
   sigset_t set;
@@ -69,8 +72,17 @@ int serve(const std::vector<std::string>& argv) {
                cfg->listen, cfg->tcp_listen.empty() ? "" : ", raw TCP on " + cfg->tcp_listen,
                cfg->unix_listen.empty() ? "" : ", Unix socket " + cfg->unix_listen, cfg->store,
                cfg->data_dir);
-  // A machine-readable line for supervisors and tests (ports may be 0 in config).
-  std::cout << "parley ready http=" << server.http_port() << " tcp=" << server.tcp_port() << "\n";
+  // A machine-readable line for supervisors and tests (ports may be 0 in config);
+  // with log_format = "json" it is a log record too, its ports also as fields.
+  const std::string ready = "parley ready http=" + std::to_string(server.http_port()) +
+                            " tcp=" + std::to_string(server.tcp_port());
+  if (cfg->log_format == "json") {
+    std::cout << parley::server::json_log_line(
+        std::chrono::system_clock::now(), "info", ready, spdlog::details::os::thread_id(),
+        {{"http", server.http_port()}, {"tcp", server.tcp_port()}}) << std::flush;
+  } else {
+    std::cout << ready << "\n";
+  }
   if (demo) {
     std::cout << "\nDemo tenant \"demo\" is ready.\n"
                  "  token:    parley token --tenant demo --user alice\n"

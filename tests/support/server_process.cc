@@ -11,6 +11,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -79,7 +80,9 @@ void ServerProcess::start() {
       continue;
     }
     unsigned h = 0, t = 0;
-    if (sscanf(line.c_str(), "parley ready http=%u tcp=%u", &h, &t) == 2) {
+    // Plain, or inside a JSON log record (server.log_format = "json").
+    const char* ready_at = strstr(line.c_str(), "parley ready http=");
+    if (ready_at && sscanf(ready_at, "parley ready http=%u tcp=%u", &h, &t) == 2) {
       http_port_ = static_cast<uint16_t>(h);
       tcp_port_ = static_cast<uint16_t>(t);
       ready = true;
