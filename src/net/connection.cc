@@ -244,6 +244,11 @@ bool Connection::write_queued() {
   queue_.clear();
   head_ = 0;
   if (queue_.capacity() > kKeepQueueSlots) queue_.shrink_to_fit();
+  if (!flush_transport()) {
+    waiting_writable_ = true;  // a failed socket shows on the wait, or on the next read
+    wait_writable();
+    return false;
+  }
   return true;
 }
 

@@ -110,6 +110,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual size_t frame_header(const OutFrame& frame, uint8_t* out) const = 0;
   // One gathered non-blocking send: bytes written, or -1 with errno set.
   virtual ssize_t write_some(const struct iovec* iov, int count);
+  // Sends what the transport itself still holds once the queue is written
+  // (TLS records the socket did not take); false while some remains.
+  virtual bool flush_transport() { return true; }
   virtual int native_fd() = 0;
   // Waits for the socket to take bytes again, then calls on_writable(ok).
   virtual void wait_writable() = 0;

@@ -1,6 +1,9 @@
 #include "net/stream_connection.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+
+#include <cerrno>
 
 namespace parley::net {
 
@@ -11,9 +14,10 @@ constexpr size_t kReadChunk = 2048;
 template <typename Socket>
 StreamConnection<Socket>::StreamConnection(Socket socket, unsigned loop,
                                            metrics::ThreadMetrics& metrics, size_t max_frame_bytes,
-                                           Transport transport)
+                                           Transport transport, std::shared_ptr<TlsContext> tls)
     : Connection(socket.get_executor(), loop, metrics),
       socket_(std::move(socket)),
+      tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr),
       reader_(max_frame_bytes),
       transport_(transport) {
   boost::system::error_code ec;
@@ -31,6 +35,7 @@ void StreamConnection<Socket>::start_reading() {
 template <typename Socket>
 void StreamConnection<Socket>::read_next() {
   if (reader_.failed()) return drain_next();
+  if (tls_) return wait_tls_readable();
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
   auto room = reader_.prepare(kReadChunk);
   socket_.async_read_some(
@@ -42,21 +47,79 @@ void StreamConnection<Socket>::read_next() {
         }
         self->reader_.commit(n);
         self->heard_from_peer();
-        for (;;) {
-          auto next = self->reader_.next();
-          if (next.status == protocol::LengthPrefixedReader::Status::kNeedMore) break;
-          if (next.status == protocol::LengthPrefixedReader::Status::kOversized) {
-            // Refused from the prefix, before the payload is buffered; the
-            // stream's alignment is lost, so nothing more is framed.
-            self->refuse(Refusal::kFrameTooLarge);
-            break;
-          }
-          self->deliver(next.frame, false);
-          if (self->closing()) break;
-        }
+        self->handle_frames();
         self->account_preauth();
         self->read_next();  // also while closing: EOF from the peer ends the loop
       });
+}
+
+template <typename Socket>
+bool StreamConnection<Socket>::handle_frames() {
+  for (;;) {
+    auto next = reader_.next();
+    if (next.status == protocol::LengthPrefixedReader::Status::kNeedMore) return true;
+    if (next.status == protocol::LengthPrefixedReader::Status::kOversized) {
+      // Refused from the prefix, before the payload is buffered; the
+      // stream's alignment is lost, so nothing more is framed.
+      refuse(Refusal::kFrameTooLarge);
+      return false;
+    }
+    deliver(next.frame, false);
+    if (closing()) return false;
+  }
+}
+
+template <typename Socket>
+void StreamConnection<Socket>::wait_tls_readable() {
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  socket_.async_wait(Socket::wait_read, [self](boost::system::error_code ec) {
+    if (ec) {
+      self->abort();
+      return;
+    }
+    self->on_tls_readable();
+  });
+}
+
+template <typename Socket>
+void StreamConnection<Socket>::on_tls_readable() {
+  // TLS may hold decrypted bytes the socket no longer signals: read until it
+  // asks for more ciphertext, yielding the loop now and then.
+  constexpr int kRoundsPerTurn = 16;
+  for (int round = 0; round < kRoundsPerTurn; ++round) {
+    auto room = reader_.prepare(kReadChunk);
+    const ssize_t n = tls_->read(socket_.native_handle(), room.data(), room.size());
+    if (n == 0) return abort();  // EOF or close_notify
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+        account_preauth();
+        return read_next();
+      }
+      return abort();  // not TLS, or a TLS error: nothing useful can be sent
+    }
+    reader_.commit(static_cast<size_t>(n));
+    heard_from_peer();
+    handle_frames();
+    if (finished() || reader_.failed()) break;
+  }
+  account_preauth();
+  if (finished()) return;
+  if (reader_.failed()) return read_next();
+  auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
+  boost::asio::post(exec_, [self] {
+    if (!self->finished()) self->on_tls_readable();
+  });
+}
+
+template <typename Socket>
+ssize_t StreamConnection<Socket>::write_some(const struct iovec* iov, int count) {
+  if (!tls_) return Connection::write_some(iov, count);
+  return tls_->write(socket_.native_handle(), iov, count);
+}
+
+template <typename Socket>
+bool StreamConnection<Socket>::flush_transport() {
+  return !tls_ || tls_->flush(socket_.native_handle());
 }
 
 template <typename Socket>
@@ -88,6 +151,10 @@ void StreamConnection<Socket>::wait_writable() {
 
 template <typename Socket>
 void StreamConnection<Socket>::close_transport(int, const std::string&) {
+  if (tls_) {
+    tls_->shutdown();  // close_notify, best effort
+    tls_->flush(socket_.native_handle());
+  }
   boost::system::error_code ec;
   socket_.shutdown(Socket::shutdown_send, ec);
   // The pending read ends when the peer closes its side (or on the close deadline).

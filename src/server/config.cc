@@ -169,6 +169,15 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_uint(v, path, 64 * 1024, 64ull << 30, c.preauth_memory_bytes);
     } else if (key == "http_idle_timeout_ms") {
       s = read_uint(v, path, 100, 600'000, c.http_idle_timeout_ms);
+    } else if (key == "tls_cert") {
+      s = read_nonempty(v, path, c.tls_cert);
+    } else if (key == "tls_key") {
+      s = read_nonempty(v, path, c.tls_key);
+    } else if (key == "tcp_tls") {
+      s = read_bool(v, path, c.tcp_tls);
+    } else if (key == "listen_tls") {
+      s = bad(path + ": TLS on the main listener (wss://) is not available in this build; "
+                     "terminate it in a proxy");
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);
@@ -178,6 +187,9 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = unknown_key(path);
     }
     if (!s) return s;
+  }
+  if (c.tcp_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
+    return bad("server.tcp_tls needs server.tls_cert and server.tls_key");
   }
   return Status::ok();
 }

@@ -29,6 +29,10 @@ struct ServerConfig {
   // An HTTP connection must send a complete request header within this long
   // (after connecting, and between keep-alive requests).
   uint32_t http_idle_timeout_ms = 5000;
+  // TLS: a PEM certificate chain and key, used by the listeners that ask for it.
+  std::string tls_cert;
+  std::string tls_key;
+  bool tcp_tls = false;  // tcp_listen speaks TLS (the raw TCP framing inside it)
   std::string log_level = "info";
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;

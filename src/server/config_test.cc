@@ -404,3 +404,33 @@ presence = true
 
 }  // namespace
 }  // namespace parley::server
+
+namespace parley::server {
+namespace {
+
+TEST(Config, HostileClientLimitsAndTlsKeysAreRead) {
+  auto r = parse_config("[server]\npreauth_frame_bytes = 4096\npreauth_memory_bytes = 1048576\n"
+                        "http_idle_timeout_ms = 2000\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n"
+                        "tcp_tls = true\n" + with_demo(""));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->preauth_frame_bytes, 4096u);
+  EXPECT_EQ(r->preauth_memory_bytes, 1048576u);
+  EXPECT_EQ(r->http_idle_timeout_ms, 2000u);
+  EXPECT_EQ(r->tls_cert, "c.pem");
+  EXPECT_TRUE(r->tcp_tls);
+  auto d = parse_config(with_demo(""));
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->preauth_frame_bytes, 8192u);
+  EXPECT_EQ(d->preauth_memory_bytes, 64ull << 20);
+  EXPECT_EQ(d->http_idle_timeout_ms, 5000u);
+  EXPECT_FALSE(d->tcp_tls);
+}
+
+TEST(Config, TcpTlsWithoutCertificateIsRefused) {
+  EXPECT_EQ(error_of("[server]\ntcp_tls = true\n" + with_demo("")),
+            "server.tcp_tls needs server.tls_cert and server.tls_key");
+  EXPECT_NE(error_of("[server]\npreauth_frame_bytes = 10\n" + with_demo("")), "<accepted>");
+}
+
+}  // namespace
+}  // namespace parley::server

@@ -157,12 +157,19 @@ Status Server::start_listeners() {
   });
   if (!http) return http.error();
   http_listener_ = std::move(*http);
+  std::shared_ptr<net::TlsContext> tcp_tls;
+  if (config_.tcp_tls) {
+    auto ctx = net::TlsContext::load(config_.tls_cert, config_.tls_key);
+    if (!ctx) return ctx.error();
+    tcp_tls = std::move(*ctx);
+  }
   if (!config_.tcp_listen.empty()) {
     auto tcp = net::listen_tcp(*loops_, config_.tcp_listen,
-                               [this, preauth_limit](boost::asio::ip::tcp::socket s, unsigned loop) {
+                               [this, preauth_limit, tcp_tls](boost::asio::ip::tcp::socket s, unsigned loop) {
       if (!gateway_->admit()) return;
       gateway_->adopt(std::make_shared<net::TcpConnection>(std::move(s), loop, metrics_->slot(loop),
-                                                           preauth_limit, net::Transport::kTcp));
+                                                           preauth_limit, net::Transport::kTcp,
+                                                           tcp_tls));
     });
     if (!tcp) return tcp.error();
     tcp_listener_ = std::move(*tcp);
