@@ -46,7 +46,12 @@ HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
       loop_(loop),
       metrics_(metrics),
       opts_(opts),
-      release_(std::move(release)) {}
+      release_(std::move(release)) {
+  if (opts_.tls) {
+    tls_ = std::make_unique<TlsSession>(*opts_.tls);
+    tls_stream_ = std::make_unique<TlsStream>(stream_, *tls_);
+  }
+}
 
 HttpSession::~HttpSession() {
   if (release_) release_();
@@ -59,18 +64,17 @@ void HttpSession::read_request() {
   header_parser_.emplace();
   header_parser_->header_limit(kMaxHeaderBytes);
   stream_.expires_after(opts_.idle_timeout);
-  http::async_read_header(stream_, buffer_, *header_parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) {
-                            if (ec) {
-                              if (!self->answer_read_error(ec)) {
-                                beast::error_code ignored;
-                                self->stream_.socket().shutdown(
-                                    boost::asio::ip::tcp::socket::shutdown_both, ignored);
-                              }
-                              return;
-                            }
-                            self->on_header();
-                          });
+  auto done = [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec) {
+      if (!self->answer_read_error(ec)) {
+        beast::error_code ignored;
+        self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+      }
+      return;
+    }
+    self->on_header();
+  };
+  with_stream([&](auto& s) { http::async_read_header(s, buffer_, *header_parser_, done); });
 }
 
 bool HttpSession::answer_read_error(beast::error_code ec) {
@@ -144,18 +148,17 @@ void HttpSession::on_header() {
   parser_->body_limit(body_limit);
   if (done) return on_request();
   stream_.expires_after(kRequestTimeout);
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code ec, size_t) {
-                     if (ec) {
-                       if (!self->answer_read_error(ec)) {
-                         beast::error_code ignored;
-                         self->stream_.socket().shutdown(
-                             boost::asio::ip::tcp::socket::shutdown_both, ignored);
-                       }
-                       return;
-                     }
-                     self->on_request();
-                   });
+  auto read = [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec) {
+      if (!self->answer_read_error(ec)) {
+        beast::error_code ignored;
+        self->stream_.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+      }
+      return;
+    }
+    self->on_request();
+  };
+  with_stream([&](auto& s) { http::async_read(s, buffer_, *parser_, read); });
 }
 
 void HttpSession::on_request() {
@@ -224,10 +227,8 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
       "Sec-WebSocket-Accept: " + accept + "\r\nServer: parley\r\n\r\n");
   stream_.expires_after(kRequestTimeout);
-  boost::asio::async_write(
-      stream_, boost::asio::buffer(*head),
-      [self = shared_from_this(), head, origin = std::move(origin)](beast::error_code ec,
-                                                                    size_t) mutable {
+  auto written = [self = shared_from_this(), head, origin = std::move(origin)](beast::error_code ec,
+                                                                            size_t) mutable {
         if (ec) {
           beast::error_code ignored;
           self->stream_.socket().close(ignored);
@@ -237,11 +238,15 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
         self->release_ = nullptr;  // the slot goes with the socket to the gateway
         const auto early = self->buffer_.cdata();
         std::string bytes(static_cast<const char*>(early.data()), early.size());
+        // The TLS session, with whatever it holds of the client's next
+        // records, goes on with the socket.
         auto ws = std::make_shared<WsConnection>(self->stream_.release_socket(), self->loop_,
                                                  self->metrics_, self->opts_.ws_max_message_bytes,
-                                                 std::move(origin), std::move(bytes));
+                                                 std::move(origin), std::move(bytes),
+                                                 std::move(self->tls_));
         if (self->opts_.on_websocket) self->opts_.on_websocket(std::move(ws));
-      });
+  };
+  with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(*head), std::move(written)); });
 }
 
 void HttpSession::write_response(HttpResponse res) {
@@ -255,7 +260,7 @@ void HttpSession::write_response(HttpResponse res) {
   msg->body() = std::move(res.body);
   msg->prepare_payload();
   stream_.expires_after(kRequestTimeout);
-  http::async_write(stream_, *msg, [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+  auto written = [self = shared_from_this(), msg](beast::error_code ec, size_t) {
     if (ec) return;
     if (!self->keep_alive_) {
       beast::error_code ignored;
@@ -264,7 +269,8 @@ void HttpSession::write_response(HttpResponse res) {
       return;
     }
     self->read_request();
-  });
+  };
+  with_stream([&](auto& s) { http::async_write(s, *msg, written); });
 }
 
 void HttpSession::linger() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "metrics/metrics.h"
+#include "net/tls_stream.h"
 #include "net/ws_connection.h"
 
 namespace parley::net {
@@ -62,6 +63,8 @@ struct HttpSessionOptions {
   // Receives each accepted WebSocket connection, on its loop; must start() it.
   std::function<void(std::shared_ptr<WsConnection>)> on_websocket;
   HttpHandler* handler = nullptr;
+  // When set, the listener speaks TLS: https and wss (server.listen_tls).
+  std::shared_ptr<TlsContext> tls;
 };
 
 // The socket holds one of the process's max_connections slots: `release`
@@ -93,7 +96,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void switch_protocols(std::string accept, std::string origin);
   void write_response(HttpResponse res);
 
+  // Runs `f` on the stream requests are read from and answers written to:
+  // the TCP stream, or TLS over it.
+  template <typename F>
+  void with_stream(F&& f) {
+    if (tls_stream_) {
+      f(*tls_stream_);
+    } else {
+      f(stream_);
+    }
+  }
+
   boost::beast::tcp_stream stream_;
+  std::unique_ptr<TlsSession> tls_;       // null: plain
+  std::unique_ptr<TlsStream> tls_stream_;  // over stream_ and tls_
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

@@ -152,4 +152,47 @@ void TlsSession::shutdown() {
   collect();
 }
 
+void TlsSession::feed(const void* cipher, size_t len) {
+  BIO_write(rbio_, cipher, static_cast<int>(len));
+}
+
+ssize_t TlsSession::decrypt(void* out, size_t cap) {
+  ERR_clear_error();
+  const int n = SSL_read(ssl_, out, static_cast<int>(std::min<size_t>(cap, INT32_MAX)));
+  if (n > 0) return n;
+  switch (SSL_get_error(ssl_, n)) {
+    case SSL_ERROR_WANT_READ:
+      return 0;
+    case SSL_ERROR_ZERO_RETURN:
+      return -1;
+    default:
+      return -2;
+  }
+}
+
+size_t TlsSession::encrypt(const void* plain, size_t len) {
+  size_t taken = 0;
+  const char* p = static_cast<const char*>(plain);
+  while (taken < len) {
+    ERR_clear_error();
+    const int n = SSL_write(ssl_, p + taken, static_cast<int>(std::min<size_t>(len - taken, INT32_MAX)));
+    if (n <= 0) break;
+    taken += static_cast<size_t>(n);
+  }
+  return taken;
+}
+
+bool TlsSession::has_output() {
+  collect();
+  return out_sent_ < out_.size();
+}
+
+std::string TlsSession::take_output() {
+  collect();
+  std::string out = out_.substr(out_sent_);
+  std::string().swap(out_);
+  out_sent_ = 0;
+  return out;
+}
+
 }  // namespace parley::net

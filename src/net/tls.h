@@ -59,6 +59,18 @@ class TlsSession {
   // Queues a close_notify (sent by the next flush).
   void shutdown();
 
+  // The same without a socket, for a caller that moves ciphertext itself
+  // (TlsStream under Beast's HTTP reader): feed() hands over ciphertext from
+  // the peer; decrypt() returns plaintext (> 0), 0 when it needs more
+  // ciphertext, -1 at the end of the stream, -2 on a TLS error; encrypt()
+  // takes plaintext (0 while the handshake is not done); take_output() is the
+  // ciphertext to send, moved out.
+  void feed(const void* cipher, size_t len);
+  ssize_t decrypt(void* out, size_t cap);
+  size_t encrypt(const void* plain, size_t len);
+  std::string take_output();
+  bool has_output();
+
  private:
   // Moves what OpenSSL wrote into the write BIO to out_.
   void collect();

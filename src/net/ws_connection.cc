@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <boost/asio/post.hpp>
 #include <cerrno>
 
 namespace parley::net {
@@ -23,9 +24,11 @@ uint8_t* scratch() {
 
 WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
                            metrics::ThreadMetrics& metrics, size_t max_message_bytes,
-                           std::string origin, std::string early)
+                           std::string origin, std::string early,
+                           std::unique_ptr<TlsSession> tls)
     : Connection(socket.get_executor(), loop, metrics),
       socket_(std::move(socket)),
+      tls_(std::move(tls)),
       reader_(max_message_bytes),
       early_(std::move(early)) {
   origin_ = std::move(origin);
@@ -40,7 +43,21 @@ void WsConnection::start_reading() {
     std::string().swap(early_);
     account_preauth();
   }
-  if (!finished()) wait_readable();
+  if (finished()) return;
+  // TLS may already hold the client's next records (read with the upgrade):
+  // read before waiting for the socket.
+  if (tls_) return on_readable();
+  wait_readable();
+}
+
+ssize_t WsConnection::read_some(void* buf, size_t cap) {
+  if (tls_) return tls_->read(socket_.native_handle(), buf, cap);
+  return ::recv(socket_.native_handle(), buf, cap, 0);
+}
+
+ssize_t WsConnection::write_some(const struct iovec* iov, int count) {
+  if (tls_) return tls_->write(socket_.native_handle(), iov, count);
+  return Connection::write_some(iov, count);
 }
 
 void WsConnection::wait_readable() {
@@ -58,7 +75,7 @@ void WsConnection::wait_readable() {
 void WsConnection::on_readable() {
   uint8_t* buf = scratch();
   for (int round = 0; round < kReadsPerWake; ++round) {
-    const ssize_t n = ::recv(socket_.native_handle(), buf, kScratchBytes, 0);
+    const ssize_t n = read_some(buf, kScratchBytes);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
       // EOF or reset: the peer is gone (after its close frame, or not).
       abort();
@@ -73,7 +90,16 @@ void WsConnection::on_readable() {
     reader_.feed(buf, got, *this);  // after a close or a failure: discarded until EOF
     if (finished()) return;
     account_preauth();
-    if (got < kScratchBytes) break;
+    // Plain: a short read emptied the socket. TLS may hold more decrypted
+    // bytes than the socket shows: read until it asks for more ciphertext.
+    if (got < kScratchBytes && !tls_) break;
+    if (tls_ && round + 1 == kReadsPerWake) {
+      auto self = std::static_pointer_cast<WsConnection>(shared_from_this());
+      boost::asio::post(exec_, [self] {
+        if (!self->finished()) self->on_readable();
+      });
+      return;
+    }
   }
   wait_readable();
 }
@@ -130,6 +156,10 @@ void WsConnection::close_transport(int code, const std::string& reason) {
 
 void WsConnection::close_written() {
   close_sent_ = true;
+  if (tls_) {
+    tls_->shutdown();  // close_notify behind our close frame, best effort
+    tls_->flush(socket_.native_handle());
+  }
   if (peer_closed()) {
     // Both close frames are out: the server closes TCP first (RFC 6455 7.1.1).
     abort();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/connection.h"
+#include "net/tls.h"
 #include "protocol/websocket.h"
 
 namespace parley::net {
@@ -21,8 +22,10 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   // `early` holds bytes the client sent right behind its upgrade request.
   // `max_message_bytes` is the limit before authentication (set_authenticated
   // raises it).
+  // With `tls`, the socket speaks TLS (wss) through that session, handshake done.
   WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
-               size_t max_message_bytes, std::string origin, std::string early = {});
+               size_t max_message_bytes, std::string origin, std::string early = {},
+               std::unique_ptr<TlsSession> tls = nullptr);
 
   void heartbeat() override;
   Transport transport() const override { return Transport::kWebSocket; }
@@ -35,6 +38,10 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   void close_transport(int code, const std::string& reason) override;
   void close_written() override;
   void abort_transport() override;
+  ssize_t write_some(const struct iovec* iov, int count) override;
+  bool flush_transport() override { return !tls_ || tls_->flush(socket_.native_handle()); }
+  // One read from the socket, through TLS when there is one (recv's contract).
+  ssize_t read_some(void* buf, size_t cap);
   void set_max_frame(size_t bytes) override { reader_.set_max_message(bytes); }
   size_t read_buffer_bytes() const override { return reader_.held_bytes(); }
   void discard_input() override { reader_.abandon(); }
@@ -57,6 +64,7 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   bool peer_closed() const { return reader_.done() && !reader_.failed(); }
 
   boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<TlsSession> tls_;  // null: plain
   protocol::ws::FrameReader reader_;
   std::string early_;        // bytes read past the upgrade request, until start
   bool close_sent_ = false;  // our close frame is written

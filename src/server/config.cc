@@ -176,8 +176,7 @@ Status read_server(const toml::table& t, ServerConfig& c) {
     } else if (key == "tcp_tls") {
       s = read_bool(v, path, c.tcp_tls);
     } else if (key == "listen_tls") {
-      s = bad(path + ": TLS on the main listener (wss://) is not available in this build; "
-                     "terminate it in a proxy");
+      s = read_bool(v, path, c.listen_tls);
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);
@@ -190,6 +189,9 @@ Status read_server(const toml::table& t, ServerConfig& c) {
   }
   if (c.tcp_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
     return bad("server.tcp_tls needs server.tls_cert and server.tls_key");
+  }
+  if (c.listen_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
+    return bad("server.listen_tls needs server.tls_cert and server.tls_key");
   }
   return Status::ok();
 }

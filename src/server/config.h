@@ -32,7 +32,8 @@ struct ServerConfig {
   // TLS: a PEM certificate chain and key, used by the listeners that ask for it.
   std::string tls_cert;
   std::string tls_key;
-  bool tcp_tls = false;  // tcp_listen speaks TLS (the raw TCP framing inside it)
+  bool tcp_tls = false;     // tcp_listen speaks TLS (the raw TCP framing inside it)
+  bool listen_tls = false;  // listen speaks TLS: wss:// and https for the HTTP API
   std::string log_level = "info";
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;

@@ -429,6 +429,8 @@ TEST(Config, HostileClientLimitsAndTlsKeysAreRead) {
 TEST(Config, TcpTlsWithoutCertificateIsRefused) {
   EXPECT_EQ(error_of("[server]\ntcp_tls = true\n" + with_demo("")),
             "server.tcp_tls needs server.tls_cert and server.tls_key");
+  EXPECT_EQ(error_of("[server]\nlisten_tls = true\ntls_cert = \"c.pem\"\n" + with_demo("")),
+            "server.listen_tls needs server.tls_cert and server.tls_key");
   EXPECT_NE(error_of("[server]\npreauth_frame_bytes = 10\n" + with_demo("")), "<accepted>");
 }
 

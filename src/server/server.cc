@@ -118,6 +118,12 @@ void Server::register_metrics() {
 }
 
 Status Server::start_listeners() {
+  if (config_.tcp_tls || config_.listen_tls) {
+    auto ctx = net::TlsContext::load(config_.tls_cert, config_.tls_key);
+    if (!ctx) return ctx.error();
+    tls_context_ = std::move(*ctx);
+  }
+  if (config_.listen_tls) http_opts_.tls = tls_context_;
   // Connections start at the pre-auth frame limit; hello raises it to the
   // tenant's (ClientSession::on_hello).
   const size_t preauth_limit = config_.preauth_frame_bytes;
@@ -157,12 +163,7 @@ Status Server::start_listeners() {
   });
   if (!http) return http.error();
   http_listener_ = std::move(*http);
-  std::shared_ptr<net::TlsContext> tcp_tls;
-  if (config_.tcp_tls) {
-    auto ctx = net::TlsContext::load(config_.tls_cert, config_.tls_key);
-    if (!ctx) return ctx.error();
-    tcp_tls = std::move(*ctx);
-  }
+  std::shared_ptr<net::TlsContext> tcp_tls = config_.tcp_tls ? tls_context_ : nullptr;
   if (!config_.tcp_listen.empty()) {
     auto tcp = net::listen_tcp(*loops_, config_.tcp_listen,
                                [this, preauth_limit, tcp_tls](boost::asio::ip::tcp::socket s, unsigned loop) {

@@ -66,6 +66,7 @@ class Server {
   std::unique_ptr<hub::Hub> hub_;
   std::unique_ptr<session::Gateway> gateway_;
   std::unique_ptr<api::HttpApi> api_;
+  std::shared_ptr<net::TlsContext> tls_context_;  // server.tls_cert / tls_key, when a listener uses TLS
   net::HttpSessionOptions http_opts_;
   std::vector<std::unique_ptr<net::Listener>> listeners_;
   std::unique_ptr<net::Listener> http_listener_, tcp_listener_;

@@ -1,6 +1,7 @@
-// TLS on the raw TCP listener (server.tcp_tls): a client speaking TLS gets the
-// same protocol inside it, a plain client is refused cleanly, and the cost of
-// an idle TLS connection is measured. The certificate is made by the test
+// TLS on the raw TCP listener (server.tcp_tls) and the main listener
+// (server.listen_tls: wss and https): a client speaking TLS gets the same
+// protocol inside it, a plain client is refused cleanly, and the cost of an
+// idle TLS connection is measured. The certificate is made by the test
 // (openssl CLI), trusted by the client as its only CA.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "support/client.h"
+#include "support/raw_ws.h"
 #include "support/server_process.h"
 
 namespace parley::testing {
@@ -53,6 +55,19 @@ class TlsClient {
     if (ssl_) SSL_free(ssl_);
     if (fd_ >= 0) ::close(fd_);
     if (ctx_) SSL_CTX_free(ctx_);
+  }
+
+  void send_raw(const std::string& bytes) {
+    ASSERT_EQ(SSL_write(ssl_, bytes.data(), static_cast<int>(bytes.size())),
+              static_cast<int>(bytes.size()));
+  }
+  // Appends what arrives to `in`; false on timeout or close.
+  bool read_into(std::string& in) {
+    char buf[16384];
+    const int n = SSL_read(ssl_, buf, sizeof buf);
+    if (n <= 0) return false;
+    in.append(buf, static_cast<size_t>(n));
+    return true;
   }
 
   void send(const std::string& json) {
@@ -120,7 +135,8 @@ class TlsTest : public ::testing::Test {
                             "-keyout " + key() + " -out " + cert() + " >/dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     ServerSpec spec;
-    spec.server_extra = "tls_cert = \"" + cert() + "\"\ntls_key = \"" + key() + "\"\ntcp_tls = true";
+    spec.server_extra = "tls_cert = \"" + cert() + "\"\ntls_key = \"" + key() +
+                        "\"\ntcp_tls = true\nlisten_tls = true";
     server_ = new ServerProcess(spec);
     server_->start();
   }
@@ -138,6 +154,67 @@ class TlsTest : public ::testing::Test {
   static inline ServerProcess* server_ = nullptr;
 };
 
+// A WebSocket client over TLS (wss), frames made with raw_ws.h.
+class WssClient {
+ public:
+  static std::unique_ptr<WssClient> open(uint16_t port, const std::string& ca_file) {
+    std::unique_ptr<WssClient> c(new WssClient());
+    c->tls_ = TlsClient::connect(port, ca_file);
+    if (!c->tls_) return nullptr;
+    c->tls_->send_raw(RawWs::upgrade_request());
+    while (c->in_.find("\r\n\r\n") == std::string::npos) {
+      if (!c->tls_->read_into(c->in_)) return nullptr;
+    }
+    const auto end = c->in_.find("\r\n\r\n");
+    c->status_line_ = c->in_.substr(0, c->in_.find("\r\n"));
+    c->in_.erase(0, end + 4);
+    return c;
+  }
+  const std::string& status_line() const { return status_line_; }
+  void send(const std::string& json) { tls_->send_raw(encode_frame({ws_op::kText, json})); }
+  // The next server object (tick arrays split), or "" on timeout / close.
+  std::string next() {
+    while (objects_.empty()) {
+      if (in_.size() >= 2) {
+        size_t len = static_cast<uint8_t>(in_[1]) & 0x7F, hdr = 2;
+        if (len == 126 && in_.size() >= 4) {
+          len = (size_t(uint8_t(in_[2])) << 8) | uint8_t(in_[3]);
+          hdr = 4;
+        } else if (len == 127 && in_.size() >= 10) {
+          len = 0;
+          for (int i = 0; i < 8; ++i) len = (len << 8) | uint8_t(in_[2 + i]);
+          hdr = 10;
+        }
+        if ((len < 126 || hdr > 2) && in_.size() >= hdr + len) {
+          const uint8_t opcode = static_cast<uint8_t>(in_[0]) & 0x0F;
+          if (opcode == ws_op::kText) {
+            for (auto& o : json_frame_objects(in_.substr(hdr, len))) objects_.push_back(o);
+          }
+          in_.erase(0, hdr + len);
+          continue;
+        }
+      }
+      if (!tls_->read_into(in_)) return "";
+    }
+    std::string o = objects_.front();
+    objects_.erase(objects_.begin());
+    return o;
+  }
+  std::string expect(const std::string& op) {
+    for (int i = 0; i < 100; ++i) {
+      auto o = next();
+      if (o.empty() || op_of(o) == op) return o;
+    }
+    return "";
+  }
+
+ private:
+  std::unique_ptr<TlsClient> tls_;
+  std::string in_;
+  std::string status_line_;
+  std::vector<std::string> objects_;
+};
+
 TEST_F(TlsTest, TlsClientSaysHelloJoinsPublishesAndIsAcked) {
   auto c = TlsClient::connect(server_->tcp_port(), cert());
   ASSERT_TRUE(c);
@@ -151,10 +228,8 @@ TEST_F(TlsTest, TlsClientSaysHelloJoinsPublishesAndIsAcked) {
   EXPECT_EQ(json_int(ack, "seq"), 1) << ack;
   auto m = c->expect("msg");
   EXPECT_EQ(json_str(m, "from"), "tls-user") << m;
-  // The WebSocket side sees the same channel.
-  auto ws = connect_as(server_->http_port(), "ws-reader");
-  ws->send(R"({"op":"history","ch":"chat:tls","after":0,"rid":1})");
-  EXPECT_EQ(msg_seqs(ws->expect("history")), seq_range(1, 1));
+  c->send(R"({"op":"history","ch":"chat:tls","after":0,"rid":4})");
+  EXPECT_EQ(msg_seqs(c->expect("history")), seq_range(1, 1));
 }
 
 TEST_F(TlsTest, LargeFramesCrossTlsRecordsBothWays) {
@@ -189,6 +264,58 @@ TEST_F(TlsTest, PlainClientOnTheTlsPortIsRefusedAndTheServerGoesOn) {
   EXPECT_EQ(op_of(c->next()), "welcome");
 }
 
+TEST_F(TlsTest, WssClientSaysHelloJoinsPublishesAndIsAcked) {
+  auto c = WssClient::open(server_->http_port(), cert());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status_line(), "HTTP/1.1 101 Switching Protocols");
+  c->send(hello_frame(ServerProcess::token("wss-user")));
+  EXPECT_EQ(op_of(c->next()), "welcome");
+  c->send(join_frame("chat:wss", std::nullopt, 2));
+  EXPECT_EQ(json_int(c->expect("joined"), "rid"), 2);
+  c->send(pub_frame("chat:wss", "w1", R"({"over":"wss"})", 3));
+  EXPECT_EQ(json_int(c->expect("ack"), "seq"), 1);
+  auto m = c->expect("msg");
+  EXPECT_EQ(json_str(m, "from"), "wss-user") << m;
+  // And the TLS TCP side of the same server reads it back.
+  auto t = TlsClient::connect(server_->tcp_port(), cert());
+  ASSERT_TRUE(t);
+  t->send(hello_frame(ServerProcess::token("tcp-reader")));
+  ASSERT_EQ(op_of(t->next()), "welcome");
+  t->send(R"({"op":"history","ch":"chat:wss","after":0,"rid":1})");
+  EXPECT_EQ(msg_seqs(t->expect("history")), seq_range(1, 1));
+}
+
+TEST_F(TlsTest, WssClientMayPipelineItsHelloBehindTheUpgrade) {
+  // The hello rides in the same TLS records as the upgrade request: it is
+  // already decrypted (or buffered) when the WebSocket takes over.
+  auto tls = TlsClient::connect(server_->http_port(), cert());
+  ASSERT_TRUE(tls);
+  tls->send_raw(RawWs::upgrade_request() +
+                encode_frame({ws_op::kText, hello_frame(ServerProcess::token("pipelined"))}));
+  std::string in;
+  while (in.find("welcome") == std::string::npos) {
+    ASSERT_TRUE(tls->read_into(in)) << in;
+  }
+}
+
+TEST_F(TlsTest, HttpsApiIsServed) {
+  auto tls = TlsClient::connect(server_->http_port(), cert());
+  ASSERT_TRUE(tls);
+  tls->send_raw("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  std::string in;
+  while (tls->read_into(in)) {
+  }
+  EXPECT_EQ(in.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << in;
+}
+
+TEST_F(TlsTest, PlainHttpOnTheTlsListenerIsRefused) {
+  auto plain = RawWs::connect(server_->http_port());
+  EXPECT_FALSE(plain->http(RawWs::upgrade_request(), 3s).has_value());
+  auto c = WssClient::open(server_->http_port(), cert());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status_line(), "HTTP/1.1 101 Switching Protocols");
+}
+
 TEST_F(TlsTest, IdleTlsConnectionCostIsMeasured) {
   // RSS per idle connection past hello, TLS vs a plain WebSocket, 300 each.
   constexpr int kConns = 300;
@@ -201,16 +328,20 @@ TEST_F(TlsTest, IdleTlsConnectionCostIsMeasured) {
     ASSERT_EQ(op_of(tls.back()->next()), "welcome");
   }
   const int64_t with_tls = rss_kib(server_->pid());
-  std::vector<std::unique_ptr<Client>> plain;
+  std::vector<std::unique_ptr<WssClient>> wss;
   for (int i = 0; i < kConns; ++i) {
-    plain.push_back(connect_as(server_->http_port(), "idle-ws-" + std::to_string(i)));
+    wss.push_back(WssClient::open(server_->http_port(), cert()));
+    ASSERT_TRUE(wss.back());
+    wss.back()->send(hello_frame(ServerProcess::token("idle-wss-" + std::to_string(i))));
+    ASSERT_EQ(op_of(wss.back()->next()), "welcome");
   }
-  const int64_t with_plain = rss_kib(server_->pid());
+  const int64_t with_wss = rss_kib(server_->pid());
   const double tls_kib = double(with_tls - base) / kConns;
-  const double plain_kib = double(with_plain - with_tls) / kConns;
-  std::cout << "idle connection past hello: TLS TCP " << tls_kib << " KiB, plain WebSocket "
-            << plain_kib << " KiB (RSS over " << kConns << " each)\n";
+  const double wss_kib = double(with_wss - with_tls) / kConns;
+  std::cout << "idle connection past hello: TLS TCP " << tls_kib << " KiB, wss " << wss_kib
+            << " KiB (RSS over " << kConns << " each)\n";
   EXPECT_LT(tls_kib, 64.0);
+  EXPECT_LT(wss_kib, 64.0);
 }
 
 }  // namespace
