@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libboost-dev libboost-system-dev libsimdjson-dev librocksdb-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libssl-dev
+  openssl                       # tests/integration/tls_test makes its certificate with the CLI
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev      # libFuzzer + sanitizers for tests/fuzz
   ccache

@@ -94,7 +94,10 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
                                                        size_t& body_limit) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/healthz" || path == "/metrics") return std::nullopt;  // no auth; GET
+  if (path == "/healthz" || path == "/metrics") {
+    body_limit = 0;  // no auth, so no body is read: one is 413
+    return std::nullopt;
+  }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence";
   if (!known) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};

@@ -119,6 +119,14 @@ TEST_F(HttpHardeningTest, UnknownPathIsAnsweredBeforeTheBodyIsSent) {
   EXPECT_EQ(head->status, 404);
 }
 
+TEST_F(HttpHardeningTest, BodyOnAPathWithoutAuthIsNotRead) {
+  // /healthz and /metrics need no key, so they take no body either.
+  auto c = RawWs::connect(port());
+  auto head = c->http("POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n", 3s);
+  ASSERT_TRUE(head.has_value()) << "no answer before the body";
+  EXPECT_EQ(head->status, 413);
+}
+
 TEST_F(HttpHardeningTest, BodyOverFourTimesTheTenantsLimitIsRefusedFromContentLength) {
   auto c = RawWs::connect(port());
   auto head = c->http(post_head("/v1/publish", "Content-Length: 300000\r\n"), 3s);
