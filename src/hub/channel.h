@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tenant/tenant_config.h"
 #include "hub/requests.h"
+#include "hub/upstream_sink.h"
 #include "net/out_frame.h"
 #include "store/store.h"
 
@@ -49,6 +51,11 @@ struct Channel {
     int64_t append_start_ns = 0;
     unsigned reply_loop = 0;
     std::function<void(PublishOutcome)> done;
+    // The namespace forwards msg events: sent upstream once written.
+    std::unique_ptr<UpstreamEvent> upstream;
+    // Upstream events of this channel that arrived while this append was in
+    // flight (a connection's `up` after its `pub`): forwarded right after it.
+    std::vector<UpstreamEvent> after;
   };
   std::deque<InFlight> inflight;
 

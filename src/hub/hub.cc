@@ -81,6 +81,17 @@ void Hub::depart(MemberLink& link) {
   });
 }
 
+void Hub::set_upstream(UpstreamSink* sink) {
+  upstream_ = sink;
+  for (auto& s : shards_) s->set_upstream(sink);
+}
+
+void Hub::forward_upstream(UpstreamEvent ev) {
+  const unsigned i = shard_of(ev.tenant->id, ev.ch);
+  Shard* s = shards_[i].get();
+  loops_.run_on(i, [s, ev = std::move(ev)]() mutable { s->forward_upstream(std::move(ev)); });
+}
+
 void Hub::submit_join(JoinRequest req) {
   if (!requests_.try_enter()) {
     return loops_.run_on(req.sub->loop(), [done = std::move(req.done)] {

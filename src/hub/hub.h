@@ -13,6 +13,7 @@
 #include "hub/requests.h"
 #include "hub/shard.h"
 #include "runtime/gate.h"
+#include "hub/upstream_sink.h"
 
 namespace parley::hub {
 
@@ -35,6 +36,12 @@ class Hub {
   void state(StateRequest req);
   void members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,
                MembersDone done);
+  // Where written messages of namespaces that forward `msg` go; also what
+  // sessions forward their join/leave/state/up to. Set before start.
+  void set_upstream(UpstreamSink* sink);
+  UpstreamSink* upstream() const { return upstream_; }
+  // A session's upstream event, through the channel's shard (Shard::forward_upstream).
+  void forward_upstream(UpstreamEvent ev);
   // Runs the idle sweep on every shard (call periodically, any thread).
   void sweep();
 
@@ -57,6 +64,7 @@ class Hub {
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;
   std::vector<std::unique_ptr<Shard>> shards_;
   runtime::Gate requests_;  // joins and publishes not yet answered
+  UpstreamSink* upstream_ = nullptr;
 };
 
 }  // namespace parley::hub

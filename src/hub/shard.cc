@@ -407,6 +407,14 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
     return reply({Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms}});
   }
   const uint64_t seq = ++c->last_seq;
+  std::unique_ptr<UpstreamEvent> upstream;
+  if (upstream_ && req.conn != 0 && c->ns->forwards(kForwardMsg)) {
+    // Emitted here, on the channel's own shard, once written: in seq order.
+    // The API's own publishes (conn 0) are not echoed to the app server.
+    upstream = std::make_unique<UpstreamEvent>(UpstreamEvent{
+        UpstreamEventType::kMsg, req.tenant, c->ns, req.ch, req.from, req.conn, now_ms, seq,
+        req.id, {}, req.body});
+  }
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {req.ch, seq, req.from, req.id, now_ms, req.body});
   if (!dedupe_key.empty()) {
@@ -415,7 +423,7 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   }
   c->inflight.push_back(Channel::InFlight{seq, std::move(dedupe_key), std::move(json),
                                           req.arrived_ns, steady_ns(), req.reply_loop,
-                                          std::move(req.done)});
+                                          std::move(req.done), std::move(upstream)});
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
   store::AppendRequest append{c->id,
                               store::StoredMessage{seq, now_ms, std::move(req.from),
@@ -452,6 +460,7 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
     c->committed_seq = f.seq;
     if (d != c->dedupe.end()) d->second.pending = false;
     broadcast(*c, ChannelEvent{std::move(f.msg_json), 0, {}, {}, steady_ns()});
+    if (f.upstream) upstream_->forward(std::move(*f.upstream));
   } else {
     // Nothing after this seq can be written without a gap: the store now
     // refuses every append, and the channel reloads from it when idle.
@@ -459,6 +468,7 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
     if (d != c->dedupe.end()) c->dedupe.erase(d);
     first = again = PublishOutcome{status.error()};
   }
+  for (auto& ev : f.after) upstream_->forward(std::move(ev));
   to_loop(f.reply_loop, [done = std::move(f.done), first]() mutable { done(first); });
   for (size_t i = 0; i < waiters.size(); ++i) {
     to_loop(waiter_loops[i], [done = std::move(waiters[i]), again]() mutable { done(again); });
@@ -511,6 +521,17 @@ void Shard::history_loaded(Channel* c, HistoryRequest req) {
     const uint64_t before = cut == UINT64_MAX ? *req.before : std::min(*req.before, cut + 1);
     st->read_before(id, before, req.limit, std::move(done));
   }
+}
+
+void Shard::forward_upstream(UpstreamEvent ev) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  if (!upstream_) return;
+  Channel* c = find(ev.tenant, ev.ch);
+  if (c && !c->inflight.empty()) {
+    c->inflight.back().after.push_back(std::move(ev));
+    return;
+  }
+  upstream_->forward(std::move(ev));
 }
 
 void Shard::state(StateRequest req) {

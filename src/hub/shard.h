@@ -25,6 +25,7 @@
 #include "hub/history.h"
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
+#include "hub/upstream_sink.h"
 #include "runtime/loop_group.h"
 
 namespace parley::hub {
@@ -51,6 +52,12 @@ class Shard {
   void state(StateRequest req);
   void members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
                MembersDone done);
+  // Written messages of namespaces that forward `msg` go to `sink` (set at
+  // start-up, before any request; null: none).
+  void set_upstream(UpstreamSink* sink) { upstream_ = sink; }
+  // A session's join/leave/state/up event: forwarded after the channel's
+  // appends in flight, so the app server sees it in the order it happened.
+  void forward_upstream(UpstreamEvent ev);
   // Drops channels nobody uses any more (their state is in the store).
   void sweep_idle(int64_t now_ms);
 
@@ -94,6 +101,7 @@ class Shard {
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
   std::vector<std::vector<std::function<void()>>> outboxes_;
   bool flush_scheduled_ = false;
+  UpstreamSink* upstream_ = nullptr;
   std::atomic<size_t> inflight_total_{0};
   std::atomic<size_t> channel_count_{0};
 };

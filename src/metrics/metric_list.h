@@ -43,7 +43,17 @@
   X(http_connections, kGauge, "parley_http_connections", "",                               \
     "HTTP connections not upgraded to WebSocket (they count against max_connections).")    \
   X(preauth_bytes, kGauge, "parley_preauth_bytes", "",                                     \
-    "Bytes held in read buffers of connections before hello (server.preauth_memory_bytes).")
+    "Bytes held in read buffers of connections before hello (server.preauth_memory_bytes).") \
+  X(upstream_sent, kCounter, "parley_upstream_events_sent_total", "upstream",              \
+    "Events a namespace's app server answered 2xx (upstream: tenant/namespace).")          \
+  X(upstream_failed, kCounter, "parley_upstream_requests_failed_total", "upstream",        \
+    "Upstream requests that got no answer or a non-2xx status.")                           \
+  X(upstream_retries, kCounter, "parley_upstream_retries_total", "upstream",               \
+    "Upstream requests sent again after a failure.")                                       \
+  X(upstream_queued, kGauge, "parley_upstream_queued", "upstream",                         \
+    "Events waiting for the app server, a request in flight included.")                    \
+  X(upstream_dropped, kCounter, "parley_upstream_dropped_total", "upstream",               \
+    "Events dropped, oldest first, past the namespace's upstream_queue.")
 
 namespace parley::metrics {
 
@@ -64,6 +74,9 @@ inline constexpr MetricInfo kStageSeconds{
     "parley_stage_seconds", Type::kHistogram,
     "Latency of each stage of a message: decode, queue wait before its hub shard, store "
     "append, fan-out to the tick, socket write."};
+inline constexpr MetricInfo kUpstreamRequestSeconds{
+    "parley_upstream_request_seconds", Type::kHistogram,
+    "Time from sending an upstream request to reading its 2xx answer."};
 inline constexpr MetricInfo kRejections{"parley_rejections_total", Type::kCounter,
                                         "Error replies sent, by code."};
 
@@ -88,7 +101,7 @@ inline constexpr size_t kScrapedCount = std::size(kScraped);
 // Every family the exposition holds, in its order: the registry tests and
 // dashboards can check against.
 inline constexpr auto kDeclared = [] {
-  std::array<MetricInfo, 3 +
+  std::array<MetricInfo, 4 +
 #define PARLEY_COUNT(...) +1
                              PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
 #undef PARLEY_COUNT
@@ -104,6 +117,7 @@ inline constexpr auto kDeclared = [] {
 #undef PARLEY_COUNTER_ROW
 #undef PARLEY_GAUGE_ROW
   all[i++] = kRejections;
+  all[i++] = kUpstreamRequestSeconds;
   for (const auto& s : kScraped) all[i++] = s.info;
   return all;
 }();

@@ -41,12 +41,13 @@ void header(std::string& out, const MetricInfo& m) {
                      kTypeNames[static_cast<int>(m.type)]);
 }
 
+template <typename Get>
 void render_histogram(std::string& out, std::string_view name, const char* labels,
-                      const std::vector<std::unique_ptr<ThreadMetrics>>& slots, Stage stage) {
+                      const std::vector<std::unique_ptr<ThreadMetrics>>& slots, Get get) {
   std::array<uint64_t, Histogram::kBounds.size() + 1> buckets{};
   uint64_t count = 0;
   double sum = 0;
-  for (const auto& s : slots) s->stages[static_cast<int>(stage)].add_to(buckets, count, sum);
+  for (const auto& s : slots) get(*s).add_to(buckets, count, sum);
   const std::string sep = labels[0] ? "," : "";
   uint64_t cumulative = 0;
   for (size_t i = 0; i < Histogram::kBounds.size(); ++i) {
@@ -73,13 +74,18 @@ std::string Metrics::render() const {
   std::string out;
   out.reserve(16 * 1024);
   header(out, kAckSeconds);
-  render_histogram(out, kAckSeconds.name, "", slots_, Stage::kAck);
+  auto stage = [](Stage st) {
+    return [st](const ThreadMetrics& t) -> const Histogram& { return t.stages[static_cast<int>(st)]; };
+  };
+  render_histogram(out, kAckSeconds.name, "", slots_, stage(Stage::kAck));
   static constexpr struct { Stage stage; const char* label; } kStages[] = {
       {Stage::kDecode, "stage=\"decode\""},       {Stage::kQueueWait, "stage=\"queue_wait\""},
       {Stage::kAppend, "stage=\"append\""},       {Stage::kFanout, "stage=\"fanout\""},
       {Stage::kWrite, "stage=\"write\""}};
   header(out, kStageSeconds);
-  for (const auto& s : kStages) render_histogram(out, kStageSeconds.name, s.label, slots_, s.stage);
+  for (const auto& s : kStages) {
+    render_histogram(out, kStageSeconds.name, s.label, slots_, stage(s.stage));
+  }
 #define PARLEY_RENDER_COUNTER(field, name, help)                                 \
   header(out, MetricInfo{name, Type::kCounter, help});                          \
   out += fmt::format("{} {}\n", name, sum_of(slots_, &ThreadMetrics::field));
@@ -97,6 +103,9 @@ std::string Metrics::render() const {
     out += fmt::format("{}{{code=\"{}\"}} {}\n", kRejections.name,
                        wire_name(static_cast<ErrorCode>(c)), v);
   }
+  header(out, kUpstreamRequestSeconds);
+  render_histogram(out, kUpstreamRequestSeconds.name, "", slots_,
+                   [](const ThreadMetrics& t) -> const Histogram& { return t.upstream_request; });
   std::vector<Sample> samples;
   for (size_t i = 0; i < kScrapedCount; ++i) {
     const ScrapedInfo& m = kScraped[i];

@@ -218,18 +218,28 @@ Status read_namespace(const toml::table& t, const std::string& ns_path, Namespac
         s = bad(path + " must be an http:// URL");
       }
     } else if (key == "forward") {
-      // Checked but not stored until upstream forwarding exists.
       std::vector<std::string> events;
       s = read_string_array(v, path, events);
+      uint8_t mask = 0;
       for (size_t i = 0; s && i < events.size(); ++i) {
         const auto& e = events[i];
-        if (e != "join" && e != "leave" && e != "msg" && e != "state" && e != "up") {
+        if (e == "join") {
+          mask |= kForwardJoin;
+        } else if (e == "leave") {
+          mask |= kForwardLeave;
+        } else if (e == "msg") {
+          mask |= kForwardMsg;
+        } else if (e == "state") {
+          mask |= kForwardState;
+        } else if (e == "up") {
+          mask |= kForwardUp;
+        } else {
           s = bad(path + " entries must be join, leave, msg, state or up");
         }
       }
+      if (s) ns.forward = mask;
     } else if (key == "upstream_queue") {
-      uint32_t ignored = 0;  // as forward
-      s = read_uint(v, path, 1, 10'000'000, ignored);
+      s = read_uint(v, path, 1, 10'000'000, ns.upstream_queue);
     } else {
       s = unknown_key(path);
     }

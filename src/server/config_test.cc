@@ -110,6 +110,8 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_FALSE(w.presence);
   EXPECT_EQ(w.dedupe_window_s, 30u);
   EXPECT_EQ(w.upstream, "http://127.0.0.1:9000/events");
+  EXPECT_EQ(w.forward, kForwardJoin | kForwardMsg | kForwardState);
+  EXPECT_EQ(w.upstream_queue, 5000u);
   EXPECT_EQ(t.default_namespace.history, 10u);
   EXPECT_EQ(t.ns("chat").history, 10u);
 }
@@ -146,6 +148,8 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_TRUE(ns.presence);
   EXPECT_EQ(ns.dedupe_window_s, 120u);
   EXPECT_EQ(ns.upstream, "");
+  EXPECT_EQ(ns.forward, kForwardJoin | kForwardLeave | kForwardUp);
+  EXPECT_EQ(ns.upstream_queue, 100'000u);
 }
 
 TEST(Config, ListedNamespaceStartsFromTheDefaults) {

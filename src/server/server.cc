@@ -19,6 +19,7 @@ namespace {
 constexpr auto kHubSweepPeriod = std::chrono::seconds(10);
 constexpr int kDrainGraceMs = 2000;  // appends in flight
 constexpr int kDrainCloseMs = 3000;  // close handshakes
+constexpr int kDrainUpstreamMs = 2000;  // events still queued for app servers
 
 size_t max_message_bytes_of(const ServerConfig& c) {
   size_t m = 64 * 1024;
@@ -34,6 +35,7 @@ Server::~Server() { stop(); }
 // Start: each step needs only the ones before it; stop() undoes them in
 // reverse. docs/architecture.md "Start and stop order" lists the same steps.
 Status Server::start() {
+  if (Status s = upstream::Forwarder::validate(config_.tenants); !s) return s;
   if (Status s = open_stores(); !s) return s;
   create_loops();
   create_services();
@@ -73,6 +75,12 @@ void Server::create_services() {
   tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100});
+  // Only when some namespace has an upstream; the URLs were checked in start().
+  if (auto f = upstream::Forwarder::create(*loops_, *hub_, *metrics_, config_.tenants);
+      f && (*f)->active()) {
+    forwarder_ = std::move(*f);
+    hub_->set_upstream(forwarder_.get());
+  }
   session::GatewayOptions go;
   go.heartbeat_ms = config_.heartbeat_ms;
   go.hello_timeout_ms = config_.hello_timeout_ms;
@@ -115,6 +123,7 @@ void Server::register_metrics() {
   metrics_->set_source(Scraped::preauth_bytes, [](Samples& out) {
     out.push_back({"", static_cast<int64_t>(net::PreauthBudget::process().held())});
   });
+  if (forwarder_) forwarder_->register_metrics(*metrics_);
 }
 
 Status Server::start_listeners() {
@@ -243,6 +252,7 @@ void Server::stop() {
   stop_listeners();
   drain_requests();
   drain_sessions();
+  drain_upstream();
   loops_->stop();
   flush_stores();
   spdlog::info("stopped: {} appends were in flight", hub_->inflight());
@@ -292,6 +302,20 @@ void Server::drain_sessions() {
   Completion aborted;
   gateway_->abort_remaining(aborted.callback());
   aborted.wait(std::chrono::seconds(5));
+}
+
+void Server::drain_upstream() {
+  if (!forwarder_) return;
+  // The closed sessions' leaves are among the queued events: give the app
+  // servers a bounded moment, then abandon what is left (counted in the log).
+  const auto by = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDrainUpstreamMs);
+  while (forwarder_->queued() > 0 && std::chrono::steady_clock::now() < by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (const int64_t left = forwarder_->queued(); left > 0) {
+    spdlog::warn("drain: {} upstream events not delivered", left);
+  }
+  forwarder_->stop();
 }
 
 void Server::flush_stores() {

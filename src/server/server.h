@@ -21,6 +21,7 @@
 #include "runtime/loop_group.h"
 #include "server/config.h"
 #include "store/store.h"
+#include "upstream/forwarder.h"
 
 namespace parley::server {
 
@@ -52,6 +53,7 @@ class Server {
   void stop_listeners();
   void drain_requests();
   void drain_sessions();
+  void drain_upstream();
   void flush_stores();
 
   // Every kHubSweepPeriod on loop 0: lets the shards drop idle channels.
@@ -64,6 +66,7 @@ class Server {
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<session::TenantRegistry> tenants_;
   std::unique_ptr<hub::Hub> hub_;
+  std::unique_ptr<upstream::Forwarder> forwarder_;  // only when a namespace has an upstream
   std::unique_ptr<session::Gateway> gateway_;
   std::unique_ptr<api::HttpApi> api_;
   std::shared_ptr<net::TlsContext> tls_context_;  // server.tls_cert / tls_key, when a listener uses TLS

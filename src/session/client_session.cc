@@ -26,7 +26,7 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
     : gw_(gw),
       conn_(std::move(conn)),
       conn_id_(conn_id),
-      conn_name_(fmt::format("c{:x}", conn_id)),
+      conn_name_(hub::connection_name(conn_id)),
       hello_deadline_ms_(hello_deadline_ms) {}
 
 void ClientSession::send(net::OutFrame&& frame) {
@@ -208,6 +208,7 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     self->reply(std::move(out));
     if (it == self->joined_.end()) return;
     it->second.joining = false;
+    const bool first = !it->second.joined_once;
     it->second.joined_once = true;
     if (!it->second.leave_rids.empty()) {
       // Left before the join landed: the hub did not register it for delivery.
@@ -217,7 +218,9 @@ void ClientSession::on_join(protocol::ClientOp& op) {
         self->reply(std::move(left));
       }
       self->joined_.erase(it);
+      return;
     }
+    if (first) self->forward_upstream(hub::UpstreamEventType::kJoin, kForwardJoin, ch);
     // The hub sends the backfill right after this returns.
   };
   if (existing != joined_.end()) {
@@ -233,10 +236,15 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
   if (it != joined_.end()) {
     it->second.membership.leave();
     if (it->second.joining) {
+      // A repeated join in flight: the membership it had ends now.
+      if (it->second.joined_once && it->second.leave_rids.empty()) {
+        forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, op.ch);
+      }
       it->second.leave_rids.push_back(op.rid);
       return;  // `left` follows the join's reply
     }
     joined_.erase(it);
+    forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, op.ch);
   }
   std::string out;
   protocol::encode_left(out, op.rid, op.ch);
@@ -279,6 +287,9 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
 void ClientSession::on_state(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
   if (!take_rate(op.rid, false)) return;
+  if (tenant_->config.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
+    forward_upstream(hub::UpstreamEventType::kState, kForwardState, op.ch, op.key, op.body);
+  }
   gw_.hub().state(hub::StateRequest{&tenant_->config, op.ch, user_, conn_id_, std::move(op.key),
                                     std::move(op.body)});
 }
@@ -288,7 +299,28 @@ void ClientSession::on_up(protocol::ClientOp& op) {
   if (!take_rate(op.rid, false)) return;
   const auto& ns = tenant_->config.ns(protocol::channel_namespace(op.ch));
   if (ns.upstream.empty()) return fail(op.rid, ErrorCode::kBadRequest, "namespace has no upstream");
-  fail(op.rid, ErrorCode::kUnavailable, "upstream forwarding is not available in this build");
+  if (!(ns.forward & kForwardUp)) {
+    return fail(op.rid, ErrorCode::kBadRequest, "namespace does not forward up");
+  }
+  forward_upstream(hub::UpstreamEventType::kUp, kForwardUp, op.ch, {}, std::move(op.body));
+}
+
+void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit,
+                                     const std::string& ch, std::string key, std::string body) {
+  if (!gw_.hub().upstream()) return;
+  const auto& ns = tenant_->config.ns(protocol::channel_namespace(ch));
+  if (!ns.forwards(bit)) return;
+  hub::UpstreamEvent ev;
+  ev.type = type;
+  ev.tenant = &tenant_->config;
+  ev.ns = &ns;
+  ev.ch = ch;
+  ev.user = user_;
+  ev.conn = conn_id_;
+  ev.ts_ms = wall_ms();
+  ev.key = std::move(key);
+  ev.body = std::move(body);
+  gw_.hub().forward_upstream(std::move(ev));
 }
 
 void ClientSession::on_history(protocol::ClientOp& op) {
@@ -355,6 +387,9 @@ void ClientSession::on_closed() {
   if (closed_) return;
   closed_ = true;
   if (tenant_) {
+    for (const auto& [ch, j] : joined_) {
+      if (j.joined_once) forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, ch);
+    }
     joined_.clear();  // each membership leaves its channel
     history_queue_.clear();
     tenant_->disconnect();

@@ -17,6 +17,7 @@
 #include "auth/token_bucket.h"
 #include "hub/membership.h"
 #include "hub/subscriber.h"
+#include "hub/upstream_sink.h"
 #include "net/connection.h"
 #include "protocol/client_op.h"
 
@@ -76,6 +77,13 @@ class ClientSession final : public net::ConnectionHandler,
   // Queues a history reply once the backfill allowance has room (never a cause
   // for slow_consumer), then starts the next queued request.
   void send_history_reply(std::string frame);
+
+  // Hands an event of `ch` to the upstream forwarder, through the channel's
+  // hub shard, when its namespace forwards `bit` (PROTOCOL.md "Upstream
+  // forwarding"). The shard puts it after the channel's appends in flight,
+  // so e.g. a leave never overtakes this connection's last msg.
+  void forward_upstream(hub::UpstreamEventType type, ForwardBit bit, const std::string& ch,
+                        std::string key = {}, std::string body = {});
 
   // Takes a token from the per-connection (and for pub, tenant) bucket;
   // answers rate_limited and returns false when empty.

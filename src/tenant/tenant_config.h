@@ -10,13 +10,26 @@
 
 namespace parley {
 
+// Which events a namespace forwards upstream (PROTOCOL.md "Upstream forwarding").
+enum ForwardBit : uint8_t {
+  kForwardJoin = 1,
+  kForwardLeave = 2,
+  kForwardMsg = 4,
+  kForwardState = 8,
+  kForwardUp = 16,
+};
+
 struct NamespaceConfig {
   bool durable = true;
   uint32_t history = 1000;        // latest messages reachable by since/history
   uint32_t tick_ms = 20;          // 0: send at once
   bool presence = true;
   uint32_t dedupe_window_s = 120;
-  std::string upstream;           // empty: none (forwarding is a later issue)
+  std::string upstream;           // http://host:port/path of the app server; empty: none
+  uint8_t forward = kForwardJoin | kForwardLeave | kForwardUp;  // ForwardBit set
+  uint32_t upstream_queue = 100'000;  // events waiting per namespace; overflow drops the oldest
+
+  bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
 };
 
 struct TenantConfig {

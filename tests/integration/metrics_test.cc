@@ -44,7 +44,10 @@ std::string family_of(const std::string& line, const std::map<std::string, Famil
 }
 
 TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
-  ServerProcess server;
+  // A namespace with an upstream (nothing listens there) gives the
+  // parley_upstream_* families their samples.
+  ServerProcess server(spec_with_tenants(default_tenants_toml(
+      "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n")));
   server.start();
   auto c = connect_as(server.http_port(), "alice");
   c->join("chat:metrics");

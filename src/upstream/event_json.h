@@ -1,0 +1,14 @@
+// One upstream event as the JSON object of PROTOCOL.md "Upstream forwarding":
+// type, tenant, ch, user, conn, ts; msg adds seq and id, state adds key, and
+// msg, state and up add body. Pure; any thread.
+#pragma once
+
+#include <string>
+
+#include "hub/upstream_sink.h"
+
+namespace parley::upstream {
+
+void append_event_json(std::string& out, const hub::UpstreamEvent& ev);
+
+}  // namespace parley::upstream
