@@ -121,6 +121,18 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
 
   if (path == "/healthz" && method == http::verb::get) {
     if (draining_.load()) return respond({503, "application/json", R"({"status":"draining"})"});
+    // A node whose store refuses appends is not healthy: a load balancer should send
+    // publishers elsewhere, though reads and connections still work here.
+    if (const store::StoreHealth h = stores_.durable->health(); !h.writable) {
+      std::string body;
+      JsonWriter(body)
+          .begin_object()
+          .field("status", "store_refusing_writes")
+          .field("reason", h.reason)
+          .field_num("since_ms", h.since_ms)
+          .end_object();
+      return respond({503, "application/json", std::move(body)});
+    }
     return respond({200, "application/json", R"({"status":"ok"})"});
   }
   if (path == "/metrics" && method == http::verb::get) {

@@ -26,6 +26,7 @@ struct Channel {
   uint64_t last_seq = 0;       // highest seq assigned
   uint64_t committed_seq = 0;  // highest seq durable and delivered
   bool failed = false;         // the store failed: reload before reuse
+  uint32_t epoch = 1;          // the store's epoch when the channel was loaded
   // The store's recover() is in flight: operations wait in `waiting`, in arrival
   // order, and run once the counters are known (or fail with the recovery).
   bool loading = false;

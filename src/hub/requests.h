@@ -18,6 +18,7 @@ struct JoinResult {
   Status status;
   uint64_t seq = 0;          // the channel's latest seq at the join
   bool recovered = false;
+  uint32_t epoch = 1;        // the channel's store epoch (bumped by an accepted data loss)
   bool has_members = false;  // the namespace has presence
   std::vector<std::string> members;
   // The messages after `since`, encoded and comma-joined, in frames of a

@@ -117,6 +117,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
   }
   c->failed = false;
   c->last_seq = c->committed_seq = rec->last_seq;
+  c->epoch = rec->epoch;
   c->dedupe.clear();
   c->dedupe_order.clear();
   auto& entries = rec->dedupe;
@@ -298,6 +299,7 @@ void Shard::finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_
   const unsigned loop = req.sub->loop();
   if (result.status) {
     result.seq = c->committed_seq;
+    result.epoch = c->epoch;
     if (c->ns->presence) {
       result.has_members = true;
       result.members.reserve(c->users.size());

@@ -53,7 +53,17 @@
   X(upstream_queued, kGauge, "parley_upstream_queued", "upstream",                         \
     "Events waiting for the app server, a request in flight included.")                    \
   X(upstream_dropped, kCounter, "parley_upstream_dropped_total", "upstream",               \
-    "Events dropped, oldest first, past the namespace's upstream_queue.")
+    "Events dropped, oldest first, past the namespace's upstream_queue.")                           \
+  X(store_write_refused, kGauge, "parley_store_write_refused", "reason",                   \
+    "1 while the durable store refuses appends, by reason.")                               \
+  X(store_refusing_since, kGauge, "parley_store_refusing_since_seconds", "",               \
+    "Unix time the durable store began refusing appends; 0 while it takes them.")         \
+  X(store_epoch, kGauge, "parley_store_epoch", "",                                         \
+    "The store's epoch: 1, plus one for each start that accepted data loss.")              \
+  X(store_data_loss_accepted, kGauge, "parley_store_data_loss_accepted", "",               \
+    "1 when this start dropped damaged data (accept_data_loss).")                          \
+  X(store_unreadable_reads, kCounter, "parley_store_unreadable_reads_total", "",           \
+    "Store reads that met damaged data (each channel is also logged once).")
 
 namespace parley::metrics {
 

@@ -96,9 +96,11 @@ void encode_welcome(std::string& out, std::string_view rid, std::string_view con
 }
 
 void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
-                   bool recovered, const std::span<const std::string>* members) {
+                   bool recovered, const std::span<const std::string>* members,
+                   uint32_t epoch) {
   JsonWriter w(out);
   begin(w, "joined", rid).field("ch", ch).field_unum("seq", seq).field_bool("recovered", recovered);
+  if (epoch > 1) w.field_unum("epoch", epoch);
   // Null means the namespace has no presence; an empty list means nobody is there.
   if (members != nullptr) string_array(w, "members", *members);
   w.end_object();

@@ -41,8 +41,10 @@ void encode_direct(std::string& out, std::string_view body);
 // Replies. `rid` is ClientOp::rid (JSON text or empty: then no rid field).
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
                     std::string_view user, std::string_view tenant, int heartbeat_ms);
+// `epoch` is written only when above 1 (docs/protocol-notes.md: an addition).
 void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
-                   bool recovered, const std::span<const std::string>* members);
+                   bool recovered, const std::span<const std::string>* members,
+                   uint32_t epoch = 1);
 void encode_left(std::string& out, std::string_view rid, std::string_view ch);
 void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
                 uint64_t seq, bool dup);

@@ -38,6 +38,8 @@ Result<ServeArgs> parse_serve_args(const std::vector<std::string>& args) {
       auto v = value_of(args, i);
       if (!v) return v.error();
       out.config_path = std::move(*v);
+    } else if (args[i] == "--accept-data-loss") {
+      out.accept_data_loss = true;
     } else {
       return usage("serve: unknown argument \"" + args[i] + "\"");
     }

@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 2;
 
 struct ServeArgs {
   std::string config_path;  // empty: the demo configuration
+  bool accept_data_loss = false;  // --accept-data-loss: overrides [server] accept_data_loss
 };
 
 struct TokenArgs {

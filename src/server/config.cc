@@ -153,6 +153,8 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_nonempty(v, path, c.data_dir);
     } else if (key == "fsync") {
       s = read_one_of(v, path, {"never", "always"}, c.fsync);
+    } else if (key == "accept_data_loss") {
+      s = read_bool(v, path, c.accept_data_loss);
     } else if (key == "threads") {
       s = read_uint(v, path, 0, 1024, c.threads);
     } else if (key == "heartbeat_ms") {

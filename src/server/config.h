@@ -17,6 +17,9 @@ struct ServerConfig {
   std::string store = "embedded";         // embedded | memory (valkey: later)
   std::string data_dir = "./data";
   std::string fsync = "never";            // never | always
+  // A start whose store recovery finds damaged data refuses (exit 1) unless set:
+  // then it starts with what is readable and bumps the epoch (docs/operations.md).
+  bool accept_data_loss = false;
   uint32_t threads = 0;                   // event loops; 0: one per core
   uint32_t heartbeat_ms = 25000;
   uint32_t hello_timeout_ms = 10000;

@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  parley serve [--config FILE]\n"
+    "  parley serve [--config FILE] [--accept-data-loss]\n"
     "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
     "  parley check-config FILE\n"
     "  parley version\n";
@@ -50,6 +50,7 @@ int serve(const std::vector<std::string>& argv) {
   const std::string& config_path = args->config_path;
   auto cfg = load(config_path);
   if (!cfg) return config_error(cfg.error());
+  if (args->accept_data_loss) cfg->accept_data_loss = true;
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
   parley::server::apply_log_format(cfg->log_format);
   // Signals are taken by sigwait in the main thread only: block them before

@@ -57,6 +57,7 @@ Status Server::open_stores() {
   store::EmbeddedOptions eo;
   eo.dir = config_.data_dir + "/store";
   eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
+  eo.accept_data_loss = config_.accept_data_loss;
   auto opened = store::open_embedded_store(eo);
   if (!opened) return opened.error();
   durable_ = std::move(*opened);
@@ -124,6 +125,26 @@ void Server::register_metrics() {
     out.push_back({"", static_cast<int64_t>(net::PreauthBudget::process().held())});
   });
   if (forwarder_) forwarder_->register_metrics(*metrics_);
+  metrics_->set_source(Scraped::store_write_refused, [this](Samples& out) {
+    const store::StoreHealth h = durable_->health();
+    for (const char* reason :
+         {"disk_full", "too_many_open_files", "io_error", "corruption", "store_error"}) {
+      out.push_back({reason, !h.writable && h.reason == reason ? 1 : 0});
+    }
+  });
+  metrics_->set_source(Scraped::store_refusing_since, [this](Samples& out) {
+    const store::StoreHealth h = durable_->health();
+    out.push_back({"", h.writable ? 0 : h.since_ms / 1000});
+  });
+  metrics_->set_source(Scraped::store_epoch, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(durable_->health().epoch)});
+  });
+  metrics_->set_source(Scraped::store_data_loss_accepted, [this](Samples& out) {
+    out.push_back({"", durable_->health().loss_accepted ? 1 : 0});
+  });
+  metrics_->set_source(Scraped::store_unreadable_reads, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(durable_->health().unreadable_reads)});
+  });
 }
 
 Status Server::start_listeners() {

@@ -204,7 +204,8 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     }
     std::string out;
     const std::span<const std::string> members(r.members);
-    protocol::encode_joined(out, rid, ch, r.seq, r.recovered, r.has_members ? &members : nullptr);
+    protocol::encode_joined(out, rid, ch, r.seq, r.recovered, r.has_members ? &members : nullptr,
+                            r.epoch);
     self->reply(std::move(out));
     if (it == self->joined_.end()) return;
     it->second.joining = false;

@@ -1,5 +1,8 @@
 #include "store/embedded_store.h"
 
+#include <spdlog/spdlog.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <string_view>
@@ -19,6 +22,8 @@
 #include "store/group_committer.h"
 #include "store/reader_pool.h"
 #include "store/record_codec.h"
+#include "store/rocksdb_logger.h"
+#include "store/store_state.h"
 
 namespace parley::store {
 namespace {
@@ -27,30 +32,56 @@ constexpr size_t kMiB = size_t{1} << 20;
 // Reads are short scans of one channel; two threads keep a cold recover from
 // queueing every history read behind it on a two-core machine.
 constexpr unsigned kReaderThreads = 2;
+constexpr size_t kWriteBufferBytes = 8 * kMiB;
+constexpr size_t kMaxUnreadableLogged = 10000;  // channels remembered as already logged
 
 // Sized for a small machine: the whole server should idle under ~16 MiB RSS and stay
 // far below the 20,000 open files a process may hold.
-rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* env) {
+rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* env,
+                              std::shared_ptr<rocksdb::Logger> logger,
+                              rocksdb::WALRecoveryMode recovery) {
   rocksdb::Options o;
   o.create_if_missing = true;
   if (env != nullptr) o.env = env;
-  o.max_open_files = 512;
-  o.write_buffer_size = 8 * kMiB;
+  // RocksDB's info log goes to Parley's log, never to a file in the data dir: a log
+  // write failing on a full disk made the next log line abort the process
+  // (rocksdb_logger.h).
+  o.info_log = std::move(logger);
+  o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Bounded so that the store's descriptors fit the process limit next to the
+  // sockets (docs/operations.md "File descriptors"): the history held is small, and a
+  // table-cache miss costs a reopen, not an error.
+  o.max_open_files = 256;
+  o.write_buffer_size = kWriteBufferBytes;
   o.max_write_buffer_number = 2;
   o.max_background_jobs = 2;
-  o.keep_log_file_num = 2;  // RocksDB's own info LOG files, not the WAL
-  o.max_log_file_size = 4 * kMiB;
+  // Stated, not left to the default: with paranoid checks a failed WAL write (or
+  // flush) puts RocksDB in a stopped "background error" state that refuses every
+  // later write before it touches the WAL again. Without them RocksDB would go on
+  // appending to a WAL writer that has seen an error, which trips an assertion in
+  // Debian's librocksdb and could write after a hole. Recovery from the stopped state
+  // is explicit: Resume() (or RocksDB's own, once a full disk has space again).
+  o.paranoid_checks = true;
+  // WAL recovery, chosen per start (EmbeddedStore::open):
+  //  - after a clean stop (PARLEY-STATE says clean), kAbsoluteConsistency: the WAL was
+  //    flushed and closed, so ANY damage in it (a truncated or altered file) is data
+  //    loss and must fail the open rather than be replayed up to the damage silently;
+  //  - after a crash, kTolerateCorruptedTailRecords: a kill -9 can leave the last
+  //    record half written (never acknowledged, it was being written), which is
+  //    dropped; damage anywhere before the tail still fails the open. A tail cut off
+  //    after a crash is indistinguishable from that torn write (documented limit);
+  //  - kPointInTimeRecovery only when the operator accepted data loss: it replays up
+  //    to the first damage and drops the rest, which is then announced (epoch + 1).
+  o.wal_recovery_mode = recovery;
+  auto supported = rocksdb::GetSupportedCompressions();
   // Messages are JSON: LZ4 is cheap and shrinks them; fall back to none on a build
   // without it (Debian's 7.8.3 has it).
-  auto supported = rocksdb::GetSupportedCompressions();
   bool lz4 = std::find(supported.begin(), supported.end(), rocksdb::kLZ4Compression) !=
              supported.end();
   o.compression = lz4 ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
   o.compaction_filter = filter;
-  // Left at their defaults on purpose: the WAL is on and flushed to the OS on every
-  // write (manual_wal_flush = false), and kPointInTimeRecovery replays a torn WAL
-  // tail (power loss under kNever) up to the last complete batch: a prefix of what
-  // was written, so never a seq gap.
+  // Left at its default on purpose: the WAL is flushed to the OS on every write
+  // (manual_wal_flush = false), so an acknowledged append survives kill -9.
 
   rocksdb::BlockBasedTableOptions t;
   t.block_cache = rocksdb::NewLRUCache(8 * kMiB);
@@ -62,25 +93,13 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   return o;
 }
 
-Error open_error(const std::string& dir, const rocksdb::Status& s) {
+// What a record that fails to decode is called in the log.
+constexpr const char* kCorruptRecord = "Corruption: a message record does not decode";
+
+bool is_lock_error(const rocksdb::Status& s) {
   std::string text = s.ToString();
-  // RocksDB reports a held LOCK file as an IO error naming the lock.
-  if (s.IsIOError() && (text.find("lock") != std::string::npos ||
-                        text.find("LOCK") != std::string::npos)) {
-    return Error{ErrorCode::kUnavailable,
-                 "embedded store: " + dir +
-                     " is already in use (another process, or this one, holds its LOCK): " +
-                     text};
-  }
-  return Error{ErrorCode::kUnavailable, "embedded store: cannot open " + dir + ": " + text};
-}
-
-Error read_error(const rocksdb::Status& s) {
-  return Error{ErrorCode::kUnavailable, "store read failed: " + s.ToString()};
-}
-
-Error corrupt_record() {
-  return Error{ErrorCode::kInternal, "store: corrupt message record"};
+  return s.IsIOError() &&
+         (text.find("lock") != std::string::npos || text.find("LOCK") != std::string::npos);
 }
 
 // An iterator confined to one channel's keys of one kind; used on the caller's
@@ -129,25 +148,231 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
     return Error{ErrorCode::kUnavailable,
                  "embedded store: cannot create " + opts.dir + ": " + ec.message()};
   }
-  auto filter = std::make_unique<DedupeExpiryFilter>(&wall_ms);
+  std::unique_ptr<EmbeddedStore> store(new EmbeddedStore(opts, env));
+  StoreStateFile& state = *store->state_;
+  if (Status s = state.load(); !s) return s.error();
+
+  const bool was_clean = state.data().clean;
+  auto options = [&](rocksdb::WALRecoveryMode mode) {
+    return make_options(store->filter_.get(), env, store->logger_, mode);
+  };
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(make_options(filter.get(), env), opts.dir, &raw);
-  if (!s.ok()) return open_error(opts.dir, s);
-  return std::unique_ptr<EmbeddedStore>(
-      new EmbeddedStore(std::move(filter), std::unique_ptr<rocksdb::DB>(raw), opts));
+  rocksdb::Status s = rocksdb::DB::Open(
+      options(was_clean ? rocksdb::WALRecoveryMode::kAbsoluteConsistency
+                        : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords),
+      opts.dir, &raw);
+  if (s.IsCorruption()) {
+    spdlog::error("store: recovery of {} (after a {} stop) found damaged data: {}", opts.dir,
+                  was_clean ? "clean" : "unclean", s.ToString());
+    if (!opts.accept_data_loss) {
+      return Error{ErrorCode::kInternal,
+                   "embedded store: " + opts.dir + " holds damaged data (" + s.ToString() +
+                       "). Refusing to start rather than lose acknowledged messages silently. "
+                       "To start with what can still be read, set `accept_data_loss = true` in "
+                       "[server] (or pass --accept-data-loss) for one start: messages past the "
+                       "damage are dropped, the store's epoch goes up and every channel's seq "
+                       "continues above any seq that may have been acknowledged"};
+    }
+    // The loss is on disk before the data is dropped: a crash between the two must
+    // not let a later start forget it (and reuse acknowledged seqs).
+    state.data().epoch += 1;
+    state.data().loss_floor = state.data().seq_ceiling;
+    if (Status saved = state.save(); !saved) return saved.error();
+    s = rocksdb::DB::Open(options(rocksdb::WALRecoveryMode::kPointInTimeRecovery), opts.dir, &raw);
+    if (s.ok()) {
+      store->loss_accepted_ = true;
+      spdlog::error(
+          "store: started with data loss accepted (accept_data_loss): what followed the damage "
+          "is gone; epoch is now {}, channels continue above seq {}",
+          state.data().epoch, state.data().loss_floor);
+    }
+  }
+  std::optional<Refusal> refusing;
+  if (!s.ok() && !is_lock_error(s) && !s.IsCorruption()) {
+    // A disk too full (or a process short of descriptors) to open for writing: serve
+    // what is there and refuse appends until the committer manages a writable open.
+    rocksdb::DB* ro = nullptr;
+    rocksdb::Status rs = rocksdb::DB::OpenForReadOnly(
+        options(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords), opts.dir, &ro);
+    if (rs.ok()) {
+      raw = ro;
+      store->read_only_ = true;
+      refusing = Refusal{refusal_reason(s.ToString()), "cannot open for writing: " + s.ToString(),
+                         wall_ms()};
+      spdlog::error("store: {}; serving reads read-only, appends refused ({}) until it can",
+                    refusing->detail, refusing->reason);
+      s = rocksdb::Status::OK();
+    }
+  }
+  if (!s.ok()) {
+    if (is_lock_error(s)) {
+      return Error{ErrorCode::kUnavailable,
+                   "embedded store: " + opts.dir +
+                       " is already in use (another process, or this one, holds its LOCK): " +
+                       s.ToString()};
+    }
+    return Error{ErrorCode::kUnavailable,
+                 "embedded store: cannot open " + opts.dir + ": " + s.ToString()};
+  }
+  store->db_.reset(raw);
+  store->epoch_ = state.data().epoch;
+  store->loss_floor_ = state.data().loss_floor;
+  if (!store->read_only_) {
+    // Until the next clean stop, a damaged WAL is damage, not a torn tail: say so
+    // before anything is written.
+    state.data().clean = false;
+    if (Status saved = state.save(); saved) {
+      store->state_saved_ = true;
+    } else {
+      refusing = Refusal{refusal_reason(saved.error().msg), saved.error().msg, wall_ms()};
+      spdlog::error("store: {}; appends refused ({}) until it can be written",
+                    saved.error().msg, refusing->reason);
+    }
+  }
+  EmbeddedStore* self = store.get();
+  GroupCommitter::Hooks hooks{
+      [self] { return self->db_.get(); },
+      [self](uint64_t max_seq) { return self->state_->reserve(max_seq); },
+      [self] { return self->try_recover_writes(); }};
+  store->committer_ =
+      std::make_unique<GroupCommitter>(std::move(hooks), opts.fsync, opts.max_batch, refusing);
+  store->readers_ = std::make_unique<ReaderPool>(kReaderThreads);
+  return store;
 }
 
-EmbeddedStore::EmbeddedStore(std::unique_ptr<DedupeExpiryFilter> filter,
-                             std::unique_ptr<rocksdb::DB> db, const EmbeddedOptions& opts)
-    : filter_(std::move(filter)),
-      db_(std::move(db)),
-      committer_(std::make_unique<GroupCommitter>(db_.get(), opts.fsync, opts.max_batch)),
-      readers_(std::make_unique<ReaderPool>(kReaderThreads)) {}
+EmbeddedStore::EmbeddedStore(const EmbeddedOptions& opts, rocksdb::Env* env)
+    : opts_(opts),
+      env_(env),
+      filter_(std::make_unique<DedupeExpiryFilter>(&wall_ms)),
+      logger_(std::make_shared<RocksDbLogger>()),
+      state_(std::make_unique<StoreStateFile>(opts.dir)) {}
 
 EmbeddedStore::~EmbeddedStore() {
   readers_.reset();    // runs the reads already asked for, joins the readers
+  const bool refusing = committer_ && committer_->refusal().has_value();
   committer_.reset();  // drains the queue, joins the writer
-  db_->Close();        // nothing to do with an error this late; the WAL has the data
+  if (!db_) return;
+  std::unique_lock lock(db_mu_);
+  // A clean stop leaves nothing in the WAL that is not also in a flushed table, so
+  // the next start can demand a perfect WAL (kAbsoluteConsistency) and a WAL cut or
+  // damaged while the server is down costs nothing.
+  bool clean = false;
+  if (!read_only_ && !refusing && state_saved_) {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    clean = db_->Flush(fo).ok();
+  }
+  clean = db_->Close().ok() && clean;
+  db_.reset();
+  if (clean) {
+    state_->data().clean = true;
+    if (Status s = state_->save(); !s) spdlog::warn("store: {}", s.error().msg);
+  }
+}
+
+Status EmbeddedStore::try_recover_writes() {
+  bool reopen = true;
+  {
+    std::shared_lock lock(db_mu_);
+    if (db_ && !read_only_) {
+      rocksdb::Status s = db_->Resume();
+      if (s.IsBusy()) {
+        // RocksDB's own recovery is running: for a full disk it waits until there is
+        // room for a memtable flush (checked every 5 s by its SstFileManager).
+        return Error{ErrorCode::kUnavailable, "store recovery in progress"};
+      }
+      if (!s.ok() && s.severity() < rocksdb::Status::Severity::kFatalError) {
+        return Error{ErrorCode::kUnavailable, s.ToString()};
+      }
+      // A fatal background error (e.g. no descriptor for a new WAL) cannot be
+      // resumed: only a fresh open clears it.
+      reopen = !s.ok();
+      if (reopen) spdlog::warn("store: cannot resume ({}); reopening the database", s.ToString());
+    }
+  }
+  if (reopen) {
+    std::unique_lock lock(db_mu_);
+    if (Status r = reopen_locked(); !r) return r;
+  }
+  if (!state_saved_) {
+    state_->data().clean = false;
+    if (Status saved = state_->save(); !saved) return saved;
+    state_saved_ = true;
+  }
+  // A write that must succeed before the store says it is writable again.
+  std::shared_lock lock(db_mu_);
+  rocksdb::WriteBatch probe;
+  probe.Put(std::string(1, kProbeTag), std::to_string(wall_ms()));
+  rocksdb::WriteOptions wo;
+  wo.sync = opts_.fsync == FsyncMode::kAlways;
+  rocksdb::Status s = db_->Write(wo, &probe);
+  if (!s.ok()) return Error{ErrorCode::kUnavailable, s.ToString()};
+  return Status::ok();
+}
+
+Status EmbeddedStore::reopen_locked() {
+  auto options = [&](bool clean) {
+    return make_options(filter_.get(), env_, logger_,
+                        clean ? rocksdb::WALRecoveryMode::kAbsoluteConsistency
+                              : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  };
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s;
+  if (db_ && read_only_) {
+    // Each failed open leaves an empty WAL and MANIFEST behind and logs its failure:
+    // wait for room for a memtable flush, what RocksDB's own recovery waits for too.
+    struct statvfs fs {};
+    if (::statvfs(opts_.dir.c_str(), &fs) == 0 &&
+        static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < kWriteBufferBytes) {
+      return Error{ErrorCode::kUnavailable, "not enough free space to open for writing"};
+    }
+    // The read-only instance holds no lock: open for writing beside it, and swap, so
+    // reads go on while space is still missing.
+    s = rocksdb::DB::Open(options(state_->data().clean), opts_.dir, &raw);
+    if (!s.ok()) return Error{ErrorCode::kUnavailable, s.ToString()};
+    db_->Close();
+    db_.reset(raw);
+    read_only_ = false;
+    spdlog::warn("store: reopened for writing");
+    return Status::ok();
+  }
+  if (db_) db_->Close();
+  db_.reset();
+  s = rocksdb::DB::Open(options(false), opts_.dir, &raw);
+  if (s.ok()) {
+    db_.reset(raw);
+    read_only_ = false;
+    spdlog::warn("store: reopened");
+    return Status::ok();
+  }
+  const std::string why = s.ToString();
+  s = rocksdb::DB::OpenForReadOnly(options(false), opts_.dir, &raw);
+  if (!s.ok()) {
+    // Nothing open: reads fail too until a later attempt succeeds.
+    spdlog::error("store: cannot reopen ({}), not even read-only ({})", why, s.ToString());
+    return Error{ErrorCode::kUnavailable, why};
+  }
+  db_.reset(raw);
+  read_only_ = true;
+  return Error{ErrorCode::kUnavailable, why};
+}
+
+Error EmbeddedStore::read_failed(const ChannelKey& key, const std::string& what) {
+  const bool corrupt = what.find("Corruption") != std::string::npos;
+  if (corrupt) {
+    unreadable_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(unreadable_mu_);
+    if (unreadable_logged_.size() < kMaxUnreadableLogged &&
+        unreadable_logged_.insert(key.tenant + '\0' + key.channel).second) {
+      spdlog::error("store: unreadable data in channel {} of tenant {}: {}", key.channel,
+                    key.tenant, what);
+    }
+  } else {
+    spdlog::warn("store: read of channel {} of tenant {} failed: {}", key.channel, key.tenant,
+                 what);
+  }
+  return Error{ErrorCode::kUnavailable, corrupt ? "store data unreadable" : "store read failed",
+               kRefusalRetryMs};
 }
 
 void EmbeddedStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) {
@@ -174,6 +399,9 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
                                                    int64_t dedupe_cutoff_ms) {
   check_may_block();
   ChannelRecovery out;
+  out.epoch = epoch_;
+  std::shared_lock lock(db_mu_);
+  if (!db_) return read_failed(key, "store not open");
   {
     ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
     it->SeekForPrev(it.upper());
@@ -181,11 +409,13 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
       rocksdb::Slice k = it->key();
       if (!parse_message_seq(std::string_view(k.data(), k.size()), it.prefix().size(),
                              out.last_seq)) {
-        return corrupt_record();
+        return read_failed(key, kCorruptRecord);
       }
     }
-    if (!it->status().ok()) return read_error(it->status());
+    if (!it->status().ok()) return read_failed(key, it->status().ToString());
   }
+  // After an accepted loss, anything up to the floor may have been acknowledged.
+  out.last_seq = std::max(out.last_seq, loss_floor_);
 
   ChannelIterator it(db_.get(), channel_prefix(kDedupeTag, key));
   rocksdb::WriteBatch expired;
@@ -207,9 +437,10 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
       expired.Delete(k);
     }
   }
-  if (!it->status().ok()) return read_error(it->status());
-  // Best effort: the compaction filter drops whatever this misses.
-  if (expired.Count() > 0) db_->Write(rocksdb::WriteOptions(), &expired);
+  if (!it->status().ok()) return read_failed(key, it->status().ToString());
+  // Best effort: the compaction filter drops whatever this misses. A stopped or
+  // read-only database refuses the write without touching its files.
+  if (expired.Count() > 0 && !read_only_) db_->Write(rocksdb::WriteOptions(), &expired);
   return out;
 }
 
@@ -222,12 +453,14 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_after_now(const ChannelKe
   check_may_block();
   std::vector<StoredMessage> out;
   if (limit == 0 || after == UINT64_MAX) return out;
+  std::shared_lock lock(db_mu_);
+  if (!db_) return read_failed(key, "store not open");
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
   out.reserve(std::min<uint32_t>(limit, 256));
   for (it->Seek(it.seq_key(after + 1)); it->Valid() && out.size() < limit; it->Next()) {
-    if (!it.read(out.emplace_back())) return corrupt_record();
+    if (!it.read(out.emplace_back())) return read_failed(key, kCorruptRecord);
   }
-  if (!it->status().ok()) return read_error(it->status());
+  if (!it->status().ok()) return read_failed(key, it->status().ToString());
   return out;
 }
 
@@ -237,12 +470,14 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_before_now(const ChannelK
   check_may_block();
   std::vector<StoredMessage> out;
   if (limit == 0 || before == 0) return out;
+  std::shared_lock lock(db_mu_);
+  if (!db_) return read_failed(key, "store not open");
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
   out.reserve(std::min<uint32_t>(limit, 256));
   for (it->SeekForPrev(it.seq_key(before - 1)); it->Valid() && out.size() < limit; it->Prev()) {
-    if (!it.read(out.emplace_back())) return corrupt_record();
+    if (!it.read(out.emplace_back())) return read_failed(key, kCorruptRecord);
   }
-  if (!it->status().ok()) return read_error(it->status());
+  if (!it->status().ok()) return read_failed(key, it->status().ToString());
   std::reverse(out.begin(), out.end());
   return out;
 }
@@ -255,11 +490,26 @@ void EmbeddedStore::flush() {
 
 size_t EmbeddedStore::pending() const { return committer_->pending(); }
 
+StoreHealth EmbeddedStore::health() const {
+  StoreHealth h;
+  if (auto r = committer_->refusal()) {
+    h.writable = false;
+    h.reason = r->reason;
+    h.detail = r->detail;
+    h.since_ms = r->since_ms;
+  }
+  h.epoch = epoch_;
+  h.loss_accepted = loss_accepted_;
+  h.unreadable_reads = unreadable_.load(std::memory_order_relaxed);
+  return h;
+}
+
 Status EmbeddedStore::compact() {
   check_may_block();
   rocksdb::CompactRangeOptions o;
   // Rewrite the last level too: that is where old dedupe records end up.
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  std::shared_lock lock(db_mu_);
   rocksdb::Status s = db_->CompactRange(o, nullptr, nullptr);
   if (!s.ok()) return Error{ErrorCode::kUnavailable, "store compaction failed: " + s.ToString()};
   return Status::ok();

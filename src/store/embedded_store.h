@@ -8,19 +8,35 @@
 // pool (ReaderPool) and complete there; appends go through the committer's queue
 // and complete on its writer thread. Nothing here touches RocksDB on the caller's
 // thread. Reads see a message once its batch is written, which is never before it
-// is durable per the fsync setting.
+// is durable per the fsync setting. The database may be replaced while the server runs (a store opened
+// read-only on a full disk reopens for writing once there is space; a database
+// stopped by a fatal error is reopened): that happens on the committer's writer
+// thread under db_mu_ held exclusively, and every read holds it shared.
+//
+// Faults (docs/operations.md): a failed write makes the committer refuse appends and
+// retry recovery every second; a start on a disk too full to open for writing opens
+// read-only; a start whose recovery meets damaged data refuses unless
+// EmbeddedOptions::accept_data_loss, which bumps the epoch and raises seqs past the
+// ceiling kept in StoreStateFile.
 //
 // Internal header: the server uses open_embedded_store() from store.h; tests use the
 // extra hooks here.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_set>
 
 #include "store/store.h"
 
 namespace rocksdb {
 class DB;
 class Env;
+class Logger;
+class Status;
 }  // namespace rocksdb
 
 namespace parley::store {
@@ -28,6 +44,7 @@ namespace parley::store {
 class DedupeExpiryFilter;
 class GroupCommitter;
 class ReaderPool;
+class StoreStateFile;
 
 class EmbeddedStore final : public Store {
  public:
@@ -46,6 +63,7 @@ class EmbeddedStore final : public Store {
                    ReadDone done) override;
   void flush() override;
   size_t pending() const override;
+  StoreHealth health() const override;
 
   // The blocking halves, run by the reader pool (and by tests). Each checks that
   // it is not on an event loop (blocking_check.h).
@@ -60,13 +78,36 @@ class EmbeddedStore final : public Store {
   Status compact();
 
  private:
-  EmbeddedStore(std::unique_ptr<DedupeExpiryFilter> filter, std::unique_ptr<rocksdb::DB> db,
-                const EmbeddedOptions& opts);
+  EmbeddedStore(const EmbeddedOptions& opts, rocksdb::Env* env);
 
+  // Writer thread (GroupCommitter::Hooks::try_recover).
+  Status try_recover_writes();
+  // Writer thread, db_mu_ held exclusively: replaces db_ by a fresh read-write open,
+  // or failing that a read-only one (reads go on). Error: still not writable.
+  Status reopen_locked();
+  // An error for a caller of a read; a corrupt record is logged once per channel.
+  Error read_failed(const ChannelKey& key, const std::string& what);
+
+  const EmbeddedOptions opts_;
+  rocksdb::Env* const env_;
   // Declaration order is destruction order reversed: the committer drains into the
-  // DB, and RocksDB keeps a raw pointer to the filter until it closes.
+  // DB, and RocksDB keeps raw pointers to the filter and logger until it closes.
   std::unique_ptr<DedupeExpiryFilter> filter_;
-  std::unique_ptr<rocksdb::DB> db_;
+  std::shared_ptr<rocksdb::Logger> logger_;
+  std::unique_ptr<StoreStateFile> state_;
+  bool state_saved_ = false;    // writer thread: clean = false is on disk
+  uint32_t epoch_ = 1;          // constant after open
+  uint64_t loss_floor_ = 0;     // constant after open
+  bool loss_accepted_ = false;  // constant after open
+
+  mutable std::shared_mutex db_mu_;
+  std::unique_ptr<rocksdb::DB> db_;  // guarded by db_mu_
+  bool read_only_ = false;           // guarded by db_mu_
+
+  std::atomic<uint64_t> unreadable_{0};
+  std::mutex unreadable_mu_;
+  std::unordered_set<std::string> unreadable_logged_;  // channels, bounded
+
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_
 };

@@ -7,17 +7,27 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
+#include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "store/blocking_check.h"
 #include "store/record_codec.h"
 #include "store/store_policy.h"
 
 namespace parley::store {
 
-GroupCommitter::GroupCommitter(rocksdb::DB* db, FsyncMode fsync, size_t max_batch)
-    : db_(db),
+namespace {
+int64_t steady_ms() { return steady_ns() / 1'000'000; }
+}  // namespace
+
+GroupCommitter::GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
+                               std::optional<Refusal> refusing)
+    : hooks_(std::move(hooks)),
       sync_(fsync == FsyncMode::kAlways),
       max_batch_(std::max<size_t>(max_batch, 1)),
+      failed_(refusing ? std::optional<Error>(refusal_error(refusing->reason)) : std::nullopt),
+      next_recover_ms_(steady_ms() + kRetryMs),
+      refusal_(std::move(refusing)),
       writer_([this] { run(); }) {}
 
 GroupCommitter::~GroupCommitter() {
@@ -54,15 +64,58 @@ size_t GroupCommitter::pending() const {
   return static_cast<size_t>(submitted_ - completed_);
 }
 
+std::optional<Refusal> GroupCommitter::refusal() const {
+  std::lock_guard lock(refusal_mu_);
+  return refusal_;
+}
+
+void GroupCommitter::refuse(const std::string& what, const std::string& text) {
+  Refusal r{refusal_reason(text), what + ": " + text, wall_ms()};
+  spdlog::error("store: {}; appends are refused ({}) until the store recovers, retried every {} ms",
+                r.detail, r.reason, kRetryMs);
+  failed_ = refusal_error(r.reason);
+  next_recover_ms_ = steady_ms() + kRetryMs;
+  std::lock_guard lock(refusal_mu_);
+  refusal_ = std::move(r);
+}
+
+void GroupCommitter::maybe_recover() {
+  if (!failed_ || steady_ms() < next_recover_ms_) return;
+  next_recover_ms_ = steady_ms() + kRetryMs;
+  Status s = hooks_.try_recover ? hooks_.try_recover() : Status(*failed_);
+  if (!s) return;
+  // What the failed batch left is unknown until read again.
+  channels_.clear();
+  failed_.reset();
+  std::optional<Refusal> was;
+  {
+    std::lock_guard lock(refusal_mu_);
+    was.swap(refusal_);
+  }
+  spdlog::warn("store: writable again after {} s ({} before)",
+               was ? (wall_ms() - was->since_ms) / 1000 : 0, was ? was->reason : "refusing");
+}
+
 void GroupCommitter::run() {
   for (;;) {
     std::vector<Pending> batch;
     {
       std::unique_lock lock(mu_);
       writer_waiting_ = true;
-      work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+      if (failed_) {
+        // Refusing: wake for recovery attempts as well as for work.
+        work_cv_.wait_for(lock, std::chrono::milliseconds(kRetryMs / 4),
+                          [&] { return !queue_.empty() || stop_; });
+      } else {
+        work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+      }
       writer_waiting_ = false;
-      if (queue_.empty()) return;  // stopping, and everything has completed
+      if (queue_.empty() && stop_) return;  // stopping, and everything has completed
+      if (queue_.empty()) {
+        lock.unlock();
+        maybe_recover();
+        continue;
+      }
       size_t n = std::min(queue_.size(), max_batch_);
       batch.reserve(n);
       for (size_t i = 0; i < n; ++i) {
@@ -70,6 +123,7 @@ void GroupCommitter::run() {
         queue_.pop_front();
       }
     }
+    maybe_recover();
     commit(batch);
     for (Pending& p : batch) {
       if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
@@ -96,16 +150,22 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
       }
     }
     if (ok && wb.Count() > 0) {
-      rocksdb::WriteOptions wo;
-      wo.sync = sync_;
-      // The WAL stays on (disableWAL = false): with sync = false RocksDB still hands
-      // the WAL record to the OS before Write() returns (manual_wal_flush is off),
-      // so an acknowledged append survives kill -9 of the process.
-      rocksdb::Status s = db_->Write(wo, &wb);
-      if (!s.ok()) {
-        failed_ = Error{ErrorCode::kUnavailable,
-                        "store write failed (" + s.ToString() +
-                            "); the store refuses appends until the server restarts"};
+      uint64_t max_seq = 0;
+      for (const Pending& p : batch) max_seq = std::max(max_seq, p.req.msg.seq);
+      // The ceiling is on disk before any seq above it can be: whatever RocksDB
+      // loses later, no acknowledged seq can be above it.
+      Status reserved = hooks_.reserve ? hooks_.reserve(max_seq) : Status::ok();
+      if (!reserved) {
+        refuse("cannot raise the seq ceiling", reserved.error().msg);
+      } else {
+        rocksdb::WriteOptions wo;
+        wo.sync = sync_;
+        // The WAL stays on (disableWAL = false): with sync = false RocksDB still hands
+        // the WAL record to the OS before Write() returns (manual_wal_flush is off),
+        // so an acknowledged append survives kill -9 of the process. A failed write
+        // stops the database (paranoid_checks) before it touches the WAL again.
+        rocksdb::Status s = hooks_.db()->Write(wo, &wb);
+        if (!s.ok()) refuse("store write failed", s.ToString());
       }
     }
   }
@@ -154,8 +214,7 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
     ch->oldest_seq = new_oldest;
   }
   if (!s.ok()) {
-    failed_ = Error{ErrorCode::kUnavailable, "store: cannot build a write batch (" +
-                                                 s.ToString() + "); restart the server"};
+    refuse("cannot build a write batch", s.ToString());
     return false;
   }
   return true;
@@ -171,7 +230,7 @@ GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& m
   rocksdb::ReadOptions ro;
   ro.iterate_lower_bound = &lo;
   ro.iterate_upper_bound = &hi;
-  std::unique_ptr<rocksdb::Iterator> iter(db_->NewIterator(ro));
+  std::unique_ptr<rocksdb::Iterator> iter(hooks_.db()->NewIterator(ro));
   ChannelState st;
   iter->SeekToFirst();
   if (iter->Valid()) {
@@ -184,8 +243,7 @@ GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& m
     parse_message_seq(k, msg_prefix.size(), st.last_seq);
   }
   if (!iter->status().ok()) {
-    failed_ = Error{ErrorCode::kUnavailable, "store read failed (" + iter->status().ToString() +
-                                                 "); restart the server"};
+    refuse("store read failed", iter->status().ToString());
     return nullptr;
   }
   return &channels_.emplace(msg_prefix, st).first->second;

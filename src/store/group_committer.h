@@ -12,14 +12,19 @@
 // complete in submission order (globally, hence per channel).
 //
 // Failure: when a write fails, that batch and every later append fail with
-// kUnavailable; nothing is written after a failed batch, so no seq gap can reach the
-// disk. The committer stays failed: operators restart the process, which recovers
-// from what was written.
+// kUnavailable (retryable, no path in the text); nothing is written after a failed
+// batch, so no seq gap can reach the disk. The committer then REFUSES: every append
+// fails at once while, every kRetryMs, the writer thread asks the store to recover
+// (Hooks::try_recover: RocksDB's Resume, or a reopen). Once it succeeds the writer
+// forgets what it knew of each channel (the failed batch may or may not be in the
+// database) and takes appends again; the hub reloads a failed channel from the store
+// before it sequences anything new on it, so seqs continue from what was written.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,6 +33,7 @@
 #include <vector>
 
 #include "store/store.h"
+#include "store/store_refusal.h"
 
 namespace rocksdb {
 class DB;
@@ -38,8 +44,22 @@ namespace parley::store {
 
 class GroupCommitter {
  public:
-  // `db` must outlive this object. Starts the writer thread.
-  GroupCommitter(rocksdb::DB* db, FsyncMode fsync, size_t max_batch);
+  static constexpr int kRetryMs = 1000;
+
+  // Called on the writer thread only.
+  struct Hooks {
+    // The database to write to (the store may replace it in try_recover).
+    std::function<rocksdb::DB*()> db;
+    // Before a batch whose highest seq is `max_seq` is written (the seq ceiling).
+    std::function<Status(uint64_t max_seq)> reserve;
+    // While refusing: make the store writable again. Ok: appends are taken again.
+    std::function<Status()> try_recover;
+  };
+
+  // Starts the writer thread; refuses from the start when `refusing` is set (a store
+  // that could open only read-only).
+  GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
+                 std::optional<Refusal> refusing = std::nullopt);
   // Completes everything queued, then stops the writer thread.
   ~GroupCommitter();
   GroupCommitter(const GroupCommitter&) = delete;
@@ -50,6 +70,8 @@ class GroupCommitter {
   // called from a done callback (it would wait for itself).
   void flush();
   size_t pending() const;
+  // Set while the store refuses appends. Any thread.
+  std::optional<Refusal> refusal() const;
 
  private:
   struct Pending {
@@ -66,11 +88,15 @@ class GroupCommitter {
 
   void run();
   void commit(std::vector<Pending>& batch);
+  // Enters the refusing state (logged once per refusal); `text` is the store's error.
+  void refuse(const std::string& what, const std::string& text);
+  // Writer thread, while refusing: one recovery attempt when it is due.
+  void maybe_recover();
   // Adds one append to `wb`; false when the store must fail.
   bool add(Pending& p, rocksdb::WriteBatch& wb);
   ChannelState* channel_state(const std::string& msg_prefix);
 
-  rocksdb::DB* const db_;
+  Hooks hooks_;
   const bool sync_;
   const size_t max_batch_;
 
@@ -86,7 +112,11 @@ class GroupCommitter {
   // Writer thread only. One small entry per channel written since open: bounded
   // by the number of channels, like the hub's own per-channel state.
   std::unordered_map<std::string, ChannelState> channels_;  // key: message prefix
-  std::optional<Error> failed_;
+  std::optional<Error> failed_;       // what appends are told while refusing
+  int64_t next_recover_ms_ = 0;       // steady time of the next try_recover
+
+  mutable std::mutex refusal_mu_;     // refusal_ is read by health() on any thread
+  std::optional<Refusal> refusal_;
 
   std::thread writer_;  // last: started once everything above exists
 };

@@ -22,6 +22,8 @@ namespace parley::store {
 
 inline constexpr char kMessageTag = 'm';
 inline constexpr char kDedupeTag = 'd';
+// One key, rewritten by the store's write probe when it recovers from a failed write.
+inline constexpr char kProbeTag = 'x';
 
 // 'tag' tenant \0 channel \0: every key of one kind for one channel starts with it.
 std::string channel_prefix(char tag, const ChannelKey& key);

@@ -49,7 +49,11 @@ struct DedupeEntry {
 
 // What a hub shard needs to take ownership of a channel after a restart.
 struct ChannelRecovery {
-  uint64_t last_seq = 0;             // 0: channel never written
+  // 0: channel never written. After a start that accepted data loss this is at least
+  // the store's loss floor, so a seq that may have been acknowledged before the loss
+  // is never handed out again (it jumps instead).
+  uint64_t last_seq = 0;
+  uint32_t epoch = 1;                // bumped by each start that accepted data loss
   std::vector<DedupeEntry> dedupe;   // entries with ts_ms >= the asked cutoff
 };
 
@@ -72,6 +76,18 @@ struct AppendOutcome {
 using AppendDone = std::function<void(AppendOutcome)>;
 using RecoverDone = std::function<void(Result<ChannelRecovery>)>;
 using ReadDone = std::function<void(Result<std::vector<StoredMessage>>)>;
+
+// Whether the store takes writes, and why not. Reported by /healthz and /metrics.
+struct StoreHealth {
+  bool writable = true;
+  std::string reason;      // when refusing: a short code (disk_full, too_many_open_files,
+                           // io_error, corruption, store_error); never a path
+  std::string detail;      // the store's own words, for the server log only (may name paths)
+  int64_t since_ms = 0;    // wall time the refusal began
+  uint32_t epoch = 1;      // see ChannelRecovery::epoch
+  bool loss_accepted = false;    // this start dropped unreadable data (accept_data_loss)
+  uint64_t unreadable_reads = 0; // reads that met corrupt data
+};
 
 class Store {
  public:
@@ -103,6 +119,8 @@ class Store {
   virtual void flush() = 0;
   // Number of appends submitted and not yet completed (a queue-depth metric).
   virtual size_t pending() const = 0;
+  // Any thread, cheap (a scrape or /healthz calls it).
+  virtual StoreHealth health() const { return {}; }
 };
 
 enum class FsyncMode { kNever, kAlways };
@@ -111,11 +129,16 @@ struct EmbeddedOptions {
   std::string dir;                 // created when missing
   FsyncMode fsync = FsyncMode::kNever;  // kNever survives kill -9, kAlways power loss
   size_t max_batch = 4096;         // appends per group commit
+  // A start whose recovery finds damaged data refuses (error) unless this is set;
+  // then it keeps what can be read, bumps the epoch and raises every channel's seq
+  // above anything that may have been acknowledged.
+  bool accept_data_loss = false;
 };
 
 std::unique_ptr<Store> make_memory_store();
-// Opens (or creates) the embedded store. Error when the directory is unusable
-// or held by another process.
+// Opens (or creates) the embedded store. Error when the directory is unusable, held
+// by another process, or damaged (without accept_data_loss). A disk too full to open
+// for writing still opens: reads work and appends are refused until space returns.
 Result<std::unique_ptr<Store>> open_embedded_store(const EmbeddedOptions& opts);
 
 }  // namespace parley::store

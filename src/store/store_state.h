@@ -1,0 +1,56 @@
+// StoreStateFile: what the embedded store keeps OUTSIDE RocksDB, in one small text file
+// (PARLEY-STATE in the store directory, a name RocksDB ignores), so that damage to
+// RocksDB's own files cannot take it along:
+//   epoch        bumped by each start that accepted data loss; clients see it in `joined`
+//   seq_ceiling  no channel's seq has ever exceeded it: raised (fsynced) in steps of
+//                kSeqLease BEFORE a batch holding a higher seq is written, so it bounds
+//                every seq that may have been acknowledged, whatever RocksDB loses
+//   loss_floor   the ceiling at the last accepted loss: channels continue above it
+//   clean        the last stop closed the database cleanly (its WAL holds nothing
+//                that was not also flushed), so recovery may demand a perfect WAL
+//
+// Threading: load() and save() run while the store opens or closes, reserve() on the
+// group committer's writer thread only; nothing else touches it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace parley::store {
+
+struct StoreStateData {
+  uint32_t epoch = 1;
+  uint64_t seq_ceiling = 0;
+  uint64_t loss_floor = 0;
+  bool clean = false;
+};
+
+class StoreStateFile {
+ public:
+  // A raise of the ceiling costs one small write + fsync + rename; 65,536 seqs of
+  // the busiest channel apart, so a few per minute at most, never per message.
+  static constexpr uint64_t kSeqLease = uint64_t{1} << 16;
+  static constexpr const char* kFileName = "PARLEY-STATE";
+
+  explicit StoreStateFile(std::string dir) : dir_(std::move(dir)) {}
+
+  // Reads the file; a missing one is a fresh state (a new store, or one written
+  // before this file existed). Error when it exists and cannot be parsed.
+  Status load();
+  // Replaces the file atomically (temp file, fsync, rename, fsync of the folder).
+  Status save();
+  // Before writing any seq up to `seq`: raises the ceiling on disk when needed.
+  Status reserve(uint64_t seq);
+
+  StoreStateData& data() { return data_; }
+  const StoreStateData& data() const { return data_; }
+  std::string path() const { return dir_ + "/" + kFileName; }
+
+ private:
+  std::string dir_;
+  StoreStateData data_;
+};
+
+}  // namespace parley::store
