@@ -61,6 +61,18 @@ double metric(uint16_t port, const std::string& series) {
   return std::stod(r.body.substr(at + 1 + key.size()));
 }
 
+// Waits (up to 10 s) for the metric to reach `value`; returns its last value.
+// The app server records a request before the server has read its answer.
+double wait_metric(uint16_t port, const std::string& series, double value) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  double v = metric(port, series);
+  while (v < value && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    v = metric(port, series);
+  }
+  return v;
+}
+
 std::string world_series(const std::string& name) {
   return name + R"({upstream="demo/world"})";
 }
@@ -148,7 +160,7 @@ TEST(Upstream, JoinUpLeaveArriveInOrderWithTheDocumentedFieldsAndHeaders) {
   }
   // Keep-alive: far fewer connections than requests (one per loop at most).
   EXPECT_LE(app.connections(), 2u);
-  EXPECT_EQ(metric(server.http_port(), world_series("parley_upstream_events_sent_total")), 8);
+  EXPECT_EQ(wait_metric(server.http_port(), world_series("parley_upstream_events_sent_total"), 8), 8);
 }
 
 TEST(Upstream, UpPassthroughKeepsAnyBodyWithItsUserAndConnection) {
@@ -271,8 +283,8 @@ TEST(Upstream, EachChannelStaysInOrderWhileTheAppServerFailsRequests) {
     EXPECT_TRUE(retried) << "request " << i << " (batch " << batch << ") was not retried";
   }
   EXPECT_GE(failed, 3u);
-  EXPECT_GE(metric(server.http_port(), world_series("parley_upstream_requests_failed_total")), failed);
-  EXPECT_GE(metric(server.http_port(), world_series("parley_upstream_retries_total")), failed);
+  EXPECT_GE(wait_metric(server.http_port(), world_series("parley_upstream_requests_failed_total"), failed), failed);
+  EXPECT_GE(wait_metric(server.http_port(), world_series("parley_upstream_retries_total"), failed), failed);
   EXPECT_EQ(metric(server.http_port(), world_series("parley_upstream_dropped_total")), 0);
 }
 
@@ -332,7 +344,7 @@ TEST(Upstream, OverflowDropsTheOldestEventsAndCountsThem) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_EQ(metric(server.http_port(), world_series("parley_upstream_queued")), 0);
-  EXPECT_EQ(metric(server.http_port(), world_series("parley_upstream_events_sent_total")), 10);
+  EXPECT_EQ(wait_metric(server.http_port(), world_series("parley_upstream_events_sent_total"), 10), 10);
 }
 
 // Ack latencies (ms) of `n` pubs per client, sent one at a time round-robin
