@@ -133,6 +133,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
 
 void Shard::join(JoinRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  if (Channel* ready = find(req.tenant, req.ch)) return join_loaded(ready, std::move(req));
   std::string ch = req.ch;
   const TenantConfig* tenant = req.tenant;
   with_channel(tenant, ch, [this, req = std::move(req)](Channel* c, const Error* err) mutable {
@@ -371,6 +372,8 @@ void Shard::publish(PublishRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const int64_t start = steady_ns();
   metrics_.local().observe(metrics::Stage::kQueueWait, start - req.arrived_ns);
+  // The common case, a loaded channel, without wrapping the request in a closure.
+  if (Channel* ready = find(req.tenant, req.ch)) return publish_loaded(ready, std::move(req));
   std::string ch = req.ch;
   const TenantConfig* tenant = req.tenant;
   with_channel(tenant, ch, [this, req = std::move(req)](Channel* c, const Error* err) mutable {
