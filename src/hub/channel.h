@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -12,6 +13,8 @@
 #include "hub/requests.h"
 #include "hub/upstream_sink.h"
 #include "net/out_frame.h"
+#include "store/dedupe_key.h"
+#include "store/dedupe_table.h"
 #include "store/store.h"
 
 namespace parley::hub {
@@ -33,20 +36,19 @@ struct Channel {
   std::vector<std::function<void(Channel*, const Error*)>> waiting;
   uint32_t backfills = 0;  // joins reading their backfill: not unloaded meanwhile
 
-  struct Dedupe {
-    uint64_t seq = 0;
-    int64_t ts_ms = 0;
-    bool pending = true;  // appended, not yet durable
-    std::vector<std::function<void(PublishOutcome)>> waiters;
-    std::vector<unsigned> waiter_loops;
+  // (from, id) -> seq of the last dedupe_window_s, and of every append in flight
+  // (seq > committed_seq: a duplicate of one waits for it to commit).
+  store::DedupeTable dedupe{0};
+  struct DedupeWaiter {
+    std::function<void(PublishOutcome)> done;
+    unsigned loop = 0;
   };
-  std::unordered_map<std::string, Dedupe> dedupe;       // from '\0' id
-  std::deque<std::pair<int64_t, std::string>> dedupe_order;  // by ts, for expiry
+  std::unordered_map<uint64_t, std::vector<DedupeWaiter>> dedupe_waiters;  // by seq
 
   // Appends in flight, in seq order (the store completes them in that order).
   struct InFlight {
     uint64_t seq = 0;
-    std::string dedupe_key;
+    store::DedupeKey dedupe_key;
     net::SharedBuf msg_json;
     int64_t arrived_ns = 0;
     int64_t append_start_ns = 0;

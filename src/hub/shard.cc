@@ -12,7 +12,6 @@
 namespace parley::hub {
 
 namespace {
-constexpr int64_t kIdleUnloadMs = 60'000;
 constexpr size_t kBackfillFrameBytes = 256 * 1024;
 }  // namespace
 
@@ -118,16 +117,12 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
   c->failed = false;
   c->last_seq = c->committed_seq = rec->last_seq;
   c->epoch = rec->epoch;
-  c->dedupe.clear();
-  c->dedupe_order.clear();
+  c->dedupe = store::DedupeTable(int64_t{c->ns->dedupe_window_s} * 1000);
+  c->dedupe_waiters.clear();
   auto& entries = rec->dedupe;
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
-  for (auto& e : entries) {
-    std::string dk = e.from + '\0' + e.id;
-    c->dedupe_order.emplace_back(e.ts_ms, dk);
-    c->dedupe[std::move(dk)] = Channel::Dedupe{e.seq, e.ts_ms, false, {}, {}};
-  }
+  for (const auto& e : entries) c->dedupe.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
   for (auto& fn : waiting) fn(c, nullptr);
 }
 
@@ -395,17 +390,16 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   }
   const int64_t now_ms = wall_ms();
   expire_dedupe(*c, now_ms);
-  std::string dedupe_key;
+  store::DedupeKey dedupe_key;
   if (!req.id.empty()) {
-    dedupe_key = req.from + '\0' + req.id;
-    if (auto d = c->dedupe.find(dedupe_key); d != c->dedupe.end()) {
-      if (d->second.pending) {
+    dedupe_key = store::DedupeKey(req.from, req.id);
+    if (auto seq = c->dedupe.find(dedupe_key)) {
+      if (*seq > c->committed_seq) {
         // The original is still being written: answer both once it is.
-        d->second.waiters.push_back(std::move(req.done));
-        d->second.waiter_loops.push_back(req.reply_loop);
+        c->dedupe_waiters[*seq].push_back({std::move(req.done), req.reply_loop});
         return;
       }
-      return reply({Status::ok(), d->second.seq, true});
+      return reply({Status::ok(), *seq, true});
     }
   }
   if (inflight() >= opts_.append_queue_limit) {
@@ -422,10 +416,7 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   }
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {req.ch, seq, req.from, req.id, now_ms, req.body});
-  if (!dedupe_key.empty()) {
-    c->dedupe[dedupe_key] = Channel::Dedupe{seq, now_ms, true, {}, {}};
-    c->dedupe_order.emplace_back(now_ms, dedupe_key);
-  }
+  if (!dedupe_key.empty()) c->dedupe.insert(dedupe_key, seq, now_ms);
   c->inflight.push_back(Channel::InFlight{seq, std::move(dedupe_key), std::move(json),
                                           req.arrived_ns, steady_ns(), req.reply_loop,
                                           std::move(req.done), std::move(upstream)});
@@ -433,7 +424,8 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   store::AppendRequest append{c->id,
                               store::StoredMessage{seq, now_ms, std::move(req.from),
                                                    std::move(req.id), std::move(req.body)},
-                              c->ns->history, c->ns->dedupe_window_s};
+                              c->ns->history, c->ns->dedupe_window_s,
+                              c->ns->durable ? 0u : c->ns->history_ttl_s};
   c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
     loops_.run_on(index_, [this, c, out = std::move(out)]() mutable {
       on_committed(c, std::move(out));
@@ -452,31 +444,28 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
   auto& m = metrics_.local();
   m.observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
 
-  auto d = f.dedupe_key.empty() ? c->dedupe.end() : c->dedupe.find(f.dedupe_key);
-  std::vector<std::function<void(PublishOutcome)>> waiters;
-  std::vector<unsigned> waiter_loops;
-  if (d != c->dedupe.end()) {
-    waiters.swap(d->second.waiters);
-    waiter_loops.swap(d->second.waiter_loops);
+  std::vector<Channel::DedupeWaiter> waiters;
+  if (auto w = c->dedupe_waiters.find(f.seq); w != c->dedupe_waiters.end()) {
+    waiters = std::move(w->second);
+    c->dedupe_waiters.erase(w);
   }
   PublishOutcome first{Status::ok(), f.seq, false};
   PublishOutcome again{Status::ok(), f.seq, true};
   if (status) {
     c->committed_seq = f.seq;
-    if (d != c->dedupe.end()) d->second.pending = false;
     broadcast(*c, ChannelEvent{std::move(f.msg_json), 0, {}, {}, steady_ns()});
     if (f.upstream) upstream_->forward(std::move(*f.upstream));
   } else {
     // Nothing after this seq can be written without a gap: the store now
     // refuses every append, and the channel reloads from it when idle.
     c->failed = true;
-    if (d != c->dedupe.end()) c->dedupe.erase(d);
+    if (!f.dedupe_key.empty()) c->dedupe.erase(f.dedupe_key);
     first = again = PublishOutcome{status.error()};
   }
   for (auto& ev : f.after) upstream_->forward(std::move(ev));
   to_loop(f.reply_loop, [done = std::move(f.done), first]() mutable { done(first); });
-  for (size_t i = 0; i < waiters.size(); ++i) {
-    to_loop(waiter_loops[i], [done = std::move(waiters[i]), again]() mutable { done(again); });
+  for (auto& w : waiters) {
+    to_loop(w.loop, [done = std::move(w.done), again]() mutable { done(again); });
   }
 }
 
@@ -564,13 +553,7 @@ void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned 
 }
 
 void Shard::expire_dedupe(Channel& c, int64_t now_ms) {
-  const int64_t cutoff = now_ms - int64_t{c.ns->dedupe_window_s} * 1000;
-  while (!c.dedupe_order.empty() && c.dedupe_order.front().first < cutoff) {
-    auto& [ts, key] = c.dedupe_order.front();
-    auto d = c.dedupe.find(key);
-    if (d != c.dedupe.end() && d->second.ts_ms == ts && !d->second.pending) c.dedupe.erase(d);
-    c.dedupe_order.pop_front();
-  }
+  c.dedupe.expire(now_ms, c.committed_seq + 1);  // ids still being written stay
 }
 
 void Shard::broadcast(Channel& c, ChannelEvent ev) {
@@ -586,7 +569,7 @@ void Shard::sweep_idle(int64_t now_ms) {
   for (auto it = channels_.begin(); it != channels_.end();) {
     Channel& c = *it->second;
     if (c.members.empty() && c.inflight.empty() && !c.loading && c.backfills == 0 &&
-        now_ms - c.idle_since_ms > kIdleUnloadMs) {
+        now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
       it = channels_.erase(it);
       channel_count_.fetch_sub(1, std::memory_order_relaxed);
     } else if (!c.loading) {

@@ -38,6 +38,7 @@ struct Stores {
 struct ShardOptions {
   uint32_t append_queue_limit = 20000;  // in-flight appends before `backpressure`
   int backpressure_retry_ms = 100;
+  int64_t idle_unload_ms = 60'000;      // a channel with no member and nothing in flight
 };
 
 class Shard {

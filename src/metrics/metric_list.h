@@ -63,7 +63,16 @@
   X(store_data_loss_accepted, kGauge, "parley_store_data_loss_accepted", "",               \
     "1 when this start dropped damaged data (accept_data_loss).")                          \
   X(store_unreadable_reads, kCounter, "parley_store_unreadable_reads_total", "",           \
-    "Store reads that met damaged data (each channel is also logged once).")
+    "Store reads that met damaged data (each channel is also logged once).")               \
+  X(store_channels, kGauge, "parley_store_channels", "",                                   \
+    "Channels the embedded store's writer holds state of (written in the last "            \
+    "2 x channel_idle_s).")                                                                \
+  X(ephemeral_channels, kGauge, "parley_ephemeral_channels", "",                           \
+    "Channels the durable = false store holds.")                                           \
+  X(ephemeral_memory_bytes, kGauge, "parley_ephemeral_memory_bytes", "",                   \
+    "Estimate of what durable = false channels hold (history, dedupe windows, records).")  \
+  X(ephemeral_evictions, kCounter, "parley_ephemeral_evictions_total", "",                 \
+    "Histories of durable = false channels dropped over ephemeral_memory_bytes.")
 
 namespace parley::metrics {
 

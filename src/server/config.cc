@@ -179,6 +179,10 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_bool(v, path, c.tcp_tls);
     } else if (key == "listen_tls") {
       s = read_bool(v, path, c.listen_tls);
+    } else if (key == "ephemeral_memory_bytes") {
+      s = read_uint(v, path, 0, uint64_t{1} << 50, c.ephemeral_memory_bytes);
+    } else if (key == "channel_idle_s") {
+      s = read_uint(v, path, 1, 86'400, c.channel_idle_s);
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);
@@ -213,6 +217,8 @@ Status read_namespace(const toml::table& t, const std::string& ns_path, Namespac
       s = read_bool(v, path, ns.presence);
     } else if (key == "dedupe_window_s") {
       s = read_uint(v, path, 0, 86'400, ns.dedupe_window_s);
+    } else if (key == "history_ttl_s") {
+      s = read_uint(v, path, 0, 31'536'000, ns.history_ttl_s);
     } else if (key == "upstream") {
       s = read_string(v, path, ns.upstream);
       // Strict now so a later, wider forwarder never changes what a file means.

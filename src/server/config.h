@@ -37,6 +37,12 @@ struct ServerConfig {
   std::string tls_key;
   bool tcp_tls = false;     // tcp_listen speaks TLS (the raw TCP framing inside it)
   bool listen_tls = false;  // listen speaks TLS: wss:// and https for the HTTP API
+  // durable = false history, all channels together; over it the history of the
+  // channels written least recently goes first. 0: no budget.
+  uint64_t ephemeral_memory_bytes = 256ull << 20;
+  // An idle channel (no member, nothing in flight) is unloaded from the hub after
+  // this; the stores forget their own state of it after twice this.
+  uint32_t channel_idle_s = 60;
   std::string log_level = "info";
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;

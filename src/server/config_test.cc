@@ -39,6 +39,8 @@ heartbeat_ms = 15000
 hello_timeout_ms = 5000
 append_queue_limit = 500
 max_connections = 1000
+ephemeral_memory_bytes = 1048576
+channel_idle_s = 5
 log_level = "debug"
 
 [tenants.game-1]
@@ -58,6 +60,7 @@ history = 50
 tick_ms = 0
 presence = false
 dedupe_window_s = 30
+history_ttl_s = 600
 upstream = "http://127.0.0.1:9000/events"
 forward = ["join", "msg", "state"]
 upstream_queue = 5000
@@ -86,6 +89,8 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(c.hello_timeout_ms, 5000u);
   EXPECT_EQ(c.append_queue_limit, 500u);
   EXPECT_EQ(c.max_connections, 1000u);
+  EXPECT_EQ(c.ephemeral_memory_bytes, 1048576u);
+  EXPECT_EQ(c.channel_idle_s, 5u);
   EXPECT_EQ(c.log_level, "debug");
 
   ASSERT_EQ(c.tenants.size(), 1u);
@@ -109,6 +114,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(w.tick_ms, 0u);
   EXPECT_FALSE(w.presence);
   EXPECT_EQ(w.dedupe_window_s, 30u);
+  EXPECT_EQ(w.history_ttl_s, 600u);
   EXPECT_EQ(w.upstream, "http://127.0.0.1:9000/events");
   EXPECT_EQ(w.forward, kForwardJoin | kForwardMsg | kForwardState);
   EXPECT_EQ(w.upstream_queue, 5000u);
@@ -131,6 +137,8 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.hello_timeout_ms, 10000u);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_EQ(c.log_format, "text");
+  EXPECT_EQ(c.ephemeral_memory_bytes, 256u << 20);
+  EXPECT_EQ(c.channel_idle_s, 60u);
 
   const TenantConfig& t = c.tenants.at("demo");
   EXPECT_EQ(t.max_connections, 50000u);
@@ -147,6 +155,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(ns.tick_ms, 20u);
   EXPECT_TRUE(ns.presence);
   EXPECT_EQ(ns.dedupe_window_s, 120u);
+  EXPECT_EQ(ns.history_ttl_s, 3600u);
   EXPECT_EQ(ns.upstream, "");
   EXPECT_EQ(ns.forward, kForwardJoin | kForwardLeave | kForwardUp);
   EXPECT_EQ(ns.upstream_queue, 100'000u);

@@ -9,8 +9,11 @@
 #include <future>
 #include <thread>
 
+#include "common/clock.h"
 #include "net/preauth_budget.h"
 #include "net/stream_connection.h"
+#include "store/embedded_store.h"
+#include "store/memory_store.h"
 #include "protocol/decoder.h"
 
 namespace parley::server {
@@ -47,9 +50,12 @@ Status Server::start() {
 }
 
 Status Server::open_stores() {
-  ephemeral_ = store::make_memory_store();
+  // The stores forget an idle channel only after the hub has unloaded it.
+  const int64_t forget_ms = 2 * idle_ms();
+  ephemeral_ = std::make_unique<store::MemoryStore>(
+      store::MemoryStoreOptions{config_.ephemeral_memory_bytes, forget_ms});
   if (config_.store == "memory") {
-    durable_ = store::make_memory_store();
+    durable_ = std::make_unique<store::MemoryStore>(store::MemoryStoreOptions{0, forget_ms});
     return Status::ok();
   }
   std::error_code ec;
@@ -58,8 +64,10 @@ Status Server::open_stores() {
   eo.dir = config_.data_dir + "/store";
   eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
   eo.accept_data_loss = config_.accept_data_loss;
-  auto opened = store::open_embedded_store(eo);
+  eo.channel_idle_ms = forget_ms;
+  auto opened = store::EmbeddedStore::open(eo);
   if (!opened) return opened.error();
+  embedded_ = opened->get();
   durable_ = std::move(*opened);
   return Status::ok();
 }
@@ -75,7 +83,7 @@ void Server::create_services() {
   const hub::Stores stores{durable_.get(), ephemeral_.get()};
   tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
-                                    hub::ShardOptions{config_.append_queue_limit, 100});
+                                    hub::ShardOptions{config_.append_queue_limit, 100, idle_ms()});
   // Only when some namespace has an upstream; the URLs were checked in start().
   if (auto f = upstream::Forwarder::create(*loops_, *hub_, *metrics_, config_.tenants);
       f && (*f)->active()) {
@@ -144,6 +152,18 @@ void Server::register_metrics() {
   });
   metrics_->set_source(Scraped::store_unreadable_reads, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(durable_->health().unreadable_reads)});
+  });
+  metrics_->set_source(Scraped::store_channels, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(embedded_ ? embedded_->channels_tracked() : 0)});
+  });
+  metrics_->set_source(Scraped::ephemeral_channels, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(ephemeral_->channel_count())});
+  });
+  metrics_->set_source(Scraped::ephemeral_memory_bytes, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(ephemeral_->memory_bytes())});
+  });
+  metrics_->set_source(Scraped::ephemeral_evictions, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(ephemeral_->budget_evictions())});
   });
 }
 
@@ -225,10 +245,13 @@ void Server::start_sweeps() {
 }
 
 void Server::arm_hub_sweep() {
-  sweep_timer_->expires_after(kHubSweepPeriod);
+  // Often enough that an idle channel goes within ~1.5 x channel_idle_s.
+  sweep_timer_->expires_after(std::min<std::chrono::milliseconds>(
+      kHubSweepPeriod, std::chrono::seconds(config_.channel_idle_s) / 2));
   sweep_timer_->async_wait([this](boost::system::error_code ec) {
     if (ec) return;
     hub_->sweep();
+    ephemeral_->sweep(wall_ms());
     arm_hub_sweep();
   });
 }

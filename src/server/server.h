@@ -20,6 +20,8 @@
 #include "net/listener.h"
 #include "runtime/loop_group.h"
 #include "server/config.h"
+#include "store/embedded_store.h"
+#include "store/memory_store.h"
 #include "store/store.h"
 #include "upstream/forwarder.h"
 
@@ -56,12 +58,15 @@ class Server {
   void drain_upstream();
   void flush_stores();
 
-  // Every kHubSweepPeriod on loop 0: lets the shards drop idle channels.
+  // Every min(kHubSweepPeriod, channel_idle_s / 2) on loop 0: the shards drop idle
+  // channels, the ephemeral store old history and forgotten channels.
   void arm_hub_sweep();
+  int64_t idle_ms() const { return int64_t{config_.channel_idle_s} * 1000; }
 
   ServerConfig config_;
   std::unique_ptr<store::Store> durable_;
-  std::unique_ptr<store::Store> ephemeral_;
+  std::unique_ptr<store::MemoryStore> ephemeral_;
+  store::EmbeddedStore* embedded_ = nullptr;  // durable_, when it is the embedded store
   std::unique_ptr<runtime::LoopGroup> loops_;
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<session::TenantRegistry> tenants_;

@@ -235,7 +235,8 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
       [self](uint64_t max_seq) { return self->state_->reserve(max_seq); },
       [self] { return self->try_recover_writes(); }};
   store->committer_ =
-      std::make_unique<GroupCommitter>(std::move(hooks), opts.fsync, opts.max_batch, refusing);
+      std::make_unique<GroupCommitter>(std::move(hooks), opts.fsync, opts.max_batch, refusing,
+                                       opts.channel_idle_ms);
   store->readers_ = std::make_unique<ReaderPool>(kReaderThreads);
   return store;
 }
@@ -417,27 +418,30 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
   // After an accepted loss, anything up to the floor may have been acknowledged.
   out.last_seq = std::max(out.last_seq, loss_floor_);
 
-  ChannelIterator it(db_.get(), channel_prefix(kDedupeTag, key));
   rocksdb::WriteBatch expired;
   const int64_t now = wall_ms();
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    rocksdb::Slice k = it->key(), v = it->value();
-    DedupeValue dv;
-    DedupeEntry e;
-    std::string_view suffix(k.data() + it.prefix().size(), k.size() - it.prefix().size());
-    if (!decode_dedupe_value(std::string_view(v.data(), v.size()), dv) ||
-        !parse_dedupe_suffix(suffix, e.from, e.id)) {
-      continue;  // an unreadable entry only weakens dedupe; it must not block recovery
+  // Both layouts: records written before issue 11 stay readable until they expire.
+  for (char tag : {kDedupeTag, kLegacyDedupeTag}) {
+    ChannelIterator it(db_.get(), channel_prefix(tag, key));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      rocksdb::Slice k = it->key(), v = it->value();
+      DedupeValue dv;
+      DedupeEntry e;
+      std::string_view suffix(k.data() + it.prefix().size(), k.size() - it.prefix().size());
+      if (!decode_dedupe_value(std::string_view(v.data(), v.size()), dv) ||
+          !parse_dedupe_suffix(tag, suffix, e.from, e.id)) {
+        continue;  // an unreadable entry only weakens dedupe; it must not block recovery
+      }
+      if (dv.ts_ms >= dedupe_cutoff_ms) {
+        e.seq = dv.seq;
+        e.ts_ms = dv.ts_ms;
+        out.dedupe.push_back(std::move(e));
+      } else if (dv.expiry_ms < now) {
+        expired.Delete(k);
+      }
     }
-    if (dv.ts_ms >= dedupe_cutoff_ms) {
-      e.seq = dv.seq;
-      e.ts_ms = dv.ts_ms;
-      out.dedupe.push_back(std::move(e));
-    } else if (dv.expiry_ms < now) {
-      expired.Delete(k);
-    }
+    if (!it->status().ok()) return read_failed(key, it->status().ToString());
   }
-  if (!it->status().ok()) return read_failed(key, it->status().ToString());
   // Best effort: the compaction filter drops whatever this misses. A stopped or
   // read-only database refuses the write without touching its files.
   if (expired.Count() > 0 && !read_only_) db_->Write(rocksdb::WriteOptions(), &expired);
@@ -489,6 +493,8 @@ void EmbeddedStore::flush() {
 }
 
 size_t EmbeddedStore::pending() const { return committer_->pending(); }
+
+size_t EmbeddedStore::channels_tracked() const { return committer_->channels_tracked(); }
 
 StoreHealth EmbeddedStore::health() const {
   StoreHealth h;

@@ -76,6 +76,8 @@ class EmbeddedStore final : public Store {
   // Blocking: flushes the memtable and compacts everything, which runs the dedupe
   // expiry filter over all records. For tests and operator tooling.
   Status compact();
+  // Channels whose seq range the writer holds in memory (idle ones are forgotten).
+  size_t channels_tracked() const;
 
  private:
   EmbeddedStore(const EmbeddedOptions& opts, rocksdb::Env* env);

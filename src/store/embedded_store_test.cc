@@ -16,12 +16,16 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <thread>
+#include <chrono>
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
 
 #include "common/clock.h"
+#include "store/record_codec.h"
 #include "store/store_policy.h"
 #include "store/store_test_util.h"
 
@@ -202,6 +206,101 @@ TEST(EmbeddedStore, RecoverDeletesExpiredDedupeRecordsItSkips) {
   ASSERT_EQ(rec->dedupe.size(), 1u);
   EXPECT_EQ(rec->dedupe[0].seq, 2u);
   EXPECT_EQ(rec->last_seq, 2u);
+}
+
+// Issue 11: ("a", "b\0c") and ("a\0b", "c") were one record; now two.
+TEST(EmbeddedStore, DedupeRecordsOfPairsThatShareBytesStayApart) {
+  using namespace std::string_literals;
+  TempDir dir;
+  {
+    auto store = open_or_die(dir.sub("db"));
+    StoredMessage m1 = make_msg(1, wall_ms()), m2 = make_msg(2, wall_ms());
+    m1.from = "a", m1.id = "b\0c"s;
+    m2.from = "a\0b"s, m2.id = "c";
+    ASSERT_TRUE(append_sync(*store, make_req(kLobby, m1)));
+    ASSERT_TRUE(append_sync(*store, make_req(kLobby, m2)));
+  }
+  auto store = open_or_die(dir.sub("db"));
+  auto rec = testing::recover_sync(*store, kLobby, 0);
+  ASSERT_TRUE(rec);
+  ASSERT_EQ(rec->dedupe.size(), 2u);
+  for (const auto& e : rec->dedupe) {
+    if (e.seq == 1) {
+      EXPECT_EQ(e.from, "a");
+      EXPECT_EQ(e.id, "b\0c"s);
+    } else {
+      EXPECT_EQ(e.seq, 2u);
+      EXPECT_EQ(e.from, "a\0b"s);
+      EXPECT_EQ(e.id, "c");
+    }
+  }
+}
+
+// A data dir written before issue 11 holds 'd' tenant\0channel\0from\0id records:
+// they are still recovered (and expire as before).
+TEST(EmbeddedStore, RecoversDedupeRecordsOfThePreviousLayout) {
+  TempDir dir;
+  const int64_t now = wall_ms();
+  {
+    auto store = open_or_die(dir.sub("db"));
+    ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(1, now))));
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options o;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir.sub("db"), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string v;
+    encode_dedupe_value({1, now, now + 120'000}, v);
+    std::string k = channel_prefix(kLegacyDedupeTag, kLobby) + std::string("old-user\0old-id", 15);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+    encode_dedupe_value({1, now - 7'200'000, now - 7'080'000}, v);
+    k = channel_prefix(kLegacyDedupeTag, kLobby) + std::string("old-user\0gone", 13);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, v).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  auto store = open_or_die(dir.sub("db"));
+  auto rec = testing::recover_sync(*store, kLobby, now - 120'000);
+  ASSERT_TRUE(rec);
+  bool legacy = false;
+  for (const auto& e : rec->dedupe) {
+    EXPECT_NE(e.id, "gone");
+    if (e.from == "old-user" && e.id == "old-id") legacy = e.seq == 1;
+  }
+  EXPECT_TRUE(legacy);
+}
+
+// Issue 11, finding 8: the writer's per-channel state (~150 B) used to stay for
+// every channel ever written.
+TEST(EmbeddedStore, TheWriterForgetsIdleChannelsAndReloadsThemWhenWrittenAgain) {
+  TempDir dir;
+  EmbeddedOptions eo{dir.sub("db")};
+  eo.channel_idle_ms = 100;
+  auto opened = EmbeddedStore::open(eo);
+  ASSERT_TRUE(opened);
+  EmbeddedStore& store = **opened;
+  for (int c = 0; c < 50; ++c) {
+    ChannelKey ch{"demo", "chat:" + std::to_string(c)};
+    for (uint64_t s = 1; s <= 3; ++s) ASSERT_TRUE(append_sync(store, make_req(ch, make_msg(s, wall_ms()), 1)));
+  }
+  EXPECT_EQ(store.channels_tracked(), 50u);
+  // No more writes: the writer wakes up by itself to forget them.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (store.channels_tracked() > 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(store.channels_tracked(), 0u);
+  // Written again: its range comes back from the disk, so a stale seq is still
+  // refused and trimming goes on from the stored oldest message.
+  ChannelKey ch{"demo", "chat:7"};
+  Status stale = append_sync(store, make_req(ch, make_msg(3, wall_ms()), 1));
+  EXPECT_FALSE(stale);
+  for (uint64_t s = 4; s <= 200; ++s) ASSERT_TRUE(append_sync(store, make_req(ch, make_msg(s, wall_ms()), 1)));
+  auto msgs = testing::read_after_sync(store, ch, 0, 1000);
+  ASSERT_TRUE(msgs);
+  EXPECT_LE(msgs->size(), history_max_held(1));
+  EXPECT_EQ(msgs->back().seq, 200u);
+  EXPECT_EQ(store.channels_tracked(), 1u);
 }
 
 TEST(EmbeddedStore, CompactionDropsExpiredDedupeRecords) {

@@ -21,12 +21,13 @@ int64_t steady_ms() { return steady_ns() / 1'000'000; }
 }  // namespace
 
 GroupCommitter::GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
-                               std::optional<Refusal> refusing)
+                               std::optional<Refusal> refusing, int64_t channel_idle_ms)
     : hooks_(std::move(hooks)),
       sync_(fsync == FsyncMode::kAlways),
       max_batch_(std::max<size_t>(max_batch, 1)),
       failed_(refusing ? std::optional<Error>(refusal_error(refusing->reason)) : std::nullopt),
       next_recover_ms_(steady_ms() + kRetryMs),
+      channel_idle_ms_(std::max<int64_t>(channel_idle_ms, 1)),
       refusal_(std::move(refusing)),
       writer_([this] { run(); }) {}
 
@@ -86,6 +87,7 @@ void GroupCommitter::maybe_recover() {
   if (!s) return;
   // What the failed batch left is unknown until read again.
   channels_.clear();
+  tracked_.store(0, std::memory_order_relaxed);
   failed_.reset();
   std::optional<Refusal> was;
   {
@@ -102,18 +104,23 @@ void GroupCommitter::run() {
     {
       std::unique_lock lock(mu_);
       writer_waiting_ = true;
+      auto ready = [&] { return !queue_.empty() || stop_; };
       if (failed_) {
         // Refusing: wake for recovery attempts as well as for work.
-        work_cv_.wait_for(lock, std::chrono::milliseconds(kRetryMs / 4),
-                          [&] { return !queue_.empty() || stop_; });
+        work_cv_.wait_for(lock, std::chrono::milliseconds(kRetryMs / 4), ready);
+      } else if (!channels_.empty()) {
+        // Wake up to forget idle channels even when nothing is written any more.
+        work_cv_.wait_for(lock, std::chrono::milliseconds(channel_idle_ms_ / 2 + 1), ready);
       } else {
-        work_cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
+        work_cv_.wait(lock, ready);
       }
       writer_waiting_ = false;
+      now_ms_ = steady_ms();
       if (queue_.empty() && stop_) return;  // stopping, and everything has completed
       if (queue_.empty()) {
         lock.unlock();
         maybe_recover();
+        evict_idle(now_ms_);
         continue;
       }
       size_t n = std::min(queue_.size(), max_batch_);
@@ -125,6 +132,7 @@ void GroupCommitter::run() {
     }
     maybe_recover();
     commit(batch);
+    evict_idle(now_ms_);
     for (Pending& p : batch) {
       if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
     }
@@ -176,7 +184,6 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
 
 bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
   const StoredMessage& msg = p.req.msg;
-  assert(msg.from.find('\0') == std::string::npos);
   std::string key = channel_prefix(kMessageTag, p.req.key);
   ChannelState* ch = channel_state(key);
   if (ch == nullptr) return false;
@@ -192,9 +199,7 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
 
   // The dedupe entry rides in the same batch: message and entry land atomically.
   if (s.ok() && !msg.id.empty()) {
-    std::string dkey = channel_prefix(kDedupeTag, p.req.key);
-    dkey.append(msg.from).push_back('\0');
-    dkey.append(msg.id);
+    std::string dkey = dedupe_record_key(p.req.key, DedupeKey(msg.from, msg.id));
     DedupeValue dv{msg.seq, msg.ts_ms, msg.ts_ms + int64_t{p.req.dedupe_window_s} * 1000};
     encode_dedupe_value(dv, value);
     s = wb.Put(dkey, value);
@@ -202,6 +207,7 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
 
   if (ch->oldest_seq == 0) ch->oldest_seq = msg.seq;
   ch->last_seq = msg.seq;
+  ch->last_write_ms = now_ms_;
   // Seqs are gap-free, so last - oldest + 1 is the number held.
   if (s.ok() && ch->last_seq - ch->oldest_seq + 1 > history_max_held(p.req.history_limit)) {
     uint64_t new_oldest = ch->last_seq - history_keep(p.req.history_limit) + 1;
@@ -246,7 +252,21 @@ GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& m
     refuse("store read failed", iter->status().ToString());
     return nullptr;
   }
+  tracked_.store(channels_.size() + 1, std::memory_order_relaxed);
   return &channels_.emplace(msg_prefix, st).first->second;
+}
+
+void GroupCommitter::evict_idle(int64_t now_ms) {
+  if (now_ms < next_evict_ms_) return;
+  next_evict_ms_ = now_ms + channel_idle_ms_ / 2;
+  std::erase_if(channels_, [&](const auto& kv) {
+    return now_ms - kv.second.last_write_ms > channel_idle_ms_;
+  });
+  // The bucket array does not shrink by itself.
+  if (channels_.bucket_count() > 64 && channels_.size() * 8 < channels_.bucket_count()) {
+    channels_.rehash(0);
+  }
+  tracked_.store(channels_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace parley::store

@@ -21,6 +21,7 @@
 // before it sequences anything new on it, so seqs continue from what was written.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -58,8 +59,11 @@ class GroupCommitter {
 
   // Starts the writer thread; refuses from the start when `refusing` is set (a store
   // that could open only read-only).
+  // A channel not written for `channel_idle_ms` leaves the writer's map (checked
+  // every idle/2, the writer waking up for it when nothing else comes).
   GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
-                 std::optional<Refusal> refusing = std::nullopt);
+                 std::optional<Refusal> refusing = std::nullopt,
+                 int64_t channel_idle_ms = 120'000);
   // Completes everything queued, then stops the writer thread.
   ~GroupCommitter();
   GroupCommitter(const GroupCommitter&) = delete;
@@ -72,6 +76,8 @@ class GroupCommitter {
   size_t pending() const;
   // Set while the store refuses appends. Any thread.
   std::optional<Refusal> refusal() const;
+  // Channels whose seq range the writer holds (written in the last channel_idle_ms).
+  size_t channels_tracked() const { return tracked_.load(std::memory_order_relaxed); }
 
  private:
   struct Pending {
@@ -84,6 +90,7 @@ class GroupCommitter {
   struct ChannelState {
     uint64_t oldest_seq = 0;  // 0: no message stored
     uint64_t last_seq = 0;
+    int64_t last_write_ms = 0;  // steady clock
   };
 
   void run();
@@ -95,6 +102,8 @@ class GroupCommitter {
   // Adds one append to `wb`; false when the store must fail.
   bool add(Pending& p, rocksdb::WriteBatch& wb);
   ChannelState* channel_state(const std::string& msg_prefix);
+  // Forgets the channels not written for channel_idle_ms_.
+  void evict_idle(int64_t now_ms);
 
   Hooks hooks_;
   const bool sync_;
@@ -109,11 +118,15 @@ class GroupCommitter {
   bool writer_waiting_ = false;
   bool stop_ = false;
 
-  // Writer thread only. One small entry per channel written since open: bounded
-  // by the number of channels, like the hub's own per-channel state.
+  // Writer thread only. One small entry (~150 B) per channel written in the last
+  // channel_idle_ms_: without eviction every channel ever written stayed here.
   std::unordered_map<std::string, ChannelState> channels_;  // key: message prefix
   std::optional<Error> failed_;       // what appends are told while refusing
   int64_t next_recover_ms_ = 0;       // steady time of the next try_recover
+  const int64_t channel_idle_ms_;
+  int64_t now_ms_ = 0;                // steady clock, read once per round
+  int64_t next_evict_ms_ = 0;
+  std::atomic<size_t> tracked_{0};
 
   mutable std::mutex refusal_mu_;     // refusal_ is read by health() on any thread
   std::optional<Refusal> refusal_;

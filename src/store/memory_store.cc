@@ -1,167 +1,211 @@
-// MemoryStore: the non-durable Store, for tests and `durable = false` namespaces.
-//
-// Threading: any thread. Channels are spread over kShards maps by a hash of
-// (tenant, channel), each behind its own mutex. A lock rather than shard-owned state
-// because every hub shard calls this store and it completes inline (store.h allows
-// it; callers never rely on it): a critical section is a map update without I/O,
-// and two hub shards only contend when their channels hash to the same store shard.
-// done() runs inline, after the lock is released, so a callback may call back into
-// the store.
-#include <algorithm>
-#include <array>
-#include <cassert>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <utility>
+#include "store/memory_store.h"
 
-#include "store/store.h"
+#include <algorithm>
+#include <cassert>
+#include <functional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "store/dedupe_key.h"
 #include "store/store_policy.h"
 
 namespace parley::store {
 namespace {
 
-struct DedupeRecord {
-  DedupeEntry entry;
-  int64_t expiry_ms = 0;
-};
-
-struct Channel {
-  uint64_t last_seq = 0;
-  std::deque<StoredMessage> messages;  // ascending seq, trimmed per store_policy.h
-  std::unordered_map<std::string, DedupeRecord> dedupe;  // key: from \0 id
-  // (key, expiry) in insertion order, so expired entries leave from the front
-  // without scanning the map.
-  std::deque<std::pair<std::string, int64_t>> dedupe_order;
-};
-
 std::string channel_id(const ChannelKey& key) { return key.key(); }
 
-class MemoryStore final : public Store {
- public:
-  void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override {
-    done(recover_now(key, dedupe_cutoff_ms));
-  }
+uint64_t heap_of(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
-  Result<ChannelRecovery> recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms) {
-    ChannelRecovery out;
-    std::string id = channel_id(key);
-    Shard& shard = shard_of(id);
-    std::lock_guard lock(shard.mu);
-    auto it = shard.channels.find(id);
-    if (it == shard.channels.end()) return out;
-    out.last_seq = it->second.last_seq;
-    for (const auto& [k, rec] : it->second.dedupe) {
-      if (rec.entry.ts_ms >= dedupe_cutoff_ms) out.dedupe.push_back(rec.entry);
-    }
-    return out;
-  }
-
-  void append(AppendRequest req, AppendDone done) override {
-    std::string id = channel_id(req.key);
-    Shard& shard = shard_of(id);
-    const uint64_t seq = req.msg.seq;
-    Status status;
-    {
-      std::lock_guard lock(shard.mu);
-      Channel& ch = shard.channels[id];
-      if (req.msg.seq <= ch.last_seq) {
-        status = Error{ErrorCode::kInternal, std::string(kStaleSeqMessage)};
-      } else {
-        apply(ch, req);
-      }
-    }
-    done(AppendOutcome{std::move(status), seq, false});
-  }
-
-  void read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
-                  ReadDone done) override {
-    done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
-      auto first = std::partition_point(msgs.begin(), msgs.end(),
-                                        [&](const StoredMessage& m) { return m.seq <= after; });
-      auto n = std::min<size_t>(limit, msgs.end() - first);
-      out.assign(first, first + n);
-    }));
-  }
-
-  void read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
-                   ReadDone done) override {
-    done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
-      auto last = std::partition_point(msgs.begin(), msgs.end(),
-                                       [&](const StoredMessage& m) { return m.seq < before; });
-      auto n = std::min<size_t>(limit, last - msgs.begin());
-      out.assign(last - n, last);
-    }));
-  }
-
-  // Runs `pick(messages, out)` under the channel's shard lock; empty when the
-  // channel has never been written.
-  template <typename Pick>
-  Result<std::vector<StoredMessage>> read(const ChannelKey& key, Pick pick) {
-    std::vector<StoredMessage> out;
-    std::string id = channel_id(key);
-    Shard& shard = shard_of(id);
-    std::lock_guard lock(shard.mu);
-    auto it = shard.channels.find(id);
-    if (it != shard.channels.end()) pick(it->second.messages, out);
-    return out;
-  }
-
-  // Every call completes inline: nothing is ever outstanding.
-  void flush() override {}
-  size_t pending() const override { return 0; }
-
- private:
-  static constexpr size_t kShards = 16;
-
-  struct Shard {
-    std::mutex mu;
-    std::unordered_map<std::string, Channel> channels;  // key: ChannelId::key()
-  };
-
-  Shard& shard_of(const std::string& channel_id) {
-    return shards_[std::hash<std::string>{}(channel_id) % kShards];
-  }
-
-  static void apply(Channel& ch, AppendRequest& req) {
-    StoredMessage& msg = req.msg;
-    ch.last_seq = msg.seq;
-    // The message's own acceptance time is "now": expiry then needs no clock of
-    // its own and is deterministic under test.
-    expire_dedupe(ch, msg.ts_ms);
-    if (!msg.id.empty()) add_dedupe(ch, msg, req.dedupe_window_s);
-    ch.messages.push_back(std::move(msg));
-    if (ch.messages.size() > history_max_held(req.history_limit)) {
-      ch.messages.erase(ch.messages.begin(), ch.messages.end() - history_keep(req.history_limit));
-    }
-  }
-
-  static void expire_dedupe(Channel& ch, int64_t now_ms) {
-    while (!ch.dedupe_order.empty() && ch.dedupe_order.front().second < now_ms) {
-      auto it = ch.dedupe.find(ch.dedupe_order.front().first);
-      // The same (from, id) may have been written again since: only its newest
-      // record decides.
-      if (it != ch.dedupe.end() && it->second.expiry_ms < now_ms) ch.dedupe.erase(it);
-      ch.dedupe_order.pop_front();
-    }
-  }
-
-  static void add_dedupe(Channel& ch, const StoredMessage& msg, uint32_t window_s) {
-    std::string k;
-    k.reserve(msg.from.size() + 1 + msg.id.size());
-    k.append(msg.from).push_back('\0');
-    k.append(msg.id);
-    int64_t expiry = msg.ts_ms + int64_t{window_s} * 1000;
-    ch.dedupe[k] = DedupeRecord{DedupeEntry{msg.from, msg.id, msg.seq, msg.ts_ms}, expiry};
-    ch.dedupe_order.emplace_back(std::move(k), expiry);
-  }
-
-  std::array<Shard, kShards> shards_;
-};
+// A map node (key, Channel, next pointer, hash) and its bucket slot, roughly.
+constexpr uint64_t kChannelRecordBytes = 64 + sizeof(std::string) + 8;
 
 }  // namespace
+
+MemoryStore::MemoryStore(MemoryStoreOptions opts) : opts_(opts) {}
+
+MemoryStore::Shard& MemoryStore::shard_of(const std::string& id) {
+  return shards_[std::hash<std::string>{}(id) % kShards];
+}
+
+uint64_t MemoryStore::message_bytes(const StoredMessage& m) {
+  return sizeof(StoredMessage) + heap_of(m.from) + heap_of(m.id) + heap_of(m.body);
+}
+
+void MemoryStore::account(const std::string& id, Channel& c) {
+  uint64_t now = kChannelRecordBytes + sizeof(Channel) + heap_of(id) + c.message_bytes +
+                 c.dedupe.memory_bytes();
+  // std::deque holds its elements in blocks of 512 bytes, plus a map of them.
+  if (!c.messages.empty()) now += 512 + 64;
+  if (now >= c.bytes) {
+    bytes_.fetch_add(now - c.bytes, std::memory_order_relaxed);
+  } else {
+    bytes_.fetch_sub(c.bytes - now, std::memory_order_relaxed);
+  }
+  c.bytes = now;
+}
+
+void MemoryStore::drop_front(Channel& c, size_t n) {
+  for (size_t i = 0; i < n; ++i) c.message_bytes -= message_bytes(c.messages[i]);
+  c.messages.erase(c.messages.begin(), c.messages.begin() + static_cast<ptrdiff_t>(n));
+  if (c.messages.empty()) std::deque<StoredMessage>().swap(c.messages);  // give the blocks back
+}
+
+void MemoryStore::erase_channel(Shard& s, std::unordered_map<std::string, Channel>::iterator it) {
+  bytes_.fetch_sub(it->second.bytes, std::memory_order_relaxed);
+  channels_.fetch_sub(1, std::memory_order_relaxed);
+  s.channels.erase(it);
+}
+
+void MemoryStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) {
+  done(recover_now(key, dedupe_cutoff_ms));
+}
+
+Result<ChannelRecovery> MemoryStore::recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms) {
+  ChannelRecovery out;
+  std::string id = channel_id(key);
+  Shard& shard = shard_of(id);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.channels.find(id);
+  if (it == shard.channels.end()) return out;
+  out.last_seq = it->second.last_seq;
+  it->second.dedupe.for_each([&](std::string_view k, uint64_t seq, int64_t ts) {
+    if (ts < dedupe_cutoff_ms) return;
+    auto dk = DedupeKey::from_bytes(k);
+    if (dk) out.dedupe.push_back(DedupeEntry{std::string(dk->from()), std::string(dk->id()), seq, ts});
+  });
+  return out;
+}
+
+void MemoryStore::append(AppendRequest req, AppendDone done) {
+  std::string id = channel_id(req.key);
+  Shard& shard = shard_of(id);
+  const uint64_t seq = req.msg.seq;
+  Status status;
+  {
+    std::lock_guard lock(shard.mu);
+    auto [it, fresh] = shard.channels.try_emplace(id);
+    if (fresh) channels_.fetch_add(1, std::memory_order_relaxed);
+    Channel& ch = it->second;
+    if (req.msg.seq <= ch.last_seq) {
+      status = Error{ErrorCode::kInternal, std::string(kStaleSeqMessage)};
+    } else {
+      apply(ch, req);
+      account(it->first, ch);
+    }
+  }
+  done(AppendOutcome{std::move(status), seq, false});
+}
+
+void MemoryStore::apply(Channel& ch, AppendRequest& req) {
+  StoredMessage& msg = req.msg;
+  // The message's own acceptance time is "now": expiry then needs no clock of
+  // its own and is deterministic under test.
+  const int64_t now = msg.ts_ms;
+  ch.last_seq = msg.seq;
+  ch.last_write_ms = now;
+  ch.history_ttl_ms = int64_t{req.history_ttl_s} * 1000;
+  if (ch.dedupe_window_s != req.dedupe_window_s) {
+    // The namespace's window changed (or this is the first append): carry the
+    // entries over into a table with the new window.
+    DedupeTable t(int64_t{req.dedupe_window_s} * 1000);
+    ch.dedupe.for_each([&](std::string_view k, uint64_t s, int64_t ts) { t.insert(k, s, ts); });
+    ch.dedupe = std::move(t);
+    ch.dedupe_window_s = req.dedupe_window_s;
+  }
+  ch.dedupe.expire(now);
+  if (!msg.id.empty()) ch.dedupe.insert(DedupeKey(msg.from, msg.id), msg.seq, now);
+  ch.message_bytes += message_bytes(msg);
+  ch.messages.push_back(std::move(msg));
+  if (ch.messages.size() > history_max_held(req.history_limit)) {
+    drop_front(ch, ch.messages.size() - history_keep(req.history_limit));
+  }
+  if (ch.history_ttl_ms > 0) {
+    size_t old = 0;
+    while (old < ch.messages.size() && ch.messages[old].ts_ms < now - ch.history_ttl_ms) ++old;
+    if (old > 0) drop_front(ch, old);
+  }
+}
+
+void MemoryStore::sweep(int64_t now_ms) {
+  // (last write, shard, channel) of every channel still holding history, for the
+  // budget below.
+  std::vector<std::tuple<int64_t, size_t, std::string>> by_age;
+  for (size_t i = 0; i < kShards; ++i) {
+    Shard& s = shards_[i];
+    std::lock_guard lock(s.mu);
+    for (auto it = s.channels.begin(); it != s.channels.end();) {
+      Channel& c = it->second;
+      if (c.history_ttl_ms > 0) {
+        size_t old = 0;
+        while (old < c.messages.size() && c.messages[old].ts_ms < now_ms - c.history_ttl_ms) ++old;
+        if (old > 0) drop_front(c, old);
+      }
+      c.dedupe.expire(now_ms);
+      if (c.messages.empty() && c.dedupe.size() == 0 &&
+          now_ms - c.last_write_ms > opts_.idle_evict_ms) {
+        auto gone = it++;
+        erase_channel(s, gone);
+        continue;
+      }
+      account(it->first, c);
+      if (opts_.memory_budget_bytes > 0 && !c.messages.empty()) {
+        by_age.emplace_back(c.last_write_ms, i, it->first);
+      }
+      ++it;
+    }
+    // Give back the bucket array once most channels are gone.
+    if (s.channels.bucket_count() > 64 && s.channels.size() * 8 < s.channels.bucket_count()) {
+      s.channels.rehash(0);
+    }
+  }
+  if (opts_.memory_budget_bytes == 0 || memory_bytes() <= opts_.memory_budget_bytes) return;
+  std::sort(by_age.begin(), by_age.end());
+  for (const auto& [ts, shard, id] : by_age) {
+    if (memory_bytes() <= opts_.memory_budget_bytes) break;
+    Shard& s = shards_[shard];
+    std::lock_guard lock(s.mu);
+    auto it = s.channels.find(id);
+    if (it == s.channels.end() || it->second.messages.empty()) continue;
+    if (it->second.last_write_ms != ts) continue;  // written since: no longer the oldest
+    drop_front(it->second, it->second.messages.size());
+    account(it->first, it->second);
+    budget_evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void MemoryStore::read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                             ReadDone done) {
+  done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+    auto first = std::partition_point(msgs.begin(), msgs.end(),
+                                      [&](const StoredMessage& m) { return m.seq <= after; });
+    auto n = std::min<size_t>(limit, msgs.end() - first);
+    out.assign(first, first + n);
+  }));
+}
+
+void MemoryStore::read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                              ReadDone done) {
+  done(read(key, [&](const auto& msgs, std::vector<StoredMessage>& out) {
+    auto last = std::partition_point(msgs.begin(), msgs.end(),
+                                     [&](const StoredMessage& m) { return m.seq < before; });
+    auto n = std::min<size_t>(limit, last - msgs.begin());
+    out.assign(last - n, last);
+  }));
+}
+
+// Runs `pick(messages, out)` under the channel's shard lock; empty when the
+// channel has never been written.
+template <typename Pick>
+Result<std::vector<StoredMessage>> MemoryStore::read(const ChannelKey& key, Pick pick) {
+  std::vector<StoredMessage> out;
+  std::string id = channel_id(key);
+  Shard& shard = shard_of(id);
+  std::lock_guard lock(shard.mu);
+  auto it = shard.channels.find(id);
+  if (it != shard.channels.end()) pick(it->second.messages, out);
+  return out;
+}
 
 std::unique_ptr<Store> make_memory_store() { return std::make_unique<MemoryStore>(); }
 

@@ -86,7 +86,21 @@ bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq) {
   return true;
 }
 
-bool parse_dedupe_suffix(std::string_view suffix, std::string& from, std::string& id) {
+std::string dedupe_record_key(const ChannelKey& channel, const DedupeKey& key) {
+  std::string k = channel_prefix(kDedupeTag, channel);
+  k.append(key.bytes());
+  return k;
+}
+
+bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id) {
+  if (tag == kDedupeTag) {
+    auto key = DedupeKey::from_bytes(suffix);
+    if (!key) return false;
+    from.assign(key->from());
+    id.assign(key->id());
+    return true;
+  }
+  if (tag != kLegacyDedupeTag) return false;
   size_t nul = suffix.find('\0');
   if (nul == std::string_view::npos) return false;
   from.assign(suffix.substr(0, nul));

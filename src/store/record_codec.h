@@ -4,9 +4,14 @@
 //   message: 'm' tenant \0 channel \0 be64(seq)   -> a channel's messages are one
 //            contiguous run ordered by seq, and nothing of another channel (or of the
 //            same channel name in another tenant) can fall inside it.
-//   dedupe:  'd' tenant \0 channel \0 from \0 id  -> a channel's dedupe entries are one
-//            contiguous run. `id` is last, so it may hold any byte.
-// Tenant, channel and sender names never contain \0 (validated upstream; asserted).
+//   dedupe:  'k' tenant \0 channel \0 DedupeKey   -> a channel's dedupe entries are one
+//            contiguous run; DedupeKey (store/dedupe_key.h) is varint(len(from)) from
+//            id, so neither field's bytes can shift into the other.
+//   legacy dedupe: 'd' tenant \0 channel \0 from \0 id, written before issue 11. It let
+//            ("a", "b\0c") and ("a\0b", "c") share a record. Still read (split at the
+//            first \0, right for every sender without a \0) and expired by the
+//            compaction filter and by recovery; never written any more.
+// Tenant and channel names never contain \0 (validated upstream; asserted).
 //
 // Values are little-endian fixed-width integers and varint-length-prefixed strings.
 // A message value starts with a format byte so the layout can evolve.
@@ -16,12 +21,14 @@
 #include <string>
 #include <string_view>
 
+#include "store/dedupe_key.h"
 #include "store/store.h"
 
 namespace parley::store {
 
 inline constexpr char kMessageTag = 'm';
-inline constexpr char kDedupeTag = 'd';
+inline constexpr char kDedupeTag = 'k';
+inline constexpr char kLegacyDedupeTag = 'd';
 // One key, rewritten by the store's write probe when it recovers from a failed write.
 inline constexpr char kProbeTag = 'x';
 
@@ -36,8 +43,11 @@ void append_seq(std::string& key, uint64_t seq);
 // The seq of a message key of `prefix_len` prefix bytes; false when malformed.
 bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq);
 
-// Splits the part of a dedupe key after the channel prefix into (from, id).
-bool parse_dedupe_suffix(std::string_view suffix, std::string& from, std::string& id);
+// The dedupe record key of (channel, key).
+std::string dedupe_record_key(const ChannelKey& channel, const DedupeKey& key);
+// Splits the part of a dedupe record key after the channel prefix into (from, id);
+// `tag` says which layout (kDedupeTag or kLegacyDedupeTag). False when malformed.
+bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id);
 
 // Message value: format byte, ts, from, id, body. seq lives in the key.
 void encode_message_value(const StoredMessage& msg, std::string& out);

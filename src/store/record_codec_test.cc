@@ -54,10 +54,25 @@ TEST(RecordCodec, MessageValueRoundTripsAndRejectsDamage) {
 
 TEST(RecordCodec, DedupeSuffixSplitsAtTheFirstNul) {
   std::string from, id;
-  ASSERT_TRUE(parse_dedupe_suffix(std::string_view("u1\0a\0b", 6), from, id));
+  ASSERT_TRUE(parse_dedupe_suffix(kLegacyDedupeTag, std::string_view("u1\0a\0b", 6), from, id));
   EXPECT_EQ(from, "u1");
   EXPECT_EQ(id, std::string("a\0b", 3));
-  EXPECT_FALSE(parse_dedupe_suffix("no-separator", from, id));
+  EXPECT_FALSE(parse_dedupe_suffix(kLegacyDedupeTag, "no-separator", from, id));
+}
+
+TEST(RecordCodec, DedupeRecordKeysOfPairsThatShareBytesDiffer) {
+  using namespace std::string_literals;
+  const ChannelKey ch{"t", "c"};
+  const std::string a = dedupe_record_key(ch, DedupeKey("a", "b\0c"s));
+  const std::string b = dedupe_record_key(ch, DedupeKey("a\0b"s, "c"));
+  EXPECT_NE(a, b);
+  const std::string prefix = channel_prefix(kDedupeTag, ch);
+  ASSERT_EQ(a.compare(0, prefix.size(), prefix), 0);
+  std::string from, id;
+  ASSERT_TRUE(parse_dedupe_suffix(kDedupeTag, std::string_view(b).substr(prefix.size()), from, id));
+  EXPECT_EQ(from, "a\0b"s);
+  EXPECT_EQ(id, "c");
+  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, "\x05ab", from, id));  // length past the end
 }
 
 int64_t fixed_now() { return 10'000; }
@@ -73,6 +88,10 @@ TEST(DedupeExpiryFilter, DropsOnlyExpiredDedupeRecords) {
   EXPECT_TRUE(filter.Filter(0, dkey, expired, &nv, &changed));
   EXPECT_FALSE(filter.Filter(0, dkey, live, &nv, &changed));
   EXPECT_FALSE(filter.Filter(0, dkey, "garbage", &nv, &changed));
+  // Records of the layout before issue 11 expire the same way.
+  std::string legacy = channel_prefix(kLegacyDedupeTag, {"t", "c"}) + std::string("u1\0m1", 5);
+  EXPECT_TRUE(filter.Filter(0, legacy, expired, &nv, &changed));
+  EXPECT_FALSE(filter.Filter(0, legacy, live, &nv, &changed));
   // A message record is never dropped, whatever its bytes look like.
   EXPECT_FALSE(filter.Filter(0, message_key({"t", "c"}, 1), expired, &nv, &changed));
 }

@@ -62,6 +62,7 @@ struct AppendRequest {
   StoredMessage msg;
   uint32_t history_limit = 1000;  // the store keeps at least this many latest messages
   uint32_t dedupe_window_s = 120; // how long (from, id) must stay recoverable
+  uint32_t history_ttl_s = 0;     // memory store: messages older than this may go; 0: no bound
 };
 
 // How an append ended. seq: the message's seq (the one proposed in the request
@@ -133,8 +134,12 @@ struct EmbeddedOptions {
   // then it keeps what can be read, bumps the epoch and raises every channel's seq
   // above anything that may have been acknowledged.
   bool accept_data_loss = false;
+  // The writer forgets what it knows of a channel (its stored seq range) once it
+  // has not written it for this long; the next append reads it back (one seek).
+  int64_t channel_idle_ms = 120'000;
 };
 
+// A MemoryStore (memory_store.h) without a memory budget.
 std::unique_ptr<Store> make_memory_store();
 // Opens (or creates) the embedded store. Error when the directory is unusable, held
 // by another process, or damaged (without accept_data_loss). A disk too full to open

@@ -25,6 +25,7 @@ struct NamespaceConfig {
   uint32_t tick_ms = 20;          // 0: send at once
   bool presence = true;
   uint32_t dedupe_window_s = 120;
+  uint32_t history_ttl_s = 3600;  // durable = false: history older than this goes; 0: kept
   std::string upstream;           // http://host:port/path of the app server; empty: none
   uint8_t forward = kForwardJoin | kForwardLeave | kForwardUp;  // ForwardBit set
   uint32_t upstream_queue = 100'000;  // events waiting per namespace; overflow drops the oldest

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "churn.h"
 #include "compare.h"
 #include "options.h"
 #include "report.h"
@@ -28,8 +29,8 @@ int main(int argc, char** argv) {
     }
     bench::Options o = bench::parse_options(args);
     o.command_line = command_line;
-    bench::RunResult r = bench::run(o);
-    bench::print_table(r);
+    bench::RunResult r = o.scenario == "churn" ? bench::run_churn(o) : bench::run(o);
+    if (o.scenario != "churn") bench::print_table(r);  // churn prints its own summary
     if (!o.json_out.empty() && !bench::write_file(o.json_out, bench::to_json(r)))
       fmt::print(stderr, "cannot write {}\n", o.json_out);
     if (!o.html_out.empty() &&

@@ -91,6 +91,16 @@ bool apply_preset(const std::string& name, Options& o) {
     o.step_factor = 1.5;
     o.max_steps = 10;
     o.ramp_s = 3;
+  } else if (name == "churn") {
+    // Issue 11's soak: a million channels used once and abandoned, bounded in time.
+    o.scenario = "churn";
+    o.ns = "chat";
+    o.conns = 32;
+    o.churn_channels = 1'000'000;
+    o.churn_msgs = 3;
+    o.churn_depth = 8;
+    o.churn_idle_s = 150;
+    o.duration_s = 300;
   } else {
     o.preset.clear();
     return false;
@@ -101,7 +111,7 @@ bool apply_preset(const std::string& name, Options& o) {
 std::string usage() {
   return R"(usage: parley-bench SCENARIO|PRESET [flags]
        parley-bench compare SCENARIO|PRESET [flags]   (Parley and each peer, one by one)
-presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp ramp-world
+presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp ramp-world churn
 flags (defaults from the preset):
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
@@ -112,6 +122,8 @@ flags (defaults from the preset):
   --ramp-of rate|state   (ramp: step the pub rate, or the state Hz per connection)
   --threads N --procs N --max-inflight N --retry-max N
   --no-history --history-len N
+  --churn-channels N --churn-msgs K --churn-depth D --churn-idle-s S   (churn: N fresh
+                       channels, each joined, sent K pubs, left; D in flight per connection)
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
   compare only: --targets parley,node-ws,bun --parley-bin PATH --peers-dir DIR
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
@@ -176,7 +188,9 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--max-steps", n(o.max_steps)}, {"--max-p99-ms", d(o.max_p99_ms)},
       {"--min-accepted", d(o.min_accepted_pct)}, {"--threads", n(o.threads)},
       {"--procs", n(o.procs)}, {"--max-inflight", n(o.max_inflight)},
-      {"--retry-max", n(o.retry_max)}, {"--history-len", n(o.history_len)},
+      {"--retry-max", n(o.retry_max)}, {"--churn-channels", n(o.churn_channels)},
+      {"--churn-msgs", n(o.churn_msgs)}, {"--churn-depth", n(o.churn_depth)},
+      {"--churn-idle-s", d(o.churn_idle_s)}, {"--history-len", n(o.history_len)},
       {"--json", s(o.json_out)}, {"--html", s(o.html_out)}, {"--server-pid", n(o.server_pid)},
       {"--run-id", s(o.run_id)}, {"--parley-bin", s(o.parley_bin)},
       {"--peers-dir", s(o.peers_dir)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
@@ -202,6 +216,9 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--ramp-of is rate or state");
   if (o.ramp_of == "state" && o.state_hz <= 0)
     throw std::runtime_error("--ramp-of state wants --state-hz > 0");
+  if (o.churn_channels > 0) o.scenario = "churn";
+  if (o.scenario == "churn" && (o.churn_msgs < 0 || o.churn_depth < 1 || o.transport != "ws"))
+    throw std::runtime_error("churn wants --churn-msgs >= 0, --churn-depth >= 1, --transport ws");
   int p = 1;
   while (p < o.max_inflight) p <<= 1;
   o.max_inflight = p;

@@ -8,7 +8,7 @@ namespace bench {
 
 struct Options {
   // What to run.
-  std::string scenario = "chat";  // chat | broadcast | world | soak | ramp
+  std::string scenario = "chat";  // chat | broadcast | world | soak | ramp | churn
   std::string preset;             // the preset it came from, for reports
   // Where.
   std::string host = "127.0.0.1";
@@ -29,6 +29,12 @@ struct Options {
   double churn_per_s = 0;         // leave+rejoin per second, total (world)
   double ping_s = 0;              // app-level ping per connection (soak, tcp)
   bool reconnect = true;          // reconnect + join with since after a drop
+  // Churn scenario (churn.h): channels joined once, published to, left.
+  int churn_channels = 0;         // total fresh channels; > 0 selects the scenario
+  int churn_msgs = 3;             // pubs per channel
+  int churn_depth = 8;            // channels in flight per connection
+  double churn_idle_s = 0;        // keep sampling the server this long afterwards
+  std::string churn_body = "x";
   // Time.
   double duration_s = 10;
   double ramp_s = 2;              // connections are opened evenly over this
