@@ -67,8 +67,11 @@ void Membership::leave() {
 }
 
 void Hub::depart(MemberLink& link) {
-  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(link.loop));
   link.left = true;
+  // Off every loop only at teardown (a session destroyed after its loop stopped):
+  // there is nothing left to tell.
+  if (runtime::LoopGroup::current() < 0) return;
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(link.loop));
   if (link.registered) {
     fanouts_[link.loop]->remove_member(link.fanout_key, link.conn);
     link.registered = false;

@@ -74,7 +74,6 @@ class Gateway {
   // For sessions (on their loop).
   TenantRegistry& tenants() { return tenants_; }
   hub::Hub& hub() { return hub_; }
-  hub::Stores stores() const { return stores_; }
   metrics::Metrics& metrics() { return metrics_; }
   const GatewayOptions& options() const { return opts_; }
   void on_authenticated(ClientSession& s);
