@@ -9,6 +9,7 @@
 #include "protocol/client_op.h"
 #include "protocol/decoder.h"
 #include "hub/history.h"
+#include "hub/upstream_sink.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
 
@@ -193,12 +194,20 @@ void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req,
   auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config.max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);
-  gateway_.send_direct(&t, std::move(f.user), std::move(f.body), loop,
-                       [respond = std::move(respond)](size_t n) {
-                         std::string body;
-                         JsonWriter(body).begin_object().field_unum("delivered", n).end_object();
-                         respond({200, "application/json", std::move(body)});
-                       });
+  std::optional<uint64_t> conn;
+  if (!f.conn.empty()) {
+    conn = hub::parse_connection_name(f.conn);
+    if (!conn) return respond(bad("conn must be a connection id as welcome gives it"));
+  }
+  auto answer = [respond = std::move(respond)](size_t n) {
+    std::string body;
+    JsonWriter(body).begin_object().field_unum("delivered", n).end_object();
+    respond({200, "application/json", std::move(body)});
+  };
+  if (!conn) {
+    return gateway_.send_direct(&t, std::move(f.user), std::move(f.body), loop, std::move(answer));
+  }
+  gateway_.send_direct_to_conn(&t, *conn, std::move(f.body), loop, std::move(answer));
 }
 
 void HttpApi::history(const session::TenantRuntime& t, std::string_view query, unsigned loop,

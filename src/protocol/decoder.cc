@@ -19,12 +19,12 @@ using simdjson::dom::element;
 
 // The fields any op reads. Everything else in a frame is ignored.
 enum Field : size_t {
-  kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser,
+  kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
-    "key",   "body",  "after",  "before", "limit", "user"};
+    "key",   "body",  "after",  "before", "limit", "user", "conn"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -282,7 +282,13 @@ std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind 
       if (auto e = read_id(fields, kId, post.id)) return *e;
     }
   } else {
-    if (auto e = read_id(fields, kUser, post.user)) return *e;
+    // Exactly one of `user` (every connection of the user) and `conn` (one).
+    if (fields.has(kUser) == fields.has(kConn)) return bad_request("exactly one of user and conn is required");
+    if (fields.has(kUser)) {
+      if (auto e = read_id(fields, kUser, post.user)) return *e;
+    } else {
+      if (auto e = read_id(fields, kConn, post.conn)) return *e;
+    }
   }
   if (auto e = read_body(fields, json, limits, post.body)) return *e;
   return post;

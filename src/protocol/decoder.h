@@ -54,12 +54,13 @@ std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
 // over max_message_bytes, or a body over it, is too_large.
 enum class ApiPostKind {
   kPublish,  // POST /v1/publish: ch, body, optional id ("" when absent: not deduplicated)
-  kSend,     // POST /v1/send: user, body
+  kSend,     // POST /v1/send: user or conn (exactly one), body
 };
 struct ApiPost {
   std::string ch;
   std::string id;
   std::string user;
+  std::string conn;  // a connection's id as welcome gave it ("c1f")
   std::string body;
 };
 std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind kind,

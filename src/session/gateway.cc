@@ -167,10 +167,20 @@ void Gateway::abort_remaining(std::function<void()> done) {
 
 void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::string body,
                           unsigned reply_loop, std::function<void(size_t)> done) {
+  deliver_direct(tenant, DirectTo{std::move(user), 0}, std::move(body), reply_loop, std::move(done));
+}
+
+void Gateway::send_direct_to_conn(const TenantRuntime* tenant, uint64_t conn, std::string body,
+                                  unsigned reply_loop, std::function<void(size_t)> done) {
+  deliver_direct(tenant, DirectTo{{}, conn}, std::move(body), reply_loop, std::move(done));
+}
+
+void Gateway::deliver_direct(const TenantRuntime* tenant, DirectTo to, std::string body,
+                             unsigned reply_loop, std::function<void(size_t)> done) {
   std::string frame;
   protocol::encode_direct(frame, body);
   auto shared = std::make_shared<const std::string>(std::move(frame));
-  std::string key = tenant->config.id + '\x1f' + user;
+  std::string key = tenant->config.id + '\x1f' + to.user;
   struct Tally {
     std::atomic<unsigned> remaining;
     std::atomic<size_t> delivered{0};
@@ -179,18 +189,24 @@ void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::st
   auto tally = std::make_shared<Tally>();
   tally->remaining = loops_.size();
   tally->done = std::move(done);
+  // A connection id does not say which loop holds it: every loop looks.
   for (unsigned i = 0; i < loops_.size(); ++i) {
-    loops_.run_on(i, [this, i, key, shared, tally, reply_loop] {
+    loops_.run_on(i, [this, i, key, conn = to.conn, tenant, shared, tally, reply_loop] {
       auto& ls = *per_loop_[i];
-      auto range = ls.by_user.equal_range(key);
       size_t n = 0;
-      for (auto it = range.first; it != range.second; ++it) {
-        auto s = ls.by_conn.find(it->second);
-        if (s == ls.by_conn.end() || s->second->gone()) continue;
+      auto deliver = [&](uint64_t id) {
+        auto s = ls.by_conn.find(id);
+        if (s == ls.by_conn.end() || s->second->gone() || s->second->tenant() != tenant) return;
         net::OutFrame f;
         f.add_shared(shared, 0, shared->size());
         s->second->send(std::move(f));
         ++n;
+      };
+      if (conn != 0) {
+        deliver(conn);
+      } else {
+        auto range = ls.by_user.equal_range(key);
+        for (auto it = range.first; it != range.second; ++it) deliver(it->second);
       }
       tally->delivered.fetch_add(n);
       if (tally->remaining.fetch_sub(1) == 1) {

@@ -68,6 +68,10 @@ class Gateway {
   // `done` gets the count, on reply_loop.
   void send_direct(const TenantRuntime* tenant, std::string user, std::string body,
                    unsigned reply_loop, std::function<void(size_t)> done);
+  // POST /v1/send with `conn`: the same to one connection (the `conn` of its
+  // welcome) if it is open and belongs to `tenant`; `done` gets 0 or 1.
+  void send_direct_to_conn(const TenantRuntime* tenant, uint64_t conn, std::string body,
+                           unsigned reply_loop, std::function<void(size_t)> done);
 
   size_t sessions() const { return sessions_.count(); }
 
@@ -87,6 +91,12 @@ class Gateway {
     boost::asio::steady_timer sweep;
     uint64_t sweeps = 0;  // picks the slot of sessions each sweep pings
   };
+  struct DirectTo {
+    std::string user;   // every connection of this user, or
+    uint64_t conn = 0;  // this one connection (non-zero)
+  };
+  void deliver_direct(const TenantRuntime* tenant, DirectTo to, std::string body,
+                      unsigned reply_loop, std::function<void(size_t)> done);
   void arm_sweep(unsigned loop);
   void run_sweep(unsigned loop);
 
