@@ -190,6 +190,32 @@ TEST(Upstream, UpPassthroughKeepsAnyBodyWithItsUserAndConnection) {
   }
 }
 
+TEST(Upstream, StateAndMsgAreForwardedWhenListedButTheApisOwnPublishIsNot) {
+  AppServer app;
+  ServerProcess server(upstream_spec(app.url(), "forward = [\"state\",\"msg\"]\n"));
+  server.start();
+  auto a = connect_user(server, "mover");
+  a.client->join("world:st");  // join is not listed: not forwarded
+  a.client->send(R"({"op":"state","ch":"world:st","key":"pos","body":{"x":1,"y":2}})");
+  const auto api = http_request(server.http_port(), "POST", "/v1/publish",
+                                R"({"ch":"world:st","body":{"from":"app"}})", kDemoApiKey);
+  ASSERT_EQ(api.status, 200) << api.body;
+  a.client->send(pub_frame("world:st", "p1", R"({"hi":1})", 7));
+  ASSERT_EQ(op_of(a.client->expect("ack")), "ack");
+  ASSERT_TRUE(app.wait_for([](const auto& evs) { return evs.size() >= 2; }));
+  std::this_thread::sleep_for(100ms);  // nothing else comes
+  const auto evs = app.accepted_events();
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[0].type, "state");
+  EXPECT_EQ(evs[0].key, "pos");
+  EXPECT_EQ(evs[0].body, R"({"x":1,"y":2})");
+  EXPECT_EQ(evs[0].conn, a.conn);
+  EXPECT_EQ(evs[1].type, "msg");
+  EXPECT_EQ(evs[1].seq, 2);  // seq 1 was the API's publish, not echoed upstream
+  EXPECT_EQ(evs[1].id, "p1");
+  EXPECT_EQ(evs[1].user, "mover");
+}
+
 TEST(Upstream, UpIsRefusedWhereNothingWouldReceiveIt) {
   AppServer app;
   ServerProcess server(upstream_spec(
