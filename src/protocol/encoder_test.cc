@@ -94,6 +94,16 @@ TEST(EncodeJoined, WritesMembersOnlyWithPresence) {
   EXPECT_EQ(out, R"({"op":"joined","rid":2,"ch":"w","seq":3,"recovered":false,"members":[]})");
 }
 
+TEST(EncodeJoined, WritesTheEpochOnlyAboveOne) {
+  std::string out;
+  encode_joined(out, "1", "chat:a", 9, false, nullptr, 1);
+  EXPECT_EQ(out, R"({"op":"joined","rid":1,"ch":"chat:a","seq":9,"recovered":false})");
+  out.clear();
+  encode_joined(out, "1", "chat:a", 65546, false, nullptr, 2);
+  EXPECT_EQ(out,
+            R"({"op":"joined","rid":1,"ch":"chat:a","seq":65546,"recovered":false,"epoch":2})");
+}
+
 TEST(EncodeLeft, WritesRidAndCh) {
   std::string out;
   encode_left(out, "4", "a");

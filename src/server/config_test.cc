@@ -34,6 +34,7 @@ unix_listen = "/run/parley.sock"
 store = "memory"
 data_dir = "/var/lib/parley"
 fsync = "always"
+accept_data_loss = true
 threads = 4
 heartbeat_ms = 15000
 hello_timeout_ms = 5000
@@ -84,6 +85,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(c.store, "memory");
   EXPECT_EQ(c.data_dir, "/var/lib/parley");
   EXPECT_EQ(c.fsync, "always");
+  EXPECT_TRUE(c.accept_data_loss);
   EXPECT_EQ(c.threads, 4u);
   EXPECT_EQ(c.heartbeat_ms, 15000u);
   EXPECT_EQ(c.hello_timeout_ms, 5000u);
@@ -132,6 +134,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(c.store, "embedded");
   EXPECT_EQ(c.data_dir, "./data");
   EXPECT_EQ(c.fsync, "never");
+  EXPECT_FALSE(c.accept_data_loss);
   EXPECT_EQ(c.threads, 0u);
   EXPECT_EQ(c.heartbeat_ms, 25000u);
   EXPECT_EQ(c.hello_timeout_ms, 10000u);

@@ -48,11 +48,25 @@ ServerProcess::~ServerProcess() {
 }
 
 void ServerProcess::start() {
+  const bool ready = launch();
+  ASSERT_TRUE(ready) << "server did not start:\n" << log();
+}
+
+int ServerProcess::start_expecting_exit(std::chrono::milliseconds timeout) {
+  if (launch()) {
+    ADD_FAILURE() << "the server started, but it was expected to refuse";
+    kill9();
+    return -1;
+  }
+  return wait_exit(timeout);
+}
+
+bool ServerProcess::launch() {
   int out[2];
-  ASSERT_EQ(pipe(out), 0);
+  if (pipe(out) != 0) return false;
   const std::string log_path = dir_ + "/server.log";
   pid_ = fork();
-  ASSERT_GE(pid_, 0);
+  if (pid_ < 0) return false;
   if (pid_ == 0) {
     int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(out[1], 1);
@@ -62,7 +76,10 @@ void ServerProcess::start() {
     // PARLEY_TEST_BIN runs the suite against another build (e.g. a sanitizer one).
     const char* env_bin = std::getenv("PARLEY_TEST_BIN");
     const char* bin = env_bin && *env_bin ? env_bin : PARLEY_BIN;
-    execl(bin, bin, "serve", "--config", cfg.c_str(), nullptr);
+    std::vector<const char*> argv = {bin, "serve", "--config", cfg.c_str()};
+    for (const auto& a : extra_args_) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    execv(bin, const_cast<char* const*>(argv.data()));
     _exit(127);
   }
   close(out[1]);
@@ -88,6 +105,8 @@ void ServerProcess::start() {
       ready = true;
       break;
     }
+    // What the server logged before it was ready (or instead of being ready).
+    std::ofstream(log_path, std::ios::app) << line << '\n';
     line.clear();
   }
   const int fd = out[0];
@@ -95,10 +114,11 @@ void ServerProcess::start() {
     std::ofstream log(log_path, std::ios::app);
     char buf[4096];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) log.write(buf, n);
+    // Flushed at once: a test reads the log while the server runs.
+    while ((n = read(fd, buf, sizeof buf)) > 0) log.write(buf, n).flush();
     close(fd);
   }).detach();
-  ASSERT_TRUE(ready) << "server did not start:\n" << log();
+  return ready;
 }
 
 void ServerProcess::kill9() {

@@ -47,6 +47,11 @@ class ServerProcess {
   ~ServerProcess();  // SIGKILLs a server still running, removes the folder
 
   void start();               // asserts (gtest) on failure
+  // Starts a server that must refuse to start: its exit status (-1 on timeout, or
+  // when it started after all: then a gtest failure, and it is killed).
+  int start_expecting_exit(std::chrono::milliseconds timeout);
+  // More `parley serve` arguments for the starts after this call.
+  void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
   void restart() { start(); } // same config and data folder
   void kill9();               // SIGKILL, then reaps
   void terminate();           // SIGTERM only
@@ -69,7 +74,10 @@ class ServerProcess {
                            int64_t ttl_s = 3600);
 
  private:
+  bool launch();  // true once the ready line was read
+
   ServerSpec spec_;
+  std::vector<std::string> extra_args_;
   std::string dir_;
   pid_t pid_ = -1;
   uint16_t http_port_ = 0;

@@ -1,0 +1,231 @@
+// Damaged data is loud and never costs a seq (docs/operations.md "Damaged data"):
+// a WAL cut after a clean stop loses nothing; a WAL damaged after a crash makes the
+// next start refuse (exit 1, a message that says what to do) unless the operator
+// accepts the loss, and then the epoch goes up, clients see it in `joined`, and
+// every channel's seq continues above any seq that may have been acknowledged; a
+// damaged table file is logged once per channel and counted.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/client.h"
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+ServerSpec spec() {
+  return spec_with_tenants(default_tenants_toml(
+      "publish_per_sec = 0\npublish_per_conn_sec = 0\n"
+      "\n[tenants.demo.namespaces.log]\nhistory = 1000000\n"));
+}
+
+// Bodies that do not compress away, so table files hold real data blocks.
+std::string body_of(size_t i) {
+  std::string pad;
+  uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
+  for (int k = 0; k < 40; ++k) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    pad += std::to_string(x % 1000000007);
+  }
+  return R"({"n":)" + std::to_string(i) + R"(,"pad":")" + pad + "\"}";
+}
+
+// Publishes n messages (ids m1..mn) with up to 64 in flight; id -> acked seq.
+std::map<std::string, int64_t> publish_n(Client& c, const std::string& ch, size_t n) {
+  std::map<std::string, int64_t> acked;
+  size_t sent = 0, done = 0;
+  while (done < n) {
+    while (sent < n && sent - done < 64) {
+      ++sent;
+      c.send(pub_frame(ch, "m" + std::to_string(sent), body_of(sent)));
+    }
+    auto o = c.next(10s);
+    if (!o) break;
+    const std::string op = op_of(*o);
+    if (op == "ack") {
+      acked[json_str(*o, "id").value_or("")] = json_int(*o, "seq").value_or(-1);
+      ++done;
+    } else if (op == "error") {
+      ADD_FAILURE() << *o;
+      ++done;
+    }
+  }
+  return acked;
+}
+
+// The store's files with this extension, largest number (newest) last.
+std::vector<std::string> store_files(const ServerProcess& s, const std::string& ext) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(s.dir() + "/data/store")) {
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void flip_bytes(const std::string& path, off_t at, int n) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  for (int i = 0; i < n; ++i) {
+    unsigned char b = 0;
+    ASSERT_EQ(::pread(fd, &b, 1, at + i), 1);
+    b ^= 0xFF;
+    ASSERT_EQ(::pwrite(fd, &b, 1, at + i), 1);
+  }
+  ::close(fd);
+}
+
+off_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+std::string metrics(const ServerProcess& s) {
+  return http_request(s.http_port(), "GET", "/metrics").body;
+}
+
+TEST(CorruptionTest, AWalCutAfterACleanStopLosesNothingAndNoSeqIsReused) {
+  ServerProcess server(spec());
+  server.start();
+  std::map<std::string, int64_t> acked;
+  {
+    auto c = connect_as(server.http_port(), "alice");
+    ASSERT_EQ(op_of(c->join("log:cut")), "joined");
+    acked = publish_n(*c, "log:cut", 3300);
+  }
+  ASSERT_EQ(acked.size(), 3300u);
+  server.terminate();
+  ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
+
+  const auto wals = store_files(server, ".log");
+  ASSERT_FALSE(wals.empty());
+  ASSERT_EQ(::truncate(wals.back().c_str(), file_size(wals.back()) / 2), 0);
+  server.start();
+
+  const auto history = http_history_all(server.http_port(), "log:cut");
+  ASSERT_EQ(history.size(), 3300u) << server.log();
+  for (const auto& m : history) {
+    EXPECT_EQ(json_int(m, "seq"), acked[json_str(m, "id").value_or("")]) << m;
+  }
+  auto c = connect_as(server.http_port(), "alice");
+  const std::string joined = c->join("log:cut");
+  EXPECT_EQ(json_int(joined, "seq"), 3300) << joined;
+  EXPECT_FALSE(json_int(joined, "epoch").has_value()) << joined;  // still epoch 1
+  c->send(pub_frame("log:cut", "next", "1"));
+  EXPECT_EQ(json_int(c->expect("ack"), "seq"), 3301);
+}
+
+TEST(CorruptionTest, ADamagedWalRefusesToStartUntilTheLossIsAcceptedThenSeqsJumpPastIt) {
+  ServerProcess server(spec());
+  server.start();
+  std::map<std::string, int64_t> acked;
+  {
+    auto c = connect_as(server.http_port(), "alice");
+    ASSERT_EQ(op_of(c->join("log:wal")), "joined");
+    acked = publish_n(*c, "log:wal", 3000);
+  }
+  ASSERT_EQ(acked.size(), 3000u);
+  int64_t max_acked = 0;
+  for (const auto& [id, seq] : acked) max_acked = std::max(max_acked, seq);
+  server.kill9();  // the WAL holds everything: nothing was flushed
+
+  const auto wals = store_files(server, ".log");
+  ASSERT_FALSE(wals.empty());
+  const off_t size = file_size(wals.back());
+  ASSERT_GT(size, 100000);
+  flip_bytes(wals.back(), size / 2, 8);
+
+  // Refuses, and says why and what to do.
+  EXPECT_EQ(server.start_expecting_exit(20s), 1) << server.log();
+  const std::string refused = server.log();
+  EXPECT_NE(refused.find("damaged data"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("accept_data_loss"), std::string::npos) << refused;
+
+  // Accepted: starts with what is readable, says so, and never reuses a seq.
+  server.set_extra_args({"--accept-data-loss"});
+  server.start();
+  EXPECT_NE(server.log().find("data loss accepted"), std::string::npos) << server.log();
+  std::string m = metrics(server);
+  EXPECT_NE(m.find("parley_store_data_loss_accepted 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("parley_store_epoch 2\n"), std::string::npos) << m;
+
+  const auto history = http_history_all(server.http_port(), "log:wal");
+  EXPECT_LT(history.size(), 3000u);
+  for (const auto& msg : history) {  // what survived is what was acknowledged
+    EXPECT_EQ(json_int(msg, "seq"), acked[json_str(msg, "id").value_or("")]) << msg;
+  }
+  auto c = connect_as(server.http_port(), "alice");
+  const std::string joined = c->join("log:wal", 0);
+  EXPECT_EQ(json_int(joined, "epoch"), 2) << joined;
+  EXPECT_FALSE(json_bool(joined, "recovered").value_or(true)) << joined;
+  EXPECT_GE(json_int(joined, "seq").value_or(0), max_acked) << joined;
+  c->send(pub_frame("log:wal", "after-loss", "1"));
+  const int64_t seq = json_int(c->expect("ack"), "seq").value_or(0);
+  EXPECT_GT(seq, max_acked);
+  // A channel nobody had written gets the new epoch too (its history may be lost).
+  EXPECT_EQ(json_int(c->join("chat:elsewhere"), "epoch"), 2);
+
+  // The next (clean) start needs no flag: the epoch stays, the seqs go on.
+  server.terminate();
+  ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
+  server.set_extra_args({});
+  server.start();
+  m = metrics(server);
+  EXPECT_NE(m.find("parley_store_data_loss_accepted 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("parley_store_epoch 2\n"), std::string::npos) << m;
+  auto d = connect_as(server.http_port(), "bob");
+  const std::string again = d->join("log:wal");
+  EXPECT_EQ(json_int(again, "epoch"), 2) << again;
+  EXPECT_EQ(json_int(again, "seq"), seq) << again;
+}
+
+TEST(CorruptionTest, ADamagedTableIsLoggedOncePerChannelAndCounted) {
+  ServerProcess server(spec());
+  server.start();
+  {
+    auto c = connect_as(server.http_port(), "alice");
+    ASSERT_EQ(op_of(c->join("log:sst")), "joined");
+    ASSERT_EQ(publish_n(*c, "log:sst", 2000).size(), 2000u);
+  }
+  server.terminate();  // a clean stop flushes everything into a table file
+  ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
+  const auto tables = store_files(server, ".sst");
+  ASSERT_FALSE(tables.empty());
+  std::string biggest = tables.front();
+  for (const auto& t : tables) {
+    if (file_size(t) > file_size(biggest)) biggest = t;
+  }
+  flip_bytes(biggest, file_size(biggest) / 3, 16);
+
+  server.start();
+  for (int i = 0; i < 3; ++i) {
+    auto r = http_request(server.http_port(), "GET", "/v1/history?ch=log:sst&after=0&limit=1000",
+                          "", kDemoApiKey);
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(r.body.find('/'), std::string::npos) << r.body;  // no path to the client
+  }
+  const std::string log = server.log();
+  EXPECT_EQ(count_of(log, "unreadable data in channel log:sst"), 1u) << log;
+  const std::string m = metrics(server);
+  EXPECT_EQ(m.find("parley_store_unreadable_reads_total 0\n"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace parley::testing
