@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -20,6 +21,7 @@ namespace parley::server {
 
 namespace {
 constexpr auto kHubSweepPeriod = std::chrono::seconds(10);
+constexpr size_t kTrimAfterChannels = 10'000;
 constexpr int kDrainGraceMs = 2000;  // appends in flight
 constexpr int kDrainCloseMs = 3000;  // close handshakes
 constexpr int kDrainUpstreamMs = 2000;  // events still queued for app servers
@@ -252,8 +254,28 @@ void Server::arm_hub_sweep() {
     if (ec) return;
     hub_->sweep();
     ephemeral_->sweep(wall_ms());
+    return_freed_memory();
     arm_hub_sweep();
   });
+}
+
+void Server::return_freed_memory() {
+  // Channels the sweeps dropped free their state, but glibc keeps the pages of
+  // freed small chunks in its arenas: after a churn of 1,000,000 channels the
+  // process stayed at 1.1 GB RSS with no channel left, and 87 MB after one
+  // malloc_trim. So once many channels have gone since the last trim, trim (it
+  // walks the free lists: milliseconds per GB, on loop 0 every few sweeps at most).
+  const size_t held = hub_->channel_count() + ephemeral_->channel_count() +
+                      (embedded_ ? embedded_->channels_tracked() : 0);
+  peak_channels_ = std::max(peak_channels_, held);
+  if (peak_channels_ - held < kTrimAfterChannels) return;
+#ifdef __GLIBC__
+  const int64_t start = steady_ns();
+  malloc_trim(0);
+  spdlog::debug("malloc_trim after {} channels went: {} ms", peak_channels_ - held,
+                (steady_ns() - start) / 1'000'000);
+#endif
+  peak_channels_ = held;
 }
 
 uint16_t Server::http_port() const { return http_listener_ ? http_listener_->port() : 0; }

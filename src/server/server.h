@@ -62,6 +62,9 @@ class Server {
   // channels, the ephemeral store old history and forgotten channels.
   void arm_hub_sweep();
   int64_t idle_ms() const { return int64_t{config_.channel_idle_s} * 1000; }
+  // Loop 0, after the sweeps: malloc_trim once many channels have been dropped.
+  void return_freed_memory();
+  size_t peak_channels_ = 0;  // loop 0: most channels held since the last trim
 
   ServerConfig config_;
   std::unique_ptr<store::Store> durable_;
