@@ -52,6 +52,9 @@ int serve(const std::vector<std::string>& argv) {
   if (!cfg) return config_error(cfg.error());
   if (args->accept_data_loss) cfg->accept_data_loss = true;
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
+  // Log lines are rare (start, stop, faults) and must reach a supervisor's pipe
+  // when they happen, not when the process exits: stdio buffers a pipe fully.
+  spdlog::flush_on(spdlog::level::info);
   parley::server::apply_log_format(cfg->log_format);
   // Signals are taken by sigwait in the main thread only: block them before
   // any loop thread starts, so every thread inherits the mask.
