@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -18,6 +19,26 @@
 #include "protocol/decoder.h"
 
 namespace parley::server {
+
+namespace {
+// Descriptors kept for everything but client sockets: the store (RocksDB's
+// max_open_files of 256, WALs, MANIFEST, directories), listeners, the loops' epoll
+// and eventfds, upstream connections. Without them, idle sockets at the process
+// limit left RocksDB no descriptor for its next WAL (issue 11, finding 2).
+constexpr uint64_t kFdsKeptFromSockets = 384;
+
+// max_connections, lowered to what RLIMIT_NOFILE leaves for sockets.
+uint32_t connection_limit(uint32_t configured) {
+  struct rlimit rl {};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return configured;
+  const uint64_t room = rl.rlim_cur > kFdsKeptFromSockets + 64 ? rl.rlim_cur - kFdsKeptFromSockets : 64;
+  if (configured <= room) return configured;
+  spdlog::warn("server.max_connections {} lowered to {}: the process may open {} files and "
+               "keeps {} for the store and the server itself",
+               configured, room, static_cast<uint64_t>(rl.rlim_cur), kFdsKeptFromSockets);
+  return static_cast<uint32_t>(room);
+}
+}  // namespace
 
 namespace {
 constexpr auto kHubSweepPeriod = std::chrono::seconds(10);
@@ -95,7 +116,7 @@ void Server::create_services() {
   session::GatewayOptions go;
   go.heartbeat_ms = config_.heartbeat_ms;
   go.hello_timeout_ms = config_.hello_timeout_ms;
-  go.max_connections = config_.max_connections;
+  go.max_connections = connection_limit(config_.max_connections);
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +77,10 @@ bool ServerProcess::launch() {
     // PARLEY_TEST_BIN runs the suite against another build (e.g. a sanitizer one).
     const char* env_bin = std::getenv("PARLEY_TEST_BIN");
     const char* bin = env_bin && *env_bin ? env_bin : PARLEY_BIN;
+    if (fd_limit_ > 0) {
+      struct rlimit rl {fd_limit_, fd_limit_};
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
     std::vector<const char*> argv = {bin, "serve", "--config", cfg.c_str()};
     for (const auto& a : extra_args_) argv.push_back(a.c_str());
     argv.push_back(nullptr);

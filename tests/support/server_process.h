@@ -52,6 +52,8 @@ class ServerProcess {
   int start_expecting_exit(std::chrono::milliseconds timeout);
   // More `parley serve` arguments for the starts after this call.
   void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
+  // RLIMIT_NOFILE of the servers started after this call (0: inherited).
+  void set_fd_limit(uint64_t n) { fd_limit_ = n; }
   void restart() { start(); } // same config and data folder
   void kill9();               // SIGKILL, then reaps
   void terminate();           // SIGTERM only
@@ -78,6 +80,7 @@ class ServerProcess {
 
   ServerSpec spec_;
   std::vector<std::string> extra_args_;
+  uint64_t fd_limit_ = 0;
   std::string dir_;
   pid_t pid_ = -1;
   uint16_t http_port_ = 0;
