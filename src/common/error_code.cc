@@ -13,6 +13,9 @@ std::string_view wire_name(ErrorCode code) {
     case ErrorCode::kQuotaExceeded: return "quota_exceeded";
     case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kStaleGeneration: return "stale_generation";
+    case ErrorCode::kOutOfRange: return "out_of_range";
   }
   return "internal";
 }
@@ -28,6 +31,9 @@ int http_status(ErrorCode code) {
     case ErrorCode::kBackpressure: return 503;
     case ErrorCode::kUnavailable: return 503;
     case ErrorCode::kInternal: return 500;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kStaleGeneration: return 409;
+    case ErrorCode::kOutOfRange: return 400;
   }
   return 500;
 }

@@ -1,6 +1,7 @@
 // Client-visible error codes of PROTOCOL.md, and their texts, in one place.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace parley {
@@ -15,8 +16,20 @@ enum class ErrorCode {
   kQuotaExceeded,
   kUnavailable,
   kInternal,
+  // Event streams (PROTOCOL.md "Event streams and leaderboards").
+  kNotFound,         // unknown topic, board, partition or group
+  kStaleGeneration,  // a commit with another gen, or from outside the group
+  kOutOfRange,       // an offset outside what a partition holds; carries p/earliest/latest
 };
-inline constexpr int kErrorCodeCount = 9;
+inline constexpr int kErrorCodeCount = 12;
+
+// What an out_of_range answer carries besides code and msg (PROTOCOL.md): the
+// partition, its first kept offset and the log's end + 1.
+struct OffsetRange {
+  uint32_t p = 0;
+  uint64_t earliest = 0;
+  uint64_t latest = 0;
+};
 
 // The wire name, e.g. "rate_limited".
 std::string_view wire_name(ErrorCode code);

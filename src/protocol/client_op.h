@@ -5,10 +5,26 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace parley::protocol {
 
-enum class OpKind { kHello, kJoin, kLeave, kPub, kState, kUp, kHistory, kPing };
+enum class OpKind {
+  kHello, kJoin, kLeave, kPub, kState, kUp, kHistory, kPing,
+  // Event streams (PROTOCOL.md "Event streams and leaderboards").
+  kEmit, kTail, kConsume, kCommit, kRank,
+};
+
+// One event of an `emit`, validated.
+struct EmitEvent {
+  std::string key;   // 1-128 chars: picks the partition
+  std::string type;  // 1-128 chars
+  std::string id;    // empty: not deduplicated
+  std::string body;  // minified JSON text as written
+};
+
+// Where a `tail` starts.
+enum class TailFrom { kLatest, kEarliest, kOffset };
 
 struct ClientOp {
   OpKind kind = OpKind::kPing;
@@ -16,9 +32,11 @@ struct ClientOp {
   // Echoed verbatim in every reply to this op.
   std::string rid;
 
-  // hello
+  // hello: exactly one of token / api_key (the api key only on TCP and Unix;
+  // the session checks the transport).
   int64_t v = 0;
   std::string token;
+  std::string api_key;
 
   // join / leave / pub / state / up / history
   std::string ch;
@@ -34,11 +52,30 @@ struct ClientOp {
   std::optional<uint64_t> after;
   std::optional<uint64_t> before;
   uint32_t limit = 50;  // capped at kHistoryMaxLimit
+
+  // emit / tail / consume / commit, and leave when `topic` is set (then `ch` is empty).
+  std::string topic;
+  std::string group;               // consume, commit; leave: optional
+  std::vector<EmitEvent> events;   // emit: 1-kMaxEmitEvents
+  std::optional<uint32_t> p;       // tail (optional), commit (required)
+  TailFrom from = TailFrom::kLatest;
+  uint64_t from_off = 0;           // TailFrom::kOffset
+  uint64_t gen = 0;                // commit
+  uint64_t off = 0;                // commit
+  // rank
+  std::string board;
+  std::string member;
+  uint32_t around = 5;             // capped at kMaxRankAround
+  std::optional<std::string> round;
 };
 
 inline constexpr uint32_t kHistoryDefaultLimit = 50;
 inline constexpr uint32_t kHistoryMaxLimit = 1000;
 inline constexpr size_t kMaxIdLength = 64;       // pub id, state key, user id
 inline constexpr size_t kMaxChannelLength = 128;
+inline constexpr size_t kMaxEmitEvents = 1000;
+inline constexpr size_t kMaxEventNameLength = 128;  // an event's key and type, a board member
+inline constexpr uint32_t kDefaultRankAround = 5;
+inline constexpr uint32_t kMaxRankAround = 100;
 
 }  // namespace parley::protocol

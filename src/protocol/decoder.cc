@@ -20,11 +20,16 @@ using simdjson::dom::element;
 // The fields any op reads. Everything else in a frame is ignored.
 enum Field : size_t {
   kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
+  // event streams
+  kApiKey, kTopic, kEvents, kType, kP, kFrom, kGroup, kGen, kOff, kBoard, kMember, kAround,
+  kRound,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
-    "key",   "body",  "after",  "before", "limit", "user", "conn"};
+    "key",   "body",  "after",  "before", "limit", "user", "conn",
+    "api_key", "topic", "events", "type", "p", "from", "group", "gen", "off", "board",
+    "member", "around", "round"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -38,7 +43,8 @@ struct Fields {
   std::array<element, kFieldCount> value;
   std::array<bool, kFieldCount> present{};
   std::array<bool, kFieldCount> duplicated{};
-  size_t body_member = 0;  // index of `body` among all members, for raw_member_value
+  // Index of each field among all members, for raw_member_value.
+  std::array<size_t, kFieldCount> member_index{};
   std::optional<Field> first_duplicate;
 
   bool has(Field f) const { return present[f]; }
@@ -56,7 +62,7 @@ Fields gather(const simdjson::dom::object& obj) {
       } else {
         fields.present[*f] = true;
         fields.value[*f] = value;
-        if (*f == kBody) fields.body_member = member;
+        fields.member_index[*f] = member;
       }
     }
     ++member;
@@ -174,7 +180,7 @@ std::optional<Error> read_limit(const Fields& fields, uint32_t& limit) {
 std::optional<Error> read_body(const Fields& fields, std::string_view frame,
                                const DecodeLimits& limits, std::string& body) {
   if (!fields.has(kBody)) return missing(kBody);
-  const auto raw = raw_member_value(frame, fields.body_member);
+  const auto raw = raw_member_value(frame, fields.member_index[kBody]);
   if (!raw) return Error{ErrorCode::kInternal, "body not found in a validated frame"};
   body.resize(raw->size());
   size_t len = 0;
@@ -195,6 +201,12 @@ std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
   // or non-integer v is other than 1 too, so it decodes as v = 0 and the
   // session, not the decoder, answers every unsupported version alike.
   if (!fields.has(kV) || fields[kV].get_int64().get(op.v)) op.v = 0;
+  if (fields.has(kApiKey)) {
+    if (fields.has(kToken)) return bad_request("hello takes token or api_key, not both");
+    if (auto e = read_string(fields, kApiKey, op.api_key)) return e;
+    if (op.api_key.empty()) return bad_request("api_key must not be empty");
+    return std::nullopt;
+  }
   return read_string(fields, kToken, op.token);
 }
 
@@ -208,11 +220,164 @@ std::optional<Error> read_history(const Fields& fields, ClientOp& op) {
   return read_limit(fields, op.limit);
 }
 
+// A topic name: the channel-name rules (PROTOCOL.md).
+std::optional<Error> read_topic(const Fields& fields, std::string& topic) {
+  if (!fields.has(kTopic)) return missing(kTopic);
+  std::string_view s;
+  if (fields[kTopic].get_string().get(s)) return bad_request("topic must be a string");
+  if (!is_valid_channel(s)) return bad_request("bad topic name");
+  topic.assign(s);
+  return std::nullopt;
+}
+
+// An event's key or type, a board's member: 1-128 chars, no control characters.
+std::optional<Error> read_name(const Fields& fields, Field f, std::string& out,
+                               std::string_view where = {}) {
+  if (!fields.has(f)) return bad_request(std::string(where) + "missing " + std::string(kFieldNames[f]));
+  std::string_view s;
+  if (fields[f].get_string().get(s) || s.empty() || code_points(s) > kMaxEventNameLength) {
+    return bad_request(std::string(where) + field_msg(f, "must be a string of 1-128 chars"));
+  }
+  if (has_control_chars(s)) {
+    return bad_request(std::string(where) + field_msg(f, "must not contain control characters"));
+  }
+  out.assign(s);
+  return std::nullopt;
+}
+
+// A non-negative integer up to 2^63-1 (an offset or generation), required.
+std::optional<Error> read_count(const Fields& fields, Field f, uint64_t& out) {
+  if (!fields.has(f)) return missing(f);
+  std::optional<uint64_t> v;
+  if (auto e = read_seq(fields, f, v)) return e;
+  out = *v;
+  return std::nullopt;
+}
+
+std::optional<Error> read_partition(const Fields& fields, std::optional<uint32_t>& p) {
+  if (!fields.has(kP)) return std::nullopt;
+  int64_t v = 0;
+  if (fields[kP].get_int64().get(v) || v < 0 || v > 0xFFFFFFFFll) {
+    return bad_request("p must be a non-negative integer");
+  }
+  p = static_cast<uint32_t>(v);
+  return std::nullopt;
+}
+
+// `events` of an emit: 1-1000 objects {key, type, body, id?}. One invalid event
+// fails the whole emit (PROTOCOL.md), and the message says which one.
+std::optional<Error> read_events(const Fields& fields, std::string_view frame,
+                                 const DecodeLimits& limits, std::vector<EmitEvent>& out) {
+  if (!fields.has(kEvents)) return missing(kEvents);
+  simdjson::dom::array arr;
+  if (fields[kEvents].get_array().get(arr)) return bad_request("events must be an array");
+  const size_t n = arr.size();
+  if (n == 0 || n > kMaxEmitEvents) return bad_request("events must hold 1-1000 events");
+  const auto raw_events = raw_member_value(frame, fields.member_index[kEvents]);
+  thread_local std::vector<std::string_view> raw;
+  if (!raw_events || !raw_array_elements(*raw_events, raw) || raw.size() != n) {
+    return Error{ErrorCode::kInternal, "events not found in a validated frame"};
+  }
+  out.clear();
+  out.reserve(n);
+  size_t i = 0;
+  for (element el : arr) {
+    const std::string where = "events[" + std::to_string(i) + "]: ";
+    simdjson::dom::object obj;
+    if (el.get_object().get(obj)) return bad_request(where + "an event must be an object");
+    const Fields ev = gather(obj);
+    for (Field f : {kKey, kType, kBody, kId}) {
+      if (ev.duplicated[f]) return bad_request(where + "duplicate field " + std::string(kFieldNames[f]));
+    }
+    EmitEvent e;
+    if (auto err = read_name(ev, kKey, e.key, where)) return err;
+    if (auto err = read_name(ev, kType, e.type, where)) return err;
+    if (ev.has(kId)) {
+      if (auto err = read_id(ev, kId, e.id)) return bad_request(where + err->msg);
+    }
+    if (auto err = read_body(ev, raw[i], limits, e.body)) {
+      if (err->code == ErrorCode::kBadRequest) return bad_request(where + err->msg);
+      return err;
+    }
+    out.push_back(std::move(e));
+    ++i;
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> read_tail(const Fields& fields, ClientOp& op) {
+  if (auto e = read_topic(fields, op.topic)) return e;
+  if (auto e = read_partition(fields, op.p)) return e;
+  op.from = TailFrom::kLatest;
+  if (!fields.has(kFrom)) return std::nullopt;
+  std::string_view s;
+  if (!fields[kFrom].get_string().get(s)) {
+    if (s == "earliest") {
+      op.from = TailFrom::kEarliest;
+    } else if (s != "latest") {
+      return bad_request("from must be an offset, \"earliest\" or \"latest\"");
+    }
+    return std::nullopt;
+  }
+  std::optional<uint64_t> off;
+  if (read_seq(fields, kFrom, off)) {
+    return bad_request("from must be an offset, \"earliest\" or \"latest\"");
+  }
+  op.from = TailFrom::kOffset;
+  op.from_off = *off;
+  return std::nullopt;
+}
+
+std::optional<Error> read_commit(const Fields& fields, ClientOp& op) {
+  if (auto e = read_topic(fields, op.topic)) return e;
+  if (auto e = read_id(fields, kGroup, op.group)) return e;
+  if (auto e = read_count(fields, kGen, op.gen)) return e;
+  if (!fields.has(kP)) return missing(kP);
+  if (auto e = read_partition(fields, op.p)) return e;
+  return read_count(fields, kOff, op.off);
+}
+
+// A round: a string, or an integer (numeric rounds become strings, PROTOCOL.md).
+std::optional<Error> read_round(const Fields& fields, std::optional<std::string>& round) {
+  if (!fields.has(kRound)) return std::nullopt;
+  std::string_view s;
+  int64_t i = 0;
+  if (!fields[kRound].get_string().get(s)) {
+    if (s.empty() || code_points(s) > kMaxEventNameLength || has_control_chars(s)) {
+      return bad_request("round must be a string of 1-128 chars or an integer");
+    }
+    round.emplace(s);
+  } else if (!fields[kRound].get_int64().get(i)) {
+    round.emplace(std::to_string(i));
+  } else {
+    return bad_request("round must be a string of 1-128 chars or an integer");
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> read_rank(const Fields& fields, ClientOp& op) {
+  if (!fields.has(kBoard)) return missing(kBoard);
+  std::string_view board;
+  if (fields[kBoard].get_string().get(board)) return bad_request("board must be a string");
+  if (!is_valid_channel(board)) return bad_request("bad board name");
+  op.board.assign(board);
+  if (auto e = read_name(fields, kMember, op.member)) return e;
+  op.around = kDefaultRankAround;
+  if (fields.has(kAround)) {
+    uint64_t v = 0;
+    if (fields[kAround].get_uint64().get(v)) return bad_request("around must be a non-negative integer");
+    op.around = v > kMaxRankAround ? kMaxRankAround : static_cast<uint32_t>(v);
+  }
+  return read_round(fields, op.round);
+}
+
 std::optional<OpKind> op_kind(std::string_view name) {
   static constexpr std::pair<std::string_view, OpKind> kOps[] = {
       {"hello", OpKind::kHello}, {"join", OpKind::kJoin},   {"leave", OpKind::kLeave},
       {"pub", OpKind::kPub},     {"state", OpKind::kState}, {"up", OpKind::kUp},
-      {"history", OpKind::kHistory}, {"ping", OpKind::kPing}};
+      {"history", OpKind::kHistory}, {"ping", OpKind::kPing}, {"emit", OpKind::kEmit},
+      {"tail", OpKind::kTail},   {"consume", OpKind::kConsume}, {"commit", OpKind::kCommit},
+      {"rank", OpKind::kRank}};
   for (const auto& [n, kind] : kOps) {
     if (n == name) return kind;
   }
@@ -235,6 +400,12 @@ std::optional<Error> read_op(const Fields& fields, std::string_view frame,
       if (auto e = read_channel(fields, op.ch)) return e;
       return read_seq(fields, kSince, op.since);
     case OpKind::kLeave:
+      if (fields.has(kTopic)) {
+        if (fields.has(kCh)) return bad_request("leave takes ch or topic, not both");
+        if (auto e = read_topic(fields, op.topic)) return e;
+        if (!fields.has(kGroup)) return std::nullopt;
+        return read_id(fields, kGroup, op.group);
+      }
       return read_channel(fields, op.ch);
     case OpKind::kPub:
       if (auto e = read_channel(fields, op.ch)) return e;
@@ -251,6 +422,18 @@ std::optional<Error> read_op(const Fields& fields, std::string_view frame,
       return read_history(fields, op);
     case OpKind::kPing:
       return std::nullopt;
+    case OpKind::kEmit:
+      if (auto e = read_topic(fields, op.topic)) return e;
+      return read_events(fields, frame, limits, op.events);
+    case OpKind::kTail:
+      return read_tail(fields, op);
+    case OpKind::kConsume:
+      if (auto e = read_topic(fields, op.topic)) return e;
+      return read_id(fields, kGroup, op.group);
+    case OpKind::kCommit:
+      return read_commit(fields, op);
+    case OpKind::kRank:
+      return read_rank(fields, op);
   }
   return bad_request("unknown op");
 }

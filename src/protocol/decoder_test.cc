@@ -407,3 +407,191 @@ TEST(DecodeTooLarge, NeverEchoesTheBody) {
 
 }  // namespace
 }  // namespace parley::protocol
+
+// --- event streams (PROTOCOL.md "Event streams and leaderboards") ---------
+
+namespace parley::protocol {
+namespace {
+
+TEST(DecodeHelloApiKey, ReadsTheApiKeyInsteadOfAToken) {
+  const auto op = decode_ok(R"({"op":"hello","v":1,"api_key":"k1","rid":1})");
+  EXPECT_EQ(op.kind, OpKind::kHello);
+  EXPECT_EQ(op.api_key, "k1");
+  EXPECT_TRUE(op.token.empty());
+}
+
+TEST(DecodeHelloApiKey, RejectsBothOrAnEmptyKey) {
+  expect_bad_request(R"({"op":"hello","v":1,"api_key":"k","token":"t"})",
+                     "hello takes token or api_key, not both");
+  expect_bad_request(R"({"op":"hello","v":1,"api_key":""})", "api_key must not be empty");
+  expect_bad_request(R"({"op":"hello","v":1,"api_key":5})", "api_key must be a string");
+}
+
+TEST(DecodeEmit, ReadsEventsInOrderWithBodiesAsWritten) {
+  const auto op = decode_ok(
+      R"({"op":"emit","rid":4,"topic":"hunt","events":[)"
+      R"({"key":"player-9","type":"pick","body":{"item": 1.50 ,"s":"\u0041"},"id":"e-77"},)"
+      R"( {"body":[1, 2],"type":"join","key":"p2"}]})");
+  EXPECT_EQ(op.kind, OpKind::kEmit);
+  EXPECT_EQ(op.topic, "hunt");
+  ASSERT_EQ(op.events.size(), 2u);
+  EXPECT_EQ(op.events[0].key, "player-9");
+  EXPECT_EQ(op.events[0].type, "pick");
+  EXPECT_EQ(op.events[0].id, "e-77");
+  EXPECT_EQ(op.events[0].body, R"({"item":1.50,"s":"\u0041"})");
+  EXPECT_EQ(op.events[1].key, "p2");
+  EXPECT_EQ(op.events[1].id, "");
+  EXPECT_EQ(op.events[1].body, "[1,2]");
+}
+
+TEST(DecodeEmit, AcceptsAThousandEventsAndNoMore) {
+  std::string events;
+  for (int i = 0; i < 1000; ++i) {
+    events += (i ? "," : "");
+    events += R"({"key":"k","type":"t","body":)" + std::to_string(i) + "}";
+  }
+  const auto op = decode_ok(R"({"op":"emit","topic":"t","events":[)" + events + "]}");
+  ASSERT_EQ(op.events.size(), 1000u);
+  EXPECT_EQ(op.events[999].body, "999");
+  expect_bad_request(R"({"op":"emit","topic":"t","events":[)" + events +
+                         R"(,{"key":"k","type":"t","body":1}]})",
+                     "events must hold 1-1000 events");
+  expect_bad_request(R"({"op":"emit","topic":"t","events":[]})", "events must hold 1-1000 events");
+}
+
+TEST(DecodeEmit, OneBadEventFailsTheWholeEmitAndNamesIt) {
+  const std::string ok = R"({"key":"k","type":"t","body":1})";
+  auto emit = [&](std::string_view bad) {
+    return R"({"op":"emit","rid":"r","topic":"t","events":[)" + ok + "," + std::string(bad) + "]}";
+  };
+  expect_bad_request(emit(R"({"type":"t","body":1})"), "events[1]: missing key", R"("r")");
+  expect_bad_request(emit(R"({"key":"","type":"t","body":1})"),
+                     "events[1]: key must be a string of 1-128 chars", R"("r")");
+  expect_bad_request(emit(R"({"key":"k","type":7,"body":1})"),
+                     "events[1]: type must be a string of 1-128 chars", R"("r")");
+  expect_bad_request(emit(R"({"key":"k","type":")" + std::string(129, 't') + R"(","body":1})"),
+                     "events[1]: type must be a string of 1-128 chars", R"("r")");
+  expect_bad_request(emit(R"({"key":"k","type":"t"})"), "events[1]: missing body", R"("r")");
+  expect_bad_request(emit(R"({"key":"k","type":"t","body":1,"id":""})"),
+                     "events[1]: id must be a string of 1-64 chars", R"("r")");
+  expect_bad_request(emit(R"({"key":"k\u0000","type":"t","body":1})"),
+                     "events[1]: key must not contain control characters", R"("r")");
+  expect_bad_request(emit(R"({"key":"k","key":"j","type":"t","body":1})"),
+                     "events[1]: duplicate field key", R"("r")");
+  expect_bad_request(emit("5"), "events[1]: an event must be an object", R"("r")");
+  expect_bad_request(R"({"op":"emit","topic":"t","events":{}})", "events must be an array");
+  expect_bad_request(R"({"op":"emit","topic":"t"})", "missing events");
+}
+
+TEST(DecodeEmit, ChecksTheTopicName) {
+  expect_bad_request(R"({"op":"emit","events":[{"key":"k","type":"t","body":1}]})", "missing topic");
+  expect_bad_request(R"({"op":"emit","topic":"a b","events":[{"key":"k","type":"t","body":1}]})",
+                     "bad topic name");
+  expect_bad_request(R"({"op":"emit","topic":3,"events":[{"key":"k","type":"t","body":1}]})",
+                     "topic must be a string");
+}
+
+TEST(DecodeEmit, AnEventBodyOverTheLimitIsTooLarge) {
+  DecodeLimits limits;
+  limits.max_message_bytes = 64;
+  const std::string frame = R"({"op":"emit","rid":1,"topic":"t","events":[{"key":"k","type":"t","body":")" +
+                            std::string(80, 'x') + R"("}]})";
+  const auto f = decode_fail(frame, limits);
+  EXPECT_EQ(f.error.code, ErrorCode::kTooLarge);
+  EXPECT_EQ(f.rid, "1");
+}
+
+TEST(DecodeTail, DefaultsToLatestOnEveryPartition) {
+  const auto op = decode_ok(R"({"op":"tail","topic":"hunt"})");
+  EXPECT_EQ(op.kind, OpKind::kTail);
+  EXPECT_EQ(op.from, TailFrom::kLatest);
+  EXPECT_FALSE(op.p.has_value());
+}
+
+TEST(DecodeTail, ReadsPartitionAndEachFormOfFrom) {
+  auto op = decode_ok(R"({"op":"tail","topic":"hunt","p":3,"from":41})");
+  EXPECT_EQ(op.p, 3u);
+  EXPECT_EQ(op.from, TailFrom::kOffset);
+  EXPECT_EQ(op.from_off, 41u);
+  EXPECT_EQ(decode_ok(R"({"op":"tail","topic":"h","from":"earliest"})").from, TailFrom::kEarliest);
+  EXPECT_EQ(decode_ok(R"({"op":"tail","topic":"h","from":"latest"})").from, TailFrom::kLatest);
+  EXPECT_EQ(decode_ok(R"({"op":"tail","topic":"h","from":0})").from_off, 0u);
+}
+
+TEST(DecodeTail, RejectsBadPartitionAndFrom) {
+  const std::string from_msg = R"(from must be an offset, "earliest" or "latest")";
+  expect_bad_request(R"({"op":"tail","topic":"h","from":"first"})", from_msg);
+  expect_bad_request(R"({"op":"tail","topic":"h","from":-1})", from_msg);
+  expect_bad_request(R"({"op":"tail","topic":"h","from":1.5})", from_msg);
+  expect_bad_request(R"({"op":"tail","topic":"h","p":-1})", "p must be a non-negative integer");
+  expect_bad_request(R"({"op":"tail","topic":"h","p":"1"})", "p must be a non-negative integer");
+  expect_bad_request(R"({"op":"tail","topic":"h","p":4294967296})", "p must be a non-negative integer");
+}
+
+TEST(DecodeConsume, ReadsTopicAndGroup) {
+  const auto op = decode_ok(R"({"op":"consume","topic":"hunt","group":"scorers","rid":2})");
+  EXPECT_EQ(op.kind, OpKind::kConsume);
+  EXPECT_EQ(op.group, "scorers");
+  expect_bad_request(R"({"op":"consume","topic":"hunt"})", "missing group");
+  expect_bad_request(R"({"op":"consume","topic":"hunt","group":""})",
+                     "group must be a string of 1-64 chars");
+  expect_bad_request(R"({"op":"consume","topic":"hunt","group":")" + std::string(65, 'g') + "\"}",
+                     "group must be a string of 1-64 chars");
+}
+
+TEST(DecodeCommit, ReadsEveryField) {
+  const auto op = decode_ok(R"({"op":"commit","topic":"hunt","group":"g","gen":3,"p":0,"off":41})");
+  EXPECT_EQ(op.kind, OpKind::kCommit);
+  EXPECT_EQ(op.gen, 3u);
+  EXPECT_EQ(op.p, 0u);
+  EXPECT_EQ(op.off, 41u);
+}
+
+TEST(DecodeCommit, EveryFieldIsRequiredAndTyped) {
+  expect_bad_request(R"({"op":"commit","topic":"h","group":"g","p":0,"off":1})", "missing gen");
+  expect_bad_request(R"({"op":"commit","topic":"h","group":"g","gen":1,"off":1})", "missing p");
+  expect_bad_request(R"({"op":"commit","topic":"h","group":"g","gen":1,"p":0})", "missing off");
+  expect_bad_request(R"({"op":"commit","topic":"h","group":"g","gen":1,"p":0,"off":-2})",
+                     "off must be a non-negative integer");
+  expect_bad_request(R"({"op":"commit","topic":"h","group":"g","gen":"1","p":0,"off":2})",
+                     "gen must be a non-negative integer");
+}
+
+TEST(DecodeRank, ReadsBoardMemberAroundAndRound) {
+  auto op = decode_ok(R"({"op":"rank","board":"hunt","member":"p7","around":2,"round":"r12"})");
+  EXPECT_EQ(op.kind, OpKind::kRank);
+  EXPECT_EQ(op.board, "hunt");
+  EXPECT_EQ(op.member, "p7");
+  EXPECT_EQ(op.around, 2u);
+  EXPECT_EQ(op.round, "r12");
+  op = decode_ok(R"({"op":"rank","board":"hunt","member":"p7","round":12})");
+  EXPECT_EQ(op.around, 5u);
+  EXPECT_EQ(op.round, "12");
+  EXPECT_EQ(decode_ok(R"({"op":"rank","board":"b","member":"m","around":100000})").around, 100u);
+  EXPECT_FALSE(decode_ok(R"({"op":"rank","board":"b","member":"m"})").round.has_value());
+}
+
+TEST(DecodeRank, RejectsBadFields) {
+  expect_bad_request(R"({"op":"rank","member":"m"})", "missing board");
+  expect_bad_request(R"({"op":"rank","board":"b"})", "missing member");
+  expect_bad_request(R"({"op":"rank","board":"b","member":"m","around":-1})",
+                     "around must be a non-negative integer");
+  expect_bad_request(R"({"op":"rank","board":"b","member":"m","round":1.5})",
+                     "round must be a string of 1-128 chars or an integer");
+  expect_bad_request(R"({"op":"rank","board":"b","member":"m","round":""})",
+                     "round must be a string of 1-128 chars or an integer");
+}
+
+TEST(DecodeLeaveTopic, ReadsTopicAndOptionalGroup) {
+  auto op = decode_ok(R"({"op":"leave","topic":"hunt"})");
+  EXPECT_EQ(op.kind, OpKind::kLeave);
+  EXPECT_EQ(op.topic, "hunt");
+  EXPECT_TRUE(op.ch.empty());
+  EXPECT_TRUE(op.group.empty());
+  op = decode_ok(R"({"op":"leave","topic":"hunt","group":"g"})");
+  EXPECT_EQ(op.group, "g");
+  expect_bad_request(R"({"op":"leave","topic":"hunt","ch":"c"})", "leave takes ch or topic, not both");
+}
+
+}  // namespace
+}  // namespace parley::protocol

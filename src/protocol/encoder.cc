@@ -142,6 +142,26 @@ void encode_error(std::string& out, std::string_view rid, const Error& e) {
   w.end_object();
 }
 
+void encode_out_of_range(std::string& out, std::string_view rid, std::string_view msg,
+                         const OffsetRange& range) {
+  JsonWriter w(out);
+  begin(w, "error", rid)
+      .field("code", wire_name(ErrorCode::kOutOfRange))
+      .field("msg", msg)
+      .field_unum("p", range.p)
+      .field_unum("earliest", range.earliest)
+      .field_unum("latest", range.latest)
+      .end_object();
+}
+
+void encode_left_topic(std::string& out, std::string_view rid, std::string_view topic,
+                       std::string_view group) {
+  JsonWriter w(out);
+  begin(w, "left", rid).field("topic", topic);
+  if (!group.empty()) w.field("group", group);
+  w.end_object();
+}
+
 void encode_bye(std::string& out, std::string_view code, int reconnect_ms) {
   JsonWriter w(out);
   begin(w, "bye").field("code", code);

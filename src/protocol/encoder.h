@@ -46,6 +46,9 @@ void encode_joined(std::string& out, std::string_view rid, std::string_view ch, 
                    bool recovered, const std::span<const std::string>* members,
                    uint32_t epoch = 1);
 void encode_left(std::string& out, std::string_view rid, std::string_view ch);
+// {"op":"left","rid","topic","group"?}: a `leave` of a topic's tail or group.
+void encode_left_topic(std::string& out, std::string_view rid, std::string_view topic,
+                       std::string_view group);
 void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
                 uint64_t seq, bool dup);
 // {"op":"history","rid","ch","msgs":[...]}: `msgs_json` is the comma-joined encoded msgs.
@@ -54,6 +57,9 @@ void encode_history(std::string& out, std::string_view rid, std::string_view ch,
 void encode_pong(std::string& out, std::string_view rid);
 // {"op":"error","rid"?,"code","msg","retry_ms"?}
 void encode_error(std::string& out, std::string_view rid, const Error& e);
+// {"op":"error","rid"?,"code":"out_of_range","msg","p","earliest","latest"}
+void encode_out_of_range(std::string& out, std::string_view rid, std::string_view msg,
+                         const OffsetRange& range);
 // {"op":"bye","code","reconnect_ms"?}
 void encode_bye(std::string& out, std::string_view code, int reconnect_ms);
 

@@ -159,3 +159,25 @@ TEST(EncodeBye, WritesReconnectOnlyWhenPositive) {
 
 }  // namespace
 }  // namespace parley::protocol
+
+namespace parley::protocol {
+namespace {
+
+TEST(EncodeEvents, OutOfRangeCarriesPartitionAndBounds) {
+  std::string out;
+  encode_out_of_range(out, "7", "offset below retention", OffsetRange{3, 41, 100});
+  EXPECT_EQ(out, R"({"op":"error","rid":7,"code":"out_of_range","msg":"offset below retention",)"
+                 R"("p":3,"earliest":41,"latest":100})");
+}
+
+TEST(EncodeEvents, LeftTopicNamesTheGroupOnlyWhenGiven) {
+  std::string out;
+  encode_left_topic(out, "1", "hunt", "");
+  EXPECT_EQ(out, R"({"op":"left","rid":1,"topic":"hunt"})");
+  out.clear();
+  encode_left_topic(out, "", "hunt", "g");
+  EXPECT_EQ(out, R"({"op":"left","topic":"hunt","group":"g"})");
+}
+
+}  // namespace
+}  // namespace parley::protocol

@@ -95,4 +95,22 @@ std::optional<std::string_view> raw_member_value(std::string_view json, size_t i
   }
 }
 
+bool raw_array_elements(std::string_view json, std::vector<std::string_view>& out) {
+  out.clear();
+  Scanner sc(json);
+  sc.skip_ws();
+  if (!sc.eat('[')) return false;
+  sc.skip_ws();
+  if (sc.eat(']')) return true;
+  for (;;) {
+    sc.skip_ws();
+    const size_t start = sc.pos();
+    if (!sc.skip_value()) return false;
+    out.push_back(json.substr(start, sc.pos() - start));
+    sc.skip_ws();
+    if (sc.eat(']')) return true;
+    if (!sc.eat(',')) return false;
+  }
+}
+
 }  // namespace parley::protocol

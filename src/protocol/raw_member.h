@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace parley::protocol {
 
@@ -18,5 +19,10 @@ namespace parley::protocol {
 // validated JSON; nullopt when it is not an object or has too few members,
 // never a read outside `json`.
 std::optional<std::string_view> raw_member_value(std::string_view json, size_t index);
+
+// The raw text of every element of the array `json`, in order, in one pass
+// (an emit holds up to 1000 events), under the same rules as raw_member_value.
+// False when `json` is not an array.
+bool raw_array_elements(std::string_view json, std::vector<std::string_view>& out);
 
 }  // namespace parley::protocol

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // Debian's libtomlplusplus is a compiled library built with exceptions, and it
@@ -275,6 +276,83 @@ Status read_namespaces(const toml::table& t, const std::string& path, TenantConf
   return Status::ok();
 }
 
+Status read_topic(const toml::table& t, const std::string& tp, TopicConfig& topic) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join(tp, key);
+    Status s;
+    if (key == "partitions") {
+      s = read_uint(v, path, 1, 1024, topic.partitions);
+    } else if (key == "retention") {
+      s = read_uint(v, path, 0, 1'000'000'000, topic.retention);
+    } else if (key == "retention_s") {
+      s = read_uint(v, path, 0, 10ull * 365 * 86'400, topic.retention_s);
+    } else if (key == "tick_ms") {
+      s = read_uint(v, path, 0, 10'000, topic.tick_ms);
+    } else if (key == "dedupe_window_s") {
+      s = read_uint(v, path, 0, 86'400, topic.dedupe_window_s);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_leaderboard(const toml::table& t, const std::string& bp, LeaderboardConfig& lb) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join(bp, key);
+    Status s;
+    if (key == "topic") {
+      s = read_nonempty(v, path, lb.topic);
+    } else if (key == "type") {
+      s = read_nonempty(v, path, lb.type);
+    } else if (key == "member") {
+      s = read_nonempty(v, path, lb.member);
+    } else if (key == "score") {
+      s = read_nonempty(v, path, lb.score);
+    } else if (key == "agg") {
+      s = read_one_of(v, path, {"sum", "max", "min", "last"}, lb.agg);
+    } else if (key == "round") {
+      s = read_nonempty(v, path, lb.round);
+    } else if (key == "order") {
+      s = read_one_of(v, path, {"desc", "asc"}, lb.order);
+    } else if (key == "top") {
+      s = read_uint(v, path, 1, 1000, lb.top);
+    } else if (key == "interval_ms") {
+      s = read_uint(v, path, 10, 600'000, lb.interval_ms);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  for (auto [name, value] : {std::pair<std::string_view, const std::string*>{"topic", &lb.topic},
+                             {"type", &lb.type}, {"member", &lb.member}, {"score", &lb.score}}) {
+    if (value->empty()) return bad(join(bp, name) + " is required");
+  }
+  return Status::ok();
+}
+
+// [tenants.X.topics.NAME] and [tenants.X.leaderboards.NAME]: names follow the
+// channel-name rules (PROTOCOL.md); a board's name ends up in `lb:NAME[:ROUND]`.
+template <typename T, typename ReadOne>
+Status read_named_tables(const toml::table& t, const std::string& path,
+                         std::map<std::string, T, std::less<>>& out, ReadOne read_one) {
+  for (auto&& [k, v] : t) {
+    std::string_view name = k.str();
+    std::string np = join(path, name);
+    if (!is_name(name, /*allow_colon=*/true)) {
+      return bad(np + ": names are 1-128 chars of [A-Za-z0-9_.:@-]");
+    }
+    Status err;
+    const toml::table* nt = as_table(v, np, err);
+    if (!nt) return err;
+    if (Status s = read_one(*nt, np, out[std::string(name)]); !s) return s;
+  }
+  return Status::ok();
+}
+
 Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& tenant) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
@@ -298,8 +376,16 @@ Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& 
       s = read_uint(v, kp, 1, 100'000, tenant.max_channels_per_conn);
     } else if (key == "max_queue_bytes") {
       s = read_uint(v, kp, 1024, 64ull << 30, tenant.max_queue_bytes);
+    } else if (key == "events_per_sec") {
+      s = read_uint(v, kp, 0, 1'000'000'000, tenant.events_per_sec);
     } else if (key == "allowed_origins") {
       s = read_string_array(v, kp, tenant.allowed_origins);
+    } else if (key == "topics") {
+      const toml::table* tt = as_table(v, kp, s);
+      if (tt) s = read_named_tables(*tt, kp, tenant.topics, read_topic);
+    } else if (key == "leaderboards") {
+      const toml::table* lt = as_table(v, kp, s);
+      if (lt) s = read_named_tables(*lt, kp, tenant.leaderboards, read_leaderboard);
     } else if (key == "namespaces") {
       const toml::table* nt = as_table(v, kp, s);
       if (nt) s = read_namespaces(*nt, kp, tenant);
@@ -309,6 +395,12 @@ Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& 
     if (!s) return s;
   }
   if (tenant.secret.empty()) return bad(join(path, "secret") + " is required");
+  for (const auto& [name, lb] : tenant.leaderboards) {
+    if (!tenant.topic(lb.topic)) {
+      return bad(join(join(join(path, "leaderboards"), name), "topic") + ": no topic \"" +
+                 lb.topic + "\" in " + join(path, "topics"));
+    }
+  }
   if (tenant.api_key.empty()) return bad(join(path, "api_key") + " is required");
   // A queue smaller than one message would close every member on a big message.
   if (tenant.max_queue_bytes < tenant.max_message_bytes) {

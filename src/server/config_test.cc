@@ -450,5 +450,100 @@ TEST(Config, TcpTlsWithoutCertificateIsRefused) {
   EXPECT_NE(error_of("[server]\npreauth_frame_bytes = 10\n" + with_demo("")), "<accepted>");
 }
 
+TEST(ConfigEvents, ParsesTopicAndLeaderboardKeys) {
+  auto r = parse_config(with_demo(R"(events_per_sec = 5000
+[tenants.demo.topics.hunt]
+partitions = 4
+retention = 500
+retention_s = 60
+tick_ms = 5
+dedupe_window_s = 30
+
+[tenants.demo.leaderboards.hunt]
+topic = "hunt"
+type = "score"
+member = "player"
+score = "points"
+agg = "max"
+round = "round"
+order = "asc"
+top = 3
+interval_ms = 100
+)"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  const TenantConfig& t = r->tenants.at("demo");
+  EXPECT_EQ(t.events_per_sec, 5000u);
+  const TopicConfig* topic = t.topic("hunt");
+  ASSERT_NE(topic, nullptr);
+  EXPECT_EQ(topic->partitions, 4u);
+  EXPECT_EQ(topic->retention, 500u);
+  EXPECT_EQ(topic->retention_s, 60u);
+  EXPECT_EQ(topic->tick_ms, 5u);
+  EXPECT_EQ(topic->dedupe_window_s, 30u);
+  const LeaderboardConfig& lb = t.leaderboards.at("hunt");
+  EXPECT_EQ(lb.topic, "hunt");
+  EXPECT_EQ(lb.type, "score");
+  EXPECT_EQ(lb.member, "player");
+  EXPECT_EQ(lb.score, "points");
+  EXPECT_EQ(lb.agg, "max");
+  EXPECT_EQ(lb.round, "round");
+  EXPECT_EQ(lb.order, "asc");
+  EXPECT_EQ(lb.top, 3u);
+  EXPECT_EQ(lb.interval_ms, 100u);
+}
+
+TEST(ConfigEvents, OmittedKeysTakeTheProtocolDefaults) {
+  auto r = parse_config(with_demo(R"(
+[tenants.demo.topics.t]
+[tenants.demo.leaderboards.b]
+topic = "t"
+type = "score"
+member = "m"
+score = "s"
+)"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  const TenantConfig& t = r->tenants.at("demo");
+  EXPECT_EQ(t.events_per_sec, 0u);
+  const TopicConfig& topic = *t.topic("t");
+  EXPECT_EQ(topic.partitions, 16u);
+  EXPECT_EQ(topic.tick_ms, 0u);
+  EXPECT_EQ(topic.dedupe_window_s, 120u);
+  const LeaderboardConfig& lb = t.leaderboards.at("b");
+  EXPECT_EQ(lb.agg, "sum");
+  EXPECT_EQ(lb.order, "desc");
+  EXPECT_EQ(lb.round, "");
+  EXPECT_EQ(lb.top, 10u);
+  EXPECT_EQ(lb.interval_ms, 200u);
+  EXPECT_EQ(t.topic("nope"), nullptr);
+}
+
+TEST(ConfigEvents, UnknownKeysAreNamed) {
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.t]\npartition = 4\n")),
+            "unknown key tenants.demo.topics.t.partition");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.t]\n[tenants.demo.leaderboards.b]\n"
+                               "topic = \"t\"\ntype = \"x\"\nmember = \"m\"\nscore = \"s\"\n"
+                               "sort = \"desc\"\n")),
+            "unknown key tenants.demo.leaderboards.b.sort");
+}
+
+TEST(ConfigEvents, ValuesAreChecked) {
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.t]\npartitions = 0\n")),
+            "tenants.demo.topics.t.partitions must be an integer between 1 and 1024");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.\"bad/name\"]\n")),
+            "tenants.demo.topics.bad/name: names are 1-128 chars of [A-Za-z0-9_.:@-]");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.t]\n[tenants.demo.leaderboards.b]\n"
+                               "topic = \"t\"\ntype = \"x\"\nmember = \"m\"\nscore = \"s\"\n"
+                               "agg = \"avg\"\n")),
+            "tenants.demo.leaderboards.b.agg must be one of sum, max, min, last");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.leaderboards.b]\ntopic = \"t\"\ntype = \"x\"\n"
+                               "member = \"m\"\nscore = \"s\"\n")),
+            "tenants.demo.leaderboards.b.topic: no topic \"t\" in tenants.demo.topics");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.topics.t]\n[tenants.demo.leaderboards.b]\n"
+                               "topic = \"t\"\ntype = \"x\"\nmember = \"m\"\n")),
+            "tenants.demo.leaderboards.b.score is required");
+  EXPECT_EQ(error_of(with_demo("events_per_sec = -1\n")),
+            "tenants.demo.events_per_sec must be an integer between 0 and 1000000000");
+}
+
 }  // namespace
 }  // namespace parley::server

@@ -112,8 +112,25 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
       protocol::encode_pong(out, op.rid);
       return reply(std::move(out));
     }
+    case OpKind::kEmit:
+    case OpKind::kTail:
+    case OpKind::kConsume:
+    case OpKind::kCommit:
+    case OpKind::kRank:
+      return on_event_op(op);
     case OpKind::kHello: break;
   }
+}
+
+void ClientSession::on_event_op(protocol::ClientOp& op) {
+  const auto& cfg = tenant_->config;
+  const bool known = op.kind == protocol::OpKind::kRank ? cfg.leaderboards.contains(op.board)
+                                                        : cfg.topic(op.topic) != nullptr;
+  if (!known) {
+    return fail(op.rid, ErrorCode::kNotFound,
+                op.kind == protocol::OpKind::kRank ? "unknown board" : "unknown topic");
+  }
+  fail(op.rid, ErrorCode::kUnavailable, "event streams are not available in this build yet");
 }
 
 void ClientSession::on_refused(net::Refusal why) {
@@ -134,12 +151,29 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   if (op.v != 1) {
     return fail(op.rid, ErrorCode::kBadRequest, "unsupported protocol version", kCloseBadVersion);
   }
-  auto tenant_id = auth::peek_tenant(op.token);
-  TenantRuntime* t = tenant_id ? gw_.tenants().find(*tenant_id) : nullptr;
-  if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid token", kCloseUnauthorized);
-  auto claims = auth::verify_hs256(op.token, t->config.secret, wall_ms() / 1000);
+  TenantRuntime* t = nullptr;
+  Result<auth::Claims> claims = Error{ErrorCode::kUnauthorized, "invalid token"};
+  if (!op.api_key.empty()) {
+    // PROTOCOL.md: a game server may say hello with its tenant's api_key, on TCP
+    // and Unix only (a browser must never hold that key), acting as "server".
+    if (conn_->transport() == net::Transport::kWebSocket) {
+      return fail(op.rid, ErrorCode::kUnauthorized, "api_key is not accepted over WebSocket",
+                  kCloseUnauthorized);
+    }
+    t = gw_.tenants().find_by_api_key(op.api_key);
+    if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid api key", kCloseUnauthorized);
+    auth::Claims server;
+    server.sub = std::string(protocol::kServerUser);
+    server.tenant = t->config.id;
+    claims = std::move(server);
+  } else {
+    auto tenant_id = auth::peek_tenant(op.token);
+    t = tenant_id ? gw_.tenants().find(*tenant_id) : nullptr;
+    if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid token", kCloseUnauthorized);
+    claims = auth::verify_hs256(op.token, t->config.secret, wall_ms() / 1000);
+  }
   if (!claims) return fail(op.rid, ErrorCode::kUnauthorized, claims.error().msg, kCloseUnauthorized);
-  if (claims->sub == protocol::kServerUser) {
+  if (op.api_key.empty() && claims->sub == protocol::kServerUser) {
     // The HTTP API's identity (PROTOCOL.md: `"from":"server"`): a player
     // claiming it would pass for the game server and share its dedupe space.
     return fail(op.rid, ErrorCode::kUnauthorized, "user id \"server\" is reserved",
@@ -233,6 +267,11 @@ void ClientSession::on_join(protocol::ClientOp& op) {
 }
 
 void ClientSession::on_leave(protocol::ClientOp& op) {
+  if (!op.topic.empty()) {
+    std::string out;
+    protocol::encode_left_topic(out, op.rid, op.topic, op.group);
+    return reply(std::move(out));
+  }
   auto it = joined_.find(op.ch);
   if (it != joined_.end()) {
     it->second.membership.leave();

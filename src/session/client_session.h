@@ -73,6 +73,7 @@ class ClientSession final : public net::ConnectionHandler,
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);
+  void on_event_op(protocol::ClientOp& op);
   void start_history(PendingHistory h);
   // Queues a history reply once the backfill allowance has room (never a cause
   // for slow_consumer), then starts the next queued request.

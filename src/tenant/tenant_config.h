@@ -33,6 +33,28 @@ struct NamespaceConfig {
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
 };
 
+// A topic of the event pipeline (PROTOCOL.md "Event streams and leaderboards").
+struct TopicConfig {
+  uint32_t partitions = 16;
+  uint64_t retention = 1'000'000;  // events kept per partition; 0: by age only
+  uint64_t retention_s = 86'400;   // 0: by count only
+  uint32_t tick_ms = 0;            // 0: events frames at once
+  uint32_t dedupe_window_s = 120;
+};
+
+// A leaderboard fed by one topic's events of one type.
+struct LeaderboardConfig {
+  std::string topic;
+  std::string type;
+  std::string member;              // body field naming the member
+  std::string score;               // body field holding the score
+  std::string agg = "sum";         // sum | max | min | last
+  std::string round;               // body field starting a board per value; empty: none
+  std::string order = "desc";      // desc | asc
+  uint32_t top = 10;
+  uint32_t interval_ms = 200;
+};
+
 struct TenantConfig {
   std::string id;
   std::string secret;             // HS256 key of client tokens
@@ -46,9 +68,17 @@ struct TenantConfig {
   uint32_t max_message_bytes = 64 * 1024;
   uint32_t max_channels_per_conn = 128;
   uint64_t max_queue_bytes = 4ull << 20;
+  uint32_t events_per_sec = 0;            // tenant-wide events; 0: no limit
   std::vector<std::string> allowed_origins;  // empty: any origin
   std::map<std::string, NamespaceConfig, std::less<>> namespaces;
   NamespaceConfig default_namespace;          // for namespaces not listed
+  std::map<std::string, TopicConfig, std::less<>> topics;
+  std::map<std::string, LeaderboardConfig, std::less<>> leaderboards;
+
+  const TopicConfig* topic(std::string_view name) const {
+    auto it = topics.find(name);
+    return it == topics.end() ? nullptr : &it->second;
+  }
 
   const NamespaceConfig& ns(std::string_view name) const {
     auto it = namespaces.find(name);

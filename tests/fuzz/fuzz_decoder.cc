@@ -68,13 +68,29 @@ bool is_minified(std::string_view json) {
   return std::string_view(again.data(), len) == json;
 }
 
-bool has_channel(OpKind k) { return k != OpKind::kHello && k != OpKind::kPing; }
+bool has_channel(OpKind k) {
+  return k == OpKind::kJoin || k == OpKind::kLeave || k == OpKind::kPub || k == OpKind::kState ||
+         k == OpKind::kUp || k == OpKind::kHistory;
+}
+bool has_topic(OpKind k) {
+  return k == OpKind::kEmit || k == OpKind::kTail || k == OpKind::kConsume || k == OpKind::kCommit;
+}
 bool has_body(OpKind k) { return k == OpKind::kPub || k == OpKind::kState || k == OpKind::kUp; }
 
 void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& limits) {
   check(frame.size() <= limits.max_message_bytes, "accepted an oversized frame");
   check(is_rid(op.rid), "rid is not an integer or string");
-  if (has_channel(op.kind)) check(is_valid_channel(op.ch), "accepted a bad channel name");
+  // A leave names a channel or a topic.
+  if (op.kind == OpKind::kLeave && !op.topic.empty()) {
+    check(op.ch.empty() && is_valid_channel(op.topic), "accepted a bad leave of a topic");
+  } else if (has_channel(op.kind)) {
+    check(is_valid_channel(op.ch), "accepted a bad channel name");
+  }
+  if (has_topic(op.kind)) check(is_valid_channel(op.topic), "accepted a bad topic name");
+  if (op.kind == OpKind::kRank) {
+    check(is_valid_channel(op.board) && !op.member.empty() && op.around <= kMaxRankAround,
+          "accepted a bad rank");
+  }
   if (op.kind == OpKind::kPub) check(!op.id.empty(), "accepted an empty id");
   if (op.kind == OpKind::kState) check(!op.key.empty(), "accepted an empty key");
   if (op.kind == OpKind::kHistory) {
@@ -88,6 +104,16 @@ void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& li
     std::string out;
     encode_msg(out, {.ch = op.ch, .seq = 1, .from = "u", .id = op.id, .ts_ms = 1, .body = op.body});
     check(is_json(out), "encoded msg is not JSON");
+  }
+  if (op.kind == OpKind::kEmit) {
+    check(!op.events.empty() && op.events.size() <= kMaxEmitEvents, "emit event count out of range");
+    check(is_valid_channel(op.topic), "accepted an emit with a bad topic name");
+    for (const auto& ev : op.events) {
+      check(is_json(ev.body), "event body is not JSON");
+      check(is_minified(ev.body), "event body is not minified");
+      check(ev.body.size() <= limits.max_message_bytes, "accepted an oversized event body");
+      check(!ev.key.empty() && !ev.type.empty(), "accepted an event without key or type");
+    }
   }
   std::string out;
   encode_ack(out, op.rid, op.ch, op.id, 1, false);

@@ -41,6 +41,40 @@ TEST_F(IdentityTest, TokenClaimingTheApiUserServerIsUnauthorized) {
   expect_refused(token_for("server"), Wire::kTcp);
 }
 
+// PROTOCOL.md, event streams: on TCP and Unix (never WebSocket) a game server
+// may say hello with its tenant's api_key and acts as user `server`.
+TEST_F(IdentityTest, ApiKeyHelloOnTcpActsAsTheServerUser) {
+  auto c = Client::connect(server_->tcp_port(), Wire::kTcp);
+  c->send(R"({"op":"hello","v":1,"api_key":"key-demo","rid":3})");
+  auto w = c->expect("welcome");
+  EXPECT_EQ(json_str(w, "user"), "server") << w;
+  EXPECT_EQ(json_str(w, "tenant"), "demo") << w;
+  EXPECT_EQ(json_int(w, "rid"), 3) << w;
+  c->join("chat:api-key-hello");
+  c->send(pub_frame("chat:api-key-hello", "m1", "{}", 4));
+  auto msg = c->expect("msg");
+  EXPECT_EQ(json_str(msg, "from"), "server") << msg;
+}
+
+TEST_F(IdentityTest, ApiKeyHelloOnWebSocketIsUnauthorized) {
+  auto c = Client::connect(server_->http_port(), Wire::kWebSocket);
+  c->send(R"({"op":"hello","v":1,"api_key":"key-demo","rid":9})");
+  auto e = c->next();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(json_str(*e, "code"), "unauthorized") << *e;
+  EXPECT_EQ(json_int(*e, "rid"), 9) << *e;
+  EXPECT_EQ(c->wait_closed(), 4001);
+}
+
+TEST_F(IdentityTest, UnknownApiKeyHelloIsUnauthorized) {
+  auto c = Client::connect(server_->tcp_port(), Wire::kTcp);
+  c->send(R"({"op":"hello","v":1,"api_key":"not-a-key","rid":9})");
+  auto e = c->next();
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(json_str(*e, "code"), "unauthorized") << *e;
+  EXPECT_EQ(c->wait_closed(), 0);
+}
+
 TEST_F(IdentityTest, ApiPublishKeepsItsOwnDedupeSpace) {
   // Before: a player with sub "server" published id "gs-1" first, and the game
   // server's own POST with that id was answered dup:true and never stored.
