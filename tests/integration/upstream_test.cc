@@ -308,7 +308,9 @@ TEST(Upstream, EachChannelStaysInOrderWhileTheAppServerFailsRequests) {
     }
     EXPECT_TRUE(retried) << "request " << i << " (batch " << batch << ") was not retried";
   }
-  EXPECT_GE(failed, 3u);
+  // How many requests the load takes depends on how much each tick batches (a
+  // quiet machine batches more), so only "some failed, each was retried" is fixed.
+  EXPECT_GE(failed, 1u);
   EXPECT_GE(wait_metric(server.http_port(), world_series("parley_upstream_requests_failed_total"), failed), failed);
   EXPECT_GE(wait_metric(server.http_port(), world_series("parley_upstream_retries_total"), failed), failed);
   EXPECT_EQ(metric(server.http_port(), world_series("parley_upstream_dropped_total")), 0);
