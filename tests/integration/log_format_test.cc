@@ -102,8 +102,8 @@ TEST(LogFormat, JsonWritesOneObjectPerLineWithFixedKeys) {
   // Some traffic, over WebSocket and HTTP, so the server runs its paths.
   auto c = connect_as(static_cast<uint16_t>(http_port), "alice");
   c->join("chat:lobby");
-  c->send(R"({"op":"pub","ch":"chat:lobby","body":{"t":"caf\u00e9 \"x\""},"rid":9})");
-  c->expect("ack");
+  c->send(pub_frame("chat:lobby", "m1", R"({"t":"caf\u00e9 \"x\""})", 9));
+  ASSERT_FALSE(c->expect("ack").empty());
   EXPECT_EQ(http_request(static_cast<uint16_t>(http_port), "GET", "/healthz").status, 200);
   c.reset();
 

@@ -9,6 +9,7 @@ API. Skips (77) when prometheus or promtool is not installed.
 
 Usage: prometheus_test.py PARLEY_BIN PARLEY_BENCH_BIN SOURCE_DIR
 """
+import http.server
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -120,7 +122,27 @@ def main():
         cleanup()
 
 
+class AppServer(http.server.BaseHTTPRequestHandler):
+    """The game's app server of the chat namespace's upstream: takes every batch."""
+    batches = 0
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        AppServer.batches += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
 def run(parley_bin, bench_bin, prom_dir, dash, rules, tmp, procs):
+    # --- An upstream app server, so the upstream metrics have series ---------
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AppServer)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{app.server_address[1]}/events"
+
     # --- Parley -------------------------------------------------------------
     with open(os.path.join(tmp, "parley.toml"), "w") as f:
         f.write(f"""[server]
@@ -133,6 +155,9 @@ log_level = "warn"
 [tenants.demo]
 secret = "{SECRET}"
 api_key = "prom-test-key"
+
+[tenants.demo.namespaces.chat]
+upstream = "{upstream}"
 """)
     parley_log = open(os.path.join(tmp, "parley.log"), "w+")
     parley = subprocess.Popen([parley_bin, "serve", "--config", os.path.join(tmp, "parley.toml")],
@@ -217,7 +242,8 @@ api_key = "prom-test-key"
     # histogram is a sample per stage even if one stage saw nothing).
     must_be_positive = re.compile(
         r"parley_connections\{|parley_messages_total|parley_ack_seconds|parley_frames_|"
-        r"parley_deliveries|parley_bytes_out|parley_sockets|parley_channels|opened_total")
+        r"parley_deliveries|parley_bytes_out|parley_sockets|parley_channels|opened_total|"
+        r"upstream_events_sent|parley_store_epoch")
     for what, expr in exprs:
         result = query(grafana_to_promql(expr))
         if not result:
@@ -262,6 +288,9 @@ api_key = "prom-test-key"
     if bad:
         fail(f"rules not healthy in Prometheus: {bad}")
 
+    if AppServer.batches == 0:
+        fail("the upstream app server got no batch: the upstream series were not exercised")
+    app.shutdown()
     rc = bench.wait(timeout=max(1, DEADLINE - time.monotonic()))
     if rc != 0:
         bench_log.seek(0)
