@@ -14,6 +14,7 @@ packages=(
   ccache
   python3 python3-yaml          # tests/prometheus
   prometheus                    # tests/prometheus: a real Prometheus and promtool
+  chromium                      # tests/admin: the admin page in headless Chromium
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

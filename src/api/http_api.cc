@@ -84,6 +84,10 @@ HttpApi::HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gatew
                  hub::Stores stores, metrics::Metrics& metrics)
     : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
 
+void HttpApi::enable_admin(AdminOptions opts) {
+  admin_ = std::make_unique<AdminApi>(std::move(opts), tenants_, hub_, stores_, metrics_, draining_);
+}
+
 const session::TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& req) const {
   const std::string_view auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
@@ -98,6 +102,11 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
   if (path == "/healthz" || path == "/metrics") {
     body_limit = 0;  // no auth, so no body is read: one is 413
     return std::nullopt;
+  }
+  if (AdminApi::is_admin_path(path)) {
+    if (!admin_) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};
+    body_limit = 0;  // GET only: a body is 413
+    return admin_->check_header(req);
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence";
@@ -139,6 +148,10 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path == "/metrics" && method == http::verb::get) {
     return respond({200, "text/plain; version=0.0.4", metrics_.render()});
   }
+  if (AdminApi::is_admin_path(path)) {
+    if (!admin_) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+    return admin_->handle(req, std::move(respond));
+  }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence";
   if (!known) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
@@ -165,6 +178,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
   auto& f = std::get<protocol::ApiPost>(parsed);
   if (int wait = const_cast<session::TenantRuntime&>(t).publish_bucket.take(arrived)) {
     metrics_.local().reject(ErrorCode::kRateLimited);
+    const_cast<session::TenantRuntime&>(t).reject(ErrorCode::kRateLimited);
     return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
   }
   hub::PublishRequest p;
@@ -179,6 +193,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
   p.done = [respond = std::move(respond), rt, this](hub::PublishOutcome out) {
     if (!out.status) {
       metrics_.local().reject(out.status.error().code);
+      rt->reject(out.status.error().code);
       return respond(error_response(out.status.error()));
     }
     if (!out.dup) rt->messages.fetch_add(1, std::memory_order_relaxed);

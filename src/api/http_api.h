@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 
+#include "api/admin_api.h"
 #include "metrics/metrics.h"
 #include "session/gateway.h"
 #include "session/tenant_registry.h"
@@ -29,6 +31,8 @@ class HttpApi final : public net::HttpHandler {
 
   // /healthz answers 503 once draining starts.
   void set_draining() { draining_.store(true); }
+  // Serves /admin (api/admin_api.h) when server.admin_key is set. Before start.
+  void enable_admin(AdminOptions opts);
 
  private:
   using Respond = std::function<void(net::HttpResponse)>;
@@ -49,6 +53,7 @@ class HttpApi final : public net::HttpHandler {
   hub::Stores stores_;
   metrics::Metrics& metrics_;
   std::atomic<bool> draining_{false};
+  std::unique_ptr<AdminApi> admin_;  // null: /admin is 404
 };
 
 // Percent-decoded value of `name` in a query string; nullopt when absent.

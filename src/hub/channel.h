@@ -75,6 +75,10 @@ struct Channel {
   std::vector<uint32_t> loop_members;              // live members per loop
 
   int64_t idle_since_ms = 0;
+
+  // Shard::busiest: last_seq at the previous ranking (admin page).
+  uint64_t stats_seq = 0;
+  bool stats_seen = false;
 };
 
 }  // namespace parley::hub

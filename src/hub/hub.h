@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "hub/channel_stats.h"
 #include "hub/membership.h"
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
@@ -53,6 +54,9 @@ class Hub {
 
   size_t inflight() const;
   size_t channel_count() const;
+  // The node's `n` busiest channels since the previous call, gathered from every
+  // shard (hub/channel_stats.h); `done` runs on the last shard's loop to answer.
+  void busiest_channels(size_t n, ChannelStatsDone done);
 
  private:
   friend class Membership;

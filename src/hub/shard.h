@@ -22,6 +22,7 @@
 
 #include "metrics/metrics.h"
 #include "hub/channel.h"
+#include "hub/channel_stats.h"
 #include "hub/history.h"
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
@@ -62,6 +63,9 @@ class Shard {
   // Drops channels nobody uses any more (their state is in the store).
   void sweep_idle(int64_t now_ms);
 
+  // On this shard's loop: its `n` busiest channels since the previous call
+  // (hub/channel_stats.h).
+  std::vector<ChannelStat> busiest(size_t n);
   size_t inflight() const { return inflight_total_.load(std::memory_order_relaxed); }
   size_t channel_count() const { return channel_count_.load(std::memory_order_relaxed); }
 

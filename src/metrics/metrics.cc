@@ -123,4 +123,34 @@ std::string Metrics::render() const {
   return out;
 }
 
+Metrics::HistogramTotals Metrics::histogram(Stage s) const {
+  HistogramTotals t;
+  for (const auto& slot : slots_) slot->stages[static_cast<int>(s)].add_to(t.buckets, t.count, t.sum_s);
+  return t;
+}
+
+uint64_t Metrics::total(std::atomic<uint64_t> ThreadMetrics::*counter) const {
+  uint64_t n = 0;
+  for (const auto& slot : slots_) n += (slot.get()->*counter).load(std::memory_order_relaxed);
+  return n;
+}
+
+int64_t Metrics::total(std::atomic<int64_t> ThreadMetrics::*gauge) const {
+  int64_t n = 0;
+  for (const auto& slot : slots_) n += (slot.get()->*gauge).load(std::memory_order_relaxed);
+  return n < 0 ? 0 : n;
+}
+
+uint64_t Metrics::rejections(ErrorCode c) const {
+  uint64_t n = 0;
+  for (const auto& slot : slots_) n += slot->rejections[static_cast<int>(c)].load(std::memory_order_relaxed);
+  return n;
+}
+
+std::vector<Metrics::Sample> Metrics::sample(Scraped id) const {
+  std::vector<Sample> out;
+  if (const auto& src = sources_[static_cast<size_t>(id)]) src(out);
+  return out;
+}
+
 }  // namespace parley::metrics

@@ -78,6 +78,18 @@ class Metrics {
   // The Prometheus text exposition of everything. Any thread.
   std::string render() const;
 
+  // Sums over every thread's slot, for the admin page (api/admin_api.h). Any thread.
+  struct HistogramTotals {
+    std::array<uint64_t, Histogram::kBounds.size() + 1> buckets{};  // not cumulative
+    uint64_t count = 0;
+    double sum_s = 0;
+  };
+  HistogramTotals histogram(Stage s) const;
+  uint64_t total(std::atomic<uint64_t> ThreadMetrics::*counter) const;
+  int64_t total(std::atomic<int64_t> ThreadMetrics::*gauge) const;
+  uint64_t rejections(ErrorCode c) const;
+  std::vector<Sample> sample(Scraped id) const;
+
  private:
   std::vector<std::unique_ptr<ThreadMetrics>> slots_;  // one per loop + one shared
   std::array<Source, kScrapedCount> sources_;

@@ -187,6 +187,11 @@ Status read_server(const toml::table& t, ServerConfig& c) {
     } else if (key == "log_level") {
       s = read_one_of(v, path, {"trace", "debug", "info", "warn", "error", "critical", "off"},
                       c.log_level);
+    } else if (key == "admin_key") {
+      s = read_string(v, path, c.admin_key);
+      if (s && !c.admin_key.empty() && c.admin_key.size() < 16) {
+        s = bad(path + " must be at least 16 bytes");
+      }
     } else if (key == "log_format") {
       s = read_one_of(v, path, {"text", "json"}, c.log_format);
     } else {
@@ -458,6 +463,11 @@ Status read_document(const toml::table& doc, ServerConfig& c) {
     if (!s) return s;
   }
   if (c.tenants.empty()) return bad("no tenants configured: add a [tenants.<id>] table");
+  for (const auto& [id, t] : c.tenants) {
+    if (!c.admin_key.empty() && t.api_key == c.admin_key) {
+      return bad("server.admin_key is the same as tenants." + id + ".api_key");
+    }
+  }
   return Status::ok();
 }
 

@@ -44,6 +44,8 @@ struct ServerConfig {
   // this; the stores forget their own state of it after twice this.
   uint32_t channel_idle_s = 60;
   std::string log_level = "info";
+  // The bearer key of /admin and /admin/api/stats; empty: the admin page is off.
+  std::string admin_key;
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;
 };

@@ -269,6 +269,30 @@ TEST(Config, LogFormatJsonIsAccepted) {
   EXPECT_EQ(r->log_format, "json");
 }
 
+TEST(Config, AdminKeyIsOffByDefaultAndChecked) {
+  auto off = parse_config(with_demo(""));
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->admin_key, "");
+  auto on = parse_config(with_demo("[server]\nadmin_key = \"admin-key-0123456789\"\n"));
+  ASSERT_TRUE(on) << on.error().msg;
+  EXPECT_EQ(on->admin_key, "admin-key-0123456789");
+  EXPECT_EQ(error_of(with_demo("[server]\nadmin_key = \"short\"\n")),
+            "server.admin_key must be at least 16 bytes");
+}
+
+TEST(Config, AdminKeyMustDifferFromEveryApiKey) {
+  const std::string doc = std::string(kDemo) + "[server]\nadmin_key = \"" +
+                          "same-key-0123456789\"\n";
+  auto r = parse_config(doc);
+  ASSERT_TRUE(r);  // kDemo's api_key differs
+  std::string same = doc;
+  const auto at = same.find("api_key = \"");
+  ASSERT_NE(at, std::string::npos);
+  const auto end = same.find('"', at + 11);
+  same.replace(at + 11, end - (at + 11), "same-key-0123456789");
+  EXPECT_EQ(error_of(same), "server.admin_key is the same as tenants.demo.api_key");
+}
+
 TEST(Config, ValkeyStoreIsNotInThisBuild) {
   EXPECT_EQ(error_of(with_demo("[server]\nstore = \"valkey\"\n")),
             "server.store: valkey store not available in this build");

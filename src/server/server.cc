@@ -121,6 +121,9 @@ void Server::create_services() {
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
+  if (!config_.admin_key.empty()) {
+    api_->enable_admin({config_.admin_key, config_.store, loops_->size()});
+  }
 }
 
 void Server::register_metrics() {

@@ -43,6 +43,7 @@ void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(fram
 
 void ClientSession::reply_error(const std::string& rid, const Error& e) {
   gw_.metrics().local().reject(e.code);
+  if (tenant_) tenant_->reject(e.code);
   std::string out;
   protocol::encode_error(out, rid, e);
   reply(std::move(out));
@@ -52,6 +53,7 @@ void ClientSession::fail(const std::string& rid, ErrorCode code, std::string msg
   Error e{code, std::move(msg), 0};
   if (close_code == 0) return reply_error(rid, e);
   gw_.metrics().local().reject(code);
+  if (tenant_) tenant_->reject(code);
   std::string out;
   protocol::encode_error(out, rid, e);
   close_with(std::move(out), close_code, std::string(wire_name(code)));
@@ -392,6 +394,7 @@ void ClientSession::start_history(PendingHistory h) {
     std::string out;
     if (!r.status) {
       self->gw_.metrics().local().reject(r.status.error().code);
+      if (self->tenant_) self->tenant_->reject(r.status.error().code);
       protocol::encode_error(out, rid, r.status.error());
     } else {
       protocol::encode_history(out, rid, ch, r.msgs_json);

@@ -2,12 +2,14 @@
 // Built at start-up, read-only afterwards (the atomics are the only mutation).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "common/error_code.h"
 #include "tenant/tenant_config.h"
 #include "auth/token_bucket.h"
 
@@ -20,6 +22,9 @@ struct TenantRuntime {
   std::atomic<uint32_t> connections{0};
   auth::SharedTokenBucket publish_bucket;  // tenant-wide pub + POST /v1/publish
   std::atomic<uint64_t> messages{0};       // acknowledged, not duplicates
+  // Error replies to this tenant's clients and API calls, by code (admin page).
+  std::array<std::atomic<uint64_t>, kErrorCodeCount> rejections{};
+  void reject(ErrorCode c) { rejections[static_cast<int>(c)].fetch_add(1, std::memory_order_relaxed); }
 
   // Takes a connection slot; false at max_connections.
   bool try_connect() {

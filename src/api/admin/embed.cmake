@@ -1,0 +1,26 @@
+# Writes OUT, a header holding each file of FILES as a std::string_view named
+# after it (index.html -> kIndexHtml), so the admin page ships inside the
+# binary with no build step: the files are served exactly as written.
+# cmake -DOUT=... -DFILES="a|b" -P embed.cmake (| separates: ; would split a shell command)
+string(REPLACE "|" ";" FILES "${FILES}")
+set(text "// Generated from src/api/admin by embed.cmake: do not edit.\n#pragma once\n#include <string_view>\nnamespace parley::api::admin_assets {\n")
+foreach(f IN LISTS FILES)
+  file(READ ${f} content)
+  get_filename_component(name ${f} NAME)
+  # index.html -> kIndexHtml: each dot-separated part capitalised.
+  string(REPLACE "." ";" parts ${name})
+  set(id "k")
+  foreach(p IN LISTS parts)
+    string(SUBSTRING ${p} 0 1 first)
+    string(TOUPPER ${first} first)
+    string(SUBSTRING ${p} 1 -1 rest)
+    string(APPEND id "${first}${rest}")
+  endforeach()
+  if(content MATCHES "\\)parley_asset\"")
+    message(FATAL_ERROR "${f} contains the raw-string delimiter )parley_asset\"")
+  endif()
+  string(APPEND text "inline constexpr std::string_view ${id} = R\"parley_asset(${content})parley_asset\";\n")
+endforeach()
+string(APPEND text "}  // namespace parley::api::admin_assets\n")
+file(WRITE ${OUT}.tmp "${text}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
