@@ -43,10 +43,10 @@ HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
                          std::function<void()> release)
     : stream_(std::move(socket)),
       buffer_(kMaxBufferBytes),
+      release_(std::move(release)),
       loop_(loop),
       metrics_(metrics),
-      opts_(opts),
-      release_(std::move(release)) {
+      opts_(opts) {
   if (opts_.tls) {
     tls_ = std::make_unique<TlsSession>(*opts_.tls);
     tls_stream_ = std::make_unique<TlsStream>(stream_, *tls_);
