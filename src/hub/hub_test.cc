@@ -18,6 +18,7 @@
 #include "metrics/metrics.h"
 #include "net/connection.h"
 #include "runtime/loop_group.h"
+#include "store/manual_store.h"
 #include "store/store.h"
 
 namespace parley::hub {
@@ -25,89 +26,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using store::StoredMessage;
+using store::testing::ManualStore;
+using store::testing::StoreCall;
+using store::testing::recovered;
 
 constexpr auto kWait = 5s;
 
-// ---- A Store whose calls the test completes by hand.
-
-struct StoreCall {
-  enum Kind { kRecover, kAppend, kReadAfter, kReadBefore } kind;
-  store::ChannelId id;
-  uint64_t bound = 0;  // after / before
-  uint32_t limit = 0;
-  store::AppendRequest append;
-  store::RecoverDone recover_done;
-  store::AppendDone append_done;
-  store::ReadDone read_done;
-};
-
-class FakeStore final : public store::Store {
- public:
-  void recover(const store::ChannelKey& key, int64_t, store::RecoverDone done) override {
-    StoreCall c{StoreCall::kRecover, key};
-    c.recover_done = std::move(done);
-    push(std::move(c));
-  }
-  void append(store::AppendRequest req, store::AppendDone done) override {
-    StoreCall c{StoreCall::kAppend, req.key};
-    c.append = std::move(req);
-    c.append_done = std::move(done);
-    push(std::move(c));
-  }
-  void read_after(const store::ChannelKey& key, uint64_t after, uint32_t limit,
-                  store::ReadDone done) override {
-    StoreCall c{StoreCall::kReadAfter, key, after, limit};
-    c.read_done = std::move(done);
-    push(std::move(c));
-  }
-  void read_before(const store::ChannelKey& key, uint64_t before, uint32_t limit,
-                   store::ReadDone done) override {
-    StoreCall c{StoreCall::kReadBefore, key, before, limit};
-    c.read_done = std::move(done);
-    push(std::move(c));
-  }
-  void flush() override {}
-  size_t pending() const override { return 0; }
-
-  // The next call the hub made (waits for it).
-  StoreCall next() {
-    std::unique_lock lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, kWait, [&] { return !calls_.empty(); })) << "no store call";
-    if (calls_.empty()) return StoreCall{StoreCall::kRecover};
-    StoreCall c = std::move(calls_.front());
-    calls_.pop_front();
-    return c;
-  }
-  StoreCall next(StoreCall::Kind kind) {
-    StoreCall c = next();
-    EXPECT_EQ(c.kind, kind);
-    return c;
-  }
-  // True when no call arrives within `d`: for "the hub asked nothing more".
-  bool quiet_for(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, d, [&] { return !calls_.empty(); });
-  }
-
- private:
-  void push(StoreCall c) {
-    {
-      std::lock_guard lock(mu_);
-      calls_.push_back(std::move(c));
-    }
-    cv_.notify_all();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<StoreCall> calls_;
-};
-
-// Completes a recover with `last_seq` (no dedupe entries).
-void recovered(StoreCall& c, uint64_t last_seq) {
-  store::ChannelRecovery r;
-  r.last_seq = last_seq;
-  c.recover_done(std::move(r));
-}
 
 StoredMessage message(uint64_t seq, size_t pad = 0) {
   return StoredMessage{seq, 1000 + static_cast<int64_t>(seq), "u", "m" + std::to_string(seq),
@@ -288,7 +212,7 @@ class HubTest : public ::testing::Test {
   runtime::LoopGroup loops_;
   metrics::Metrics metrics_;
   TenantConfig tenant_;
-  FakeStore store_;
+  ManualStore store_;
   std::unique_ptr<Hub> hub_;
   std::vector<Membership> members_[2];
 };
