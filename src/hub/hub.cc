@@ -84,16 +84,23 @@ void Hub::depart(MemberLink& link) {
   });
 }
 
+template <typename Req>
+void Hub::to_owner(Req req, void (Shard::*method)(Req)) {
+  // The index is computed before `req` is moved into the task: in one
+  // expression the evaluation order is unspecified, and a moved-from channel
+  // name would route the task to another shard's loop.
+  const unsigned i = shard_of(req.tenant->id, req.ch);
+  loops_.run_on(i, [s = shards_[i].get(), method, req = std::move(req)]() mutable {
+    (s->*method)(std::move(req));
+  });
+}
+
 void Hub::set_upstream(UpstreamSink* sink) {
   upstream_ = sink;
   for (auto& s : shards_) s->set_upstream(sink);
 }
 
-void Hub::forward_upstream(UpstreamEvent ev) {
-  const unsigned i = shard_of(ev.tenant->id, ev.ch);
-  Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, ev = std::move(ev)]() mutable { s->forward_upstream(std::move(ev)); });
-}
+void Hub::forward_upstream(UpstreamEvent ev) { to_owner(std::move(ev), &Shard::forward_upstream); }
 
 void Hub::submit_join(JoinRequest req) {
   if (!requests_.try_enter()) {
@@ -107,19 +114,10 @@ void Hub::submit_join(JoinRequest req) {
     done(std::move(r));
     requests_.leave();
   };
-  // The index is computed before `req` is moved into the task: argument
-  // evaluation order is unspecified, and a moved-from channel name would
-  // route the task to another shard's loop.
-  const unsigned i = shard_of(req.tenant->id, req.ch);
-  Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->join(std::move(req)); });
+  to_owner(std::move(req), &Shard::join);
 }
 
-void Hub::history(HistoryRequest req) {
-  const unsigned i = shard_of(req.tenant->id, req.ch);
-  Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->history(std::move(req)); });
-}
+void Hub::history(HistoryRequest req) { to_owner(std::move(req), &Shard::history); }
 
 void Hub::publish(PublishRequest req) {
   if (!requests_.try_enter()) {
@@ -130,16 +128,10 @@ void Hub::publish(PublishRequest req) {
     done(std::move(out));
     requests_.leave();
   };
-  const unsigned i = shard_of(req.tenant->id, req.ch);
-  Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->publish(std::move(req)); });
+  to_owner(std::move(req), &Shard::publish);
 }
 
-void Hub::state(StateRequest req) {
-  const unsigned i = shard_of(req.tenant->id, req.ch);
-  Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, req = std::move(req)]() mutable { s->state(std::move(req)); });
-}
+void Hub::state(StateRequest req) { to_owner(std::move(req), &Shard::state); }
 
 void Hub::members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,
                   MembersDone done) {

@@ -63,6 +63,9 @@ class Hub {
   // Membership::leave: stops delivery on this loop at once, then tells the shard.
   void depart(MemberLink& link);
   void submit_join(JoinRequest req);
+  // Runs (shard->*method)(req) on the loop of the shard that owns req's channel.
+  template <typename Req>
+  void to_owner(Req req, void (Shard::*method)(Req));
 
   runtime::LoopGroup& loops_;
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;

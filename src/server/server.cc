@@ -287,19 +287,27 @@ void Server::return_freed_memory() {
   // Channels the sweeps dropped free their state, but glibc keeps the pages of
   // freed small chunks in its arenas: after a churn of 1,000,000 channels the
   // process stayed at 1.1 GB RSS with no channel left, and 87 MB after one
-  // malloc_trim. So once many channels have gone since the last trim, trim (it
-  // walks the free lists: milliseconds per GB, on loop 0 every few sweeps at most).
+  // malloc_trim. So once many channels have gone since the last trim, trim. It
+  // walks the free lists (milliseconds per GB), so it runs on a thread of its
+  // own: a loop only notices a short wait if it allocates from an arena being
+  // trimmed at that moment.
   const size_t held = hub_->channel_count() + ephemeral_->channel_count() +
                       (embedded_ ? embedded_->channels_tracked() : 0);
   peak_channels_ = std::max(peak_channels_, held);
   if (peak_channels_ - held < kTrimAfterChannels) return;
-#ifdef __GLIBC__
-  const int64_t start = steady_ns();
-  malloc_trim(0);
-  spdlog::debug("malloc_trim after {} channels went: {} ms", peak_channels_ - held,
-                (steady_ns() - start) / 1'000'000);
-#endif
+  if (trimming_.exchange(true)) return;  // the previous trim is still running
+  if (trimmer_.joinable()) trimmer_.join();  // finished: it cleared trimming_
+  const size_t gone = peak_channels_ - held;
   peak_channels_ = held;
+  trimmer_ = std::thread([this, gone] {
+#ifdef __GLIBC__
+    const int64_t start = steady_ns();
+    malloc_trim(0);
+    spdlog::debug("malloc_trim after {} channels went: {} ms", gone,
+                  (steady_ns() - start) / 1'000'000);
+#endif
+    trimming_.store(false);
+  });
 }
 
 uint16_t Server::http_port() const { return http_listener_ ? http_listener_->port() : 0; }
@@ -344,6 +352,7 @@ void Server::stop() {
   drain_sessions();
   drain_upstream();
   loops_->stop();
+  if (trimmer_.joinable()) trimmer_.join();  // started only on loop 0, stopped now
   flush_stores();
   spdlog::info("stopped: {} appends were in flight", hub_->inflight());
 }

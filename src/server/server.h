@@ -8,7 +8,9 @@
 // start(), stop() and run_until_signal() run on one thread that is not a loop.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "api/http_api.h"
@@ -62,9 +64,12 @@ class Server {
   // channels, the ephemeral store old history and forgotten channels.
   void arm_hub_sweep();
   int64_t idle_ms() const { return int64_t{config_.channel_idle_s} * 1000; }
-  // Loop 0, after the sweeps: malloc_trim once many channels have been dropped.
+  // Loop 0, after the sweeps: once many channels have been dropped, starts a
+  // malloc_trim on trimmer_ (it walks every free list: not a loop's work).
   void return_freed_memory();
   size_t peak_channels_ = 0;  // loop 0: most channels held since the last trim
+  std::thread trimmer_;                // the last trim; joined by the next one and by stop()
+  std::atomic<bool> trimming_{false};  // a trim is running: don't start another
 
   ServerConfig config_;
   std::unique_ptr<store::Store> durable_;

@@ -72,7 +72,7 @@ TEST(RecordCodec, DedupeRecordKeysOfPairsThatShareBytesDiffer) {
   ASSERT_TRUE(parse_dedupe_suffix(kDedupeTag, std::string_view(b).substr(prefix.size()), from, id));
   EXPECT_EQ(from, "a\0b"s);
   EXPECT_EQ(id, "c");
-  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, "\x05ab", from, id));  // length past the end
+  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, "\x05" "ab", from, id));  // length past the end
 }
 
 int64_t fixed_now() { return 10'000; }

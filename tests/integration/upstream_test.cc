@@ -290,7 +290,9 @@ TEST(Upstream, EachChannelStaysInOrderWhileTheAppServerFailsRequests) {
     size_t msgs = 0;
     for (const auto& s : seen) {
       if (s == "msg") ++msgs;
-      if (s.starts_with("up")) EXPECT_EQ(s, "up{\"after\":" + std::to_string(msgs) + "}") << ch;
+      if (s.starts_with("up")) {
+        EXPECT_EQ(s, "up{\"after\":" + std::to_string(msgs) + "}") << ch;
+      }
     }
   }
   // Failed batches were retried as the same batch, with the next attempt number.
