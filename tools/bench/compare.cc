@@ -115,8 +115,12 @@ int compare(const Options& base) {
       o.history_check = false;
       argv = {(peers / "node_modules/bun/bin/bun.exe").string(),
               (peers / "peers/bun-room.js").string(), std::to_string(o.port)};
+    } else if (target == "floor") {
+      // bench/floor: one thread, one send() per delivery; the machine's limit.
+      o.history_check = false;
+      argv = {(self_dir() / "parley-floor").string(), std::to_string(o.port)};
     } else {
-      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun)\n", target);
+      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun, floor)\n", target);
       return 2;
     }
     o.server_cmd = shell_join(argv);

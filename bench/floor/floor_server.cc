@@ -1,0 +1,398 @@
+// parley-floor: the cheapest server for the bench's adapter protocol
+// (bench/README.md), so that `parley-bench compare ... --targets ...,floor`
+// puts a number on the physical limit of the machine it runs on.
+//
+// One thread, one epoll, nothing else: each `msg` frame is encoded once (its
+// WebSocket header included) and written to every member with one send() of
+// its own; no batching, no timers, no store, no metrics, no auth. What a server
+// cannot avoid for a delivery on this machine is that send(), and every server
+// compared beside it pays at least that. Bytes a socket does not take are
+// kept per connection and written on EPOLLOUT (never in the load's shapes).
+//
+// Not a server to deploy: input is trusted beyond what keeps it from
+// crashing (bounded buffers, JSON errors answered), as the peers are.
+// Usage: parley-floor PORT   (listens on 127.0.0.1, WebSocket at any path)
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "../../tools/bench/ws_codec.h"
+
+namespace {
+
+constexpr size_t kMaxInput = 1 << 20;  // a connection's unparsed bytes
+constexpr size_t kReadBytes = 64 * 1024;
+
+struct Room;
+
+struct Conn {
+  int fd = -1;
+  bool upgraded = false;
+  bool out_armed = false;
+  std::string in;       // bytes not yet parsed (handshake or a cut frame)
+  std::string pending;  // bytes the socket did not take
+  std::string user;
+  std::string name;
+  std::vector<Room*> rooms;
+};
+
+struct Room {
+  uint64_t seq = 0;
+  std::vector<Conn*> members;
+};
+
+int g_epoll = -1;
+std::unordered_map<std::string, Room> g_rooms;
+std::unordered_map<int, std::unique_ptr<Conn>> g_conns;
+uint64_t g_next_conn = 1;
+simdjson::ondemand::parser g_parser;
+
+void arm_out(Conn& c, bool on) {
+  if (c.out_armed == on) return;
+  c.out_armed = on;
+  epoll_event ev{};
+  ev.events = on ? (EPOLLIN | EPOLLOUT) : EPOLLIN;
+  ev.data.fd = c.fd;
+  epoll_ctl(g_epoll, EPOLL_CTL_MOD, c.fd, &ev);
+}
+
+// One delivery: one send() of the whole frame (header included).
+void write_frame(Conn& c, std::string_view frame) {
+  if (!c.pending.empty()) {
+    c.pending.append(frame);
+    return;
+  }
+  ssize_t n = ::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0) n = 0;  // EAGAIN, or a dead peer the read side will see
+  if (static_cast<size_t>(n) < frame.size()) {
+    c.pending.assign(frame.substr(static_cast<size_t>(n)));
+    arm_out(c, true);
+  }
+}
+
+// A text frame: the server header (unmasked) in front of `json`.
+std::string text_frame(std::string_view json) {
+  std::string f;
+  f.reserve(json.size() + 10);
+  f.push_back(static_cast<char>(0x81));
+  const size_t n = json.size();
+  if (n < 126) {
+    f.push_back(static_cast<char>(n));
+  } else if (n < 65536) {
+    f.push_back(126);
+    f.push_back(static_cast<char>(n >> 8));
+    f.push_back(static_cast<char>(n & 0xff));
+  } else {
+    f.push_back(127);
+    for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>((uint64_t(n) >> (8 * i)) & 0xff));
+  }
+  f.append(json);
+  return f;
+}
+
+void send_json(Conn& c, std::string_view json) { write_frame(c, text_frame(json)); }
+
+void close_conn(Conn& c) {
+  for (Room* r : c.rooms) std::erase(r->members, &c);
+  epoll_ctl(g_epoll, EPOLL_CTL_DEL, c.fd, nullptr);
+  ::close(c.fd);
+  g_conns.erase(c.fd);  // destroys c
+}
+
+// The length of the JSON value starting at p (already validated by simdjson).
+size_t value_length(const char* p, const char* end) {
+  const char* q = p;
+  int depth = 0;
+  bool in_string = false;
+  for (; q < end; ++q) {
+    const char ch = *q;
+    if (in_string) {
+      if (ch == '\\') ++q;
+      else if (ch == '"') {
+        in_string = false;
+        if (depth == 0) return static_cast<size_t>(q + 1 - p);
+      }
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (ch == '{' || ch == '[') ++depth;
+    else if (ch == '}' || ch == ']') {
+      if (--depth <= 0) return static_cast<size_t>(q + 1 - p) - (depth < 0 ? 1 : 0);
+    } else if (depth == 0 && (ch == ',' || ch == ' ')) {
+      return static_cast<size_t>(q - p);
+    }
+  }
+  return static_cast<size_t>(q - p);
+}
+
+std::string rid_part(std::string_view rid) {
+  return rid.empty() ? std::string() : std::string(",\"rid\":") + std::string(rid);
+}
+
+// Handles one client message. Returns false when the connection must close.
+bool on_message(Conn& c, std::string& payload) {
+  namespace od = simdjson::ondemand;
+  payload.reserve(payload.size() + simdjson::SIMDJSON_PADDING);
+  od::document doc;
+  std::string_view op, ch, rid, id, key, body;
+  if (g_parser.iterate(payload.data(), payload.size(), payload.capacity()).get(doc)) {
+    send_json(c, R"({"op":"error","code":"bad_request","msg":"not JSON"})");
+    return true;
+  }
+  od::object obj;
+  if (doc.get_object().get(obj)) return true;
+  for (auto field : obj) {
+    std::string_view k;
+    if (field.unescaped_key().get(k)) return true;
+    od::value v;
+    if (field.value().get(v)) return true;
+    std::string_view raw;
+    if (k == "op") {
+      if (v.get_string().get(op)) return true;
+    } else if (k == "ch") {
+      ch = v.raw_json_token();  // the quoted JSON token, sent back as is
+    } else if (k == "rid") {
+      rid = v.raw_json_token();
+    } else if (k == "id") {
+      id = v.raw_json_token();
+    } else if (k == "key") {
+      key = v.raw_json_token();
+    } else if (k == "body") {
+      // From the token's start to the end of the value, which the token
+      // alone does not give for an object or an array.
+      raw = v.raw_json_token();
+      const char* end = payload.data() + payload.size();
+      body = std::string_view(raw.data(), value_length(raw.data(), end));
+    }
+  }
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r'))
+      s.remove_suffix(1);
+    return s;
+  };
+  ch = trim(ch), rid = trim(rid), id = trim(id), key = trim(key), body = trim(body);
+  std::string out;
+  if (op == "hello") {
+    c.user = "\"u-" + c.name + "\"";
+    out = "{\"op\":\"welcome\"" + rid_part(rid) + ",\"conn\":\"" + c.name + "\",\"user\":" +
+          c.user + ",\"tenant\":\"floor\",\"heartbeat_ms\":25000}";
+    send_json(c, out);
+  } else if (op == "join") {
+    Room& r = g_rooms[std::string(ch)];
+    if (std::find(c.rooms.begin(), c.rooms.end(), &r) == c.rooms.end()) {
+      c.rooms.push_back(&r);
+      r.members.push_back(&c);
+    }
+    out = "{\"op\":\"joined\"" + rid_part(rid) + ",\"ch\":" + std::string(ch) +
+          ",\"seq\":" + std::to_string(r.seq) + ",\"recovered\":false}";
+    send_json(c, out);
+  } else if (op == "leave") {
+    auto it = g_rooms.find(std::string(ch));
+    if (it != g_rooms.end()) {
+      std::erase(c.rooms, &it->second);
+      std::erase(it->second.members, &c);
+    }
+    send_json(c, "{\"op\":\"left\"" + rid_part(rid) + ",\"ch\":" + std::string(ch) + "}");
+  } else if (op == "pub") {
+    auto it = g_rooms.find(std::string(ch));
+    if (it == g_rooms.end() ||
+        std::find(c.rooms.begin(), c.rooms.end(), &it->second) == c.rooms.end()) {
+      send_json(c, "{\"op\":\"error\"" + rid_part(rid) +
+                       ",\"code\":\"forbidden\",\"msg\":\"not joined\"}");
+      return true;
+    }
+    Room& r = it->second;
+    const uint64_t seq = ++r.seq;
+    const std::string seq_s = std::to_string(seq);
+    send_json(c, "{\"op\":\"ack\"" + rid_part(rid) + ",\"ch\":" + std::string(ch) + ",\"id\":" +
+                     std::string(id.empty() ? "null" : id) + ",\"seq\":" + seq_s + ",\"dup\":false}");
+    const auto ts = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    // Encoded once; one send per member, the publisher included.
+    const std::string frame = text_frame(
+        "{\"op\":\"msg\",\"ch\":" + std::string(ch) + ",\"seq\":" + seq_s + ",\"from\":" + c.user +
+        ",\"id\":" + std::string(id.empty() ? "null" : id) + ",\"ts\":" + std::to_string(ts) +
+        ",\"body\":" + std::string(body.empty() ? "null" : body) + "}");
+    for (Conn* m : r.members) write_frame(*m, frame);
+  } else if (op == "state") {
+    auto it = g_rooms.find(std::string(ch));
+    if (it == g_rooms.end()) return true;
+    const std::string frame =
+        text_frame("{\"op\":\"state\",\"ch\":" + std::string(ch) + ",\"from\":" + c.user +
+                   ",\"key\":" + std::string(key.empty() ? "\"\"" : key) + ",\"body\":" +
+                   std::string(body.empty() ? "null" : body) + "}");
+    for (Conn* m : it->second.members)
+      if (m != &c) write_frame(*m, frame);
+  } else if (op == "ping") {
+    send_json(c, "{\"op\":\"pong\"" + rid_part(rid) + "}");
+  } else {
+    send_json(c, "{\"op\":\"error\"" + rid_part(rid) +
+                     ",\"code\":\"bad_request\",\"msg\":\"unknown op\"}");
+  }
+  return true;
+}
+
+bool on_handshake(Conn& c) {
+  const size_t end = c.in.find("\r\n\r\n");
+  if (end == std::string::npos) return c.in.size() < 16384;
+  std::string_view head(c.in.data(), end);
+  std::string key;
+  size_t pos = 0;
+  while (pos < head.size()) {
+    size_t eol = head.find("\r\n", pos);
+    if (eol == std::string_view::npos) eol = head.size();
+    std::string_view line = head.substr(pos, eol - pos);
+    if (line.size() > 18 && strncasecmp(line.data(), "sec-websocket-key:", 18) == 0) {
+      line.remove_prefix(18);
+      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+      key = std::string(line);
+    }
+    pos = eol + 2;
+  }
+  if (key.empty()) return false;
+  const std::string resp =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: " + bench::ws::accept_for(key) + "\r\n\r\n";
+  write_frame(c, resp);
+  c.in.erase(0, end + 4);
+  c.upgraded = true;
+  return true;
+}
+
+// Parses every complete frame of c.in. Returns false when the connection must close.
+bool on_frames(Conn& c) {
+  size_t off = 0;
+  std::string payload;
+  while (off < c.in.size()) {
+    bench::ws::FrameHeader h;
+    if (!bench::ws::parse_header(c.in.data() + off, c.in.size() - off, h)) break;
+    if (h.payload_len > kMaxInput) return false;
+    if (c.in.size() - off < h.header_len + h.payload_len) break;
+    char* p = c.in.data() + off + h.header_len;
+    const size_t n = static_cast<size_t>(h.payload_len);
+    if (h.masked) bench::ws::apply_mask(p, n, h.mask);
+    off += h.header_len + n;
+    if (h.op == bench::ws::kClose) return false;
+    if (h.op == bench::ws::kPing) {
+      std::string pong;
+      pong.push_back(static_cast<char>(0x8A));
+      pong.push_back(static_cast<char>(std::min<size_t>(n, 125)));
+      pong.append(p, std::min<size_t>(n, 125));
+      write_frame(c, pong);
+      continue;
+    }
+    if (h.op != bench::ws::kText || !h.fin) continue;  // the bench sends whole text frames
+    payload.assign(p, n);
+    if (!on_message(c, payload)) return false;
+  }
+  c.in.erase(0, off);
+  return true;
+}
+
+void on_readable(Conn& c) {
+  static char buf[kReadBytes];
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return close_conn(c);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    c.in.append(buf, static_cast<size_t>(n));
+    if (c.in.size() > kMaxInput) return close_conn(c);
+    if (!c.upgraded) {
+      if (!on_handshake(c)) return close_conn(c);
+      if (!c.upgraded) {  // the request head is not complete yet
+        if (static_cast<size_t>(n) < sizeof buf) return;
+        continue;
+      }
+    }
+    if (!on_frames(c)) return close_conn(c);
+    if (static_cast<size_t>(n) < sizeof buf) return;
+  }
+}
+
+void on_writable(Conn& c) {
+  while (!c.pending.empty()) {
+    const ssize_t n = ::send(c.fd, c.pending.data(), c.pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN) return;
+      return close_conn(c);
+    }
+    c.pending.erase(0, static_cast<size_t>(n));
+  }
+  arm_out(c, false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int port = argc > 1 ? std::atoi(argv[1]) : 7730;
+  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  const int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(lfd, 4096) != 0) {
+    std::perror("parley-floor: bind/listen");
+    return 1;
+  }
+  g_epoll = epoll_create1(0);
+  epoll_event lev{};
+  lev.events = EPOLLIN;
+  lev.data.fd = lfd;
+  epoll_ctl(g_epoll, EPOLL_CTL_ADD, lfd, &lev);
+  std::printf("parley-floor listening on 127.0.0.1:%d\n", port);
+  std::fflush(stdout);
+  epoll_event events[256];
+  for (;;) {
+    const int n = epoll_wait(g_epoll, events, 256, -1);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == lfd) {
+        for (;;) {
+          const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK);
+          if (cfd < 0) break;
+          setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          auto c = std::make_unique<Conn>();
+          c->fd = cfd;
+          c->name = "c" + std::to_string(g_next_conn++);
+          epoll_event ev{};
+          ev.events = EPOLLIN;
+          ev.data.fd = cfd;
+          epoll_ctl(g_epoll, EPOLL_CTL_ADD, cfd, &ev);
+          g_conns.emplace(cfd, std::move(c));
+        }
+        continue;
+      }
+      auto it = g_conns.find(fd);
+      if (it == g_conns.end()) continue;
+      Conn& c = *it->second;
+      if (events[i].events & EPOLLOUT) {
+        on_writable(c);
+        if (!g_conns.contains(fd)) continue;
+      }
+      if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) on_readable(c);
+    }
+  }
+}
