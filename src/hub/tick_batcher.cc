@@ -33,7 +33,7 @@ void TickBatcher::remove_member(const std::string& channel_key, uint64_t conn_id
   if (it == channels_.end()) return;
   auto& members = it->second.members;
   std::erase_if(members, [&](const Member& m) { return m.sub->conn_id() == conn_id; });
-  if (members.empty() && !it->second.dirty) channels_.erase(it);
+  if (members.empty() && !it->second.ready && !it->second.held) channels_.erase(it);
 }
 
 void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
@@ -41,7 +41,12 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   auto it = channels_.find(channel_key);
   if (it == channels_.end() || it->second.members.empty()) return;
   Local& local = it->second;
-  if (!ev.coalesce_key.empty()) {
+  if (local.tick_ms == 0) {
+    local.pending.push_back(std::move(ev));
+    return send_now(&*it);
+  }
+  const bool coalesces = !ev.coalesce_key.empty();
+  if (coalesces) {
     auto [slot, inserted] = local.coalesced.try_emplace(ev.coalesce_key, local.pending.size());
     if (!inserted) {
       // Latest wins within a tick: the newer body takes the older one's place.
@@ -50,20 +55,31 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
     }
   }
   local.pending.push_back(std::move(ev));
-  if (!local.dirty) {
-    local.dirty = true;
-    schedule(local.tick_ms, &*it);
+  if (coalesces) {
+    // The tick is this state's coalescing window, and what the channel has
+    // pending waits with it (a channel's events stay in order).
+    if (!local.held) hold(&*it);
+  } else if (!local.held && !local.ready) {
+    make_ready(&*it);
   }
 }
 
-void TickBatcher::schedule(uint32_t tick_ms, Entry* entry) {
-  auto it = ticks_.try_emplace(tick_ms, loop_).first;
-  TickClass& tc = it->second;
-  tc.dirty.push_back(entry);
-  if (tick_ms == 0) {
-    flush(0);
-    return;
-  }
+void TickBatcher::make_ready(Entry* entry) {
+  entry->second.ready = true;
+  ready_.push_back(entry);
+  if (drain_posted_ || flushing_) return;  // a slice in progress posts the next itself
+  drain_posted_ = true;
+  boost::asio::post(loop_, [this] {
+    drain_posted_ = false;
+    drain();
+  });
+}
+
+void TickBatcher::hold(Entry* entry) {
+  const uint32_t tick_ms = entry->second.tick_ms;
+  entry->second.held = true;
+  TickClass& tc = ticks_.try_emplace(tick_ms, loop_).first->second;
+  tc.held.push_back(entry);
   if (!tc.armed) arm(tick_ms, tc);
 }
 
@@ -78,37 +94,79 @@ void TickBatcher::arm(uint32_t tick_ms, TickClass& tc) {
   tc.timer.expires_at(steady_clock::time_point(milliseconds(next_ms)));
   tc.timer.async_wait([this, tick_ms](boost::system::error_code ec) {
     if (ec) return;
-    ticks_.at(tick_ms).armed = false;
-    flush(tick_ms);
+    on_tick(tick_ms);
   });
 }
 
-void TickBatcher::flush(uint32_t tick_ms) {
+void TickBatcher::on_tick(uint32_t tick_ms) {
   TickClass& tc = ticks_.at(tick_ms);
-  // The scratch members are one flush's; sending never re-enters the fan-out.
+  tc.armed = false;
+  for (Entry* entry : tc.held) {
+    Local& local = entry->second;
+    local.held = false;
+    local.coalesced.clear();  // the next tick is a new coalescing window
+    if (!local.ready) {
+      local.ready = true;
+      ready_.push_back(entry);
+    }
+  }
+  tc.held.clear();
+  // The tick's batch goes out now: a drain posted earlier finds less to do.
+  drain();
+}
+
+void TickBatcher::drain() {
+  // The scratch members are one slice's; sending never re-enters the fan-out.
   PARLEY_CHECK(!flushing_);
   flushing_ = true;
   ++flush_count_;
-  flushing_channels_.swap(tc.dirty);  // tc.dirty takes the spare (empty) capacity
-  for (Entry* entry : flushing_channels_) {
+  size_t assembled = 0;
+  while (ready_head_ < ready_.size() && assembled < kSliceDeliveries) {
+    Entry* entry = ready_[ready_head_++];
     Local& local = entry->second;
-    encode_channel(local);
+    local.ready = false;
+    if (local.held) continue;  // a state came meanwhile: it all goes at the tick
+    assembled += encode_channel(local);
     if (local.members.empty()) channels_.erase(channels_.find(entry->first));
   }
-  flushing_channels_.clear();
+  send_assemblies();
+  flushing_ = false;
+  if (ready_head_ == ready_.size()) {
+    ready_.clear();
+    ready_head_ = 0;
+  } else if (!drain_posted_) {
+    // Yield: what the loop queued meanwhile (acks, replies, store completions,
+    // reads) runs before the next slice.
+    drain_posted_ = true;
+    boost::asio::post(loop_, [this] {
+      drain_posted_ = false;
+      drain();
+    });
+  }
+}
+
+void TickBatcher::send_now(Entry* entry) {
+  PARLEY_CHECK(!flushing_);
+  flushing_ = true;
+  ++flush_count_;
+  encode_channel(entry->second);
+  send_assemblies();
+  flushing_ = false;
+}
+
+void TickBatcher::send_assemblies() {
   for (Assembly& a : assemblies_) {
     a.frame.add_static(kClose, 1);
     a.sub->send(std::move(a.frame));
   }
   assemblies_.clear();
-  flushing_ = false;
 }
 
 TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {
   return sub.fanout_flush_ == flush_count_ ? &assemblies_[sub.fanout_slot_] : nullptr;
 }
 
-void TickBatcher::encode_channel(Local& local) {
+size_t TickBatcher::encode_channel(Local& local) {
   const int64_t now = steady_ns();
   const size_t n = local.pending.size();
   std::string buf;
@@ -191,7 +249,7 @@ void TickBatcher::encode_channel(Local& local) {
   }
   local.pending.clear();
   local.coalesced.clear();
-  local.dirty = false;
+  return local.members.size();
 }
 
 }  // namespace parley::hub

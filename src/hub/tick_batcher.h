@@ -1,11 +1,25 @@
 // The per-loop half of fan-out: which of this loop's connections are in which
-// channel, and the tick batcher that sends each of them one frame per tick.
+// channel, and the batcher that sends each of them its channels' events.
 //
 // Owned by one loop; every method runs on it. Hub shards post committed events
-// here (one post per loop, not per receiver). At each tick the pending events of
-// a channel are encoded once into one immutable buffer, and every member gets
-// slices of it (gathered writes, no copy per receiver): all of it usually, minus
-// its own `state` or presence events, minus what preceded its join.
+// here (one post per loop, not per receiver). When a batch goes out, the
+// pending events of a channel are encoded once into one immutable buffer, and
+// every member gets slices of it (gathered writes, no copy per receiver): all
+// of it usually, minus its own `state` or presence events, minus what preceded
+// its join. A member in several channels of one batch gets one frame.
+//
+// When a batch goes out (PROTOCOL.md "Ticks, batching and coalescing"):
+// - `msg` and presence: at the end of the loop iteration that delivered them
+//   (a drain task posted behind what the loop already has queued), so a quiet
+//   channel delivers at once and a busy one still gets one frame per member per
+//   drain: everything delivered meanwhile rides along (corking);
+// - `state`: at the channel's next tick (multiples of tick_ms), its coalescing
+//   window (latest wins per sender and key). Everything else pending for that
+//   channel waits with it, so a channel's events never overtake each other;
+// - tick_ms = 0: at once, one frame per event.
+// A drain yields between slices of about kSliceDeliveries deliveries (the rest
+// is posted again), so acks, replies and store completions queued on the loop
+// never wait behind a whole fan-out.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -39,6 +53,9 @@ class TickBatcher {
 
   size_t channel_count() const { return channels_.size(); }
 
+  // Deliveries (member frames) a drain assembles before it yields to the loop.
+  static constexpr size_t kSliceDeliveries = 256;
+
  private:
   // tick_batcher_bench.cc: flushes a tick without waiting for the timer.
   friend struct TickBatcherTestPeer;
@@ -52,18 +69,18 @@ class TickBatcher {
     std::vector<Member> members;
     std::vector<ChannelEvent> pending;
     std::unordered_map<std::string, size_t> coalesced;  // coalesce_key -> pending index
-    bool dirty = false;
+    bool ready = false;  // listed in ready_: the next drain encodes it
+    bool held = false;   // listed in its tick class: a state waits for the tick
   };
   // Node-based: a channel's entry stays put while others come and go, and a
-  // dirty channel is never erased before its flush, so tick classes list
-  // their dirty channels by pointer.
+  // listed (ready or held) channel is never erased, so the lists hold pointers.
   using Channels = std::unordered_map<std::string, Local>;
   using Entry = Channels::value_type;
   struct TickClass {
     explicit TickClass(boost::asio::io_context& loop) : timer(loop) {}
     boost::asio::steady_timer timer;
     bool armed = false;
-    std::vector<Entry*> dirty;
+    std::vector<Entry*> held;
   };
   // One subscriber's frame in the flush being assembled.
   struct Assembly {
@@ -72,10 +89,20 @@ class TickBatcher {
     net::OutFrame frame;
   };
 
-  void schedule(uint32_t tick_ms, Entry* entry);
+  // Lists the channel for the next drain (posting one if none is).
+  void make_ready(Entry* entry);
+  void hold(Entry* entry);
   void arm(uint32_t tick_ms, TickClass& tc);
-  void flush(uint32_t tick_ms);
-  void encode_channel(Local& local);
+  // The tick of a class: its held channels become ready and a drain runs.
+  void on_tick(uint32_t tick_ms);
+  // One slice: encodes ready channels until kSliceDeliveries member frames are
+  // assembled, sends them, and posts itself again if channels remain.
+  void drain();
+  // tick_ms = 0: this channel's events go out now, in a drain of their own.
+  void send_now(Entry* entry);
+  void send_assemblies();
+  // Returns how many members were given a frame.
+  size_t encode_channel(Local& local);
   // This flush's frame for `sub`, or nullptr when it has none yet.
   Assembly* assembly_of(Subscriber& sub);
 
@@ -85,12 +112,15 @@ class TickBatcher {
   Channels channels_;
   std::map<uint32_t, TickClass> ticks_;
 
-  // Scratch of flush(), kept between ticks so that a tick allocates (almost)
-  // nothing but its shared buffers. Subscriber::fanout_flush_ marks which
-  // subscribers have an assembly in the flush numbered flush_count_.
+  std::vector<Entry*> ready_;  // FIFO from ready_head_
+  size_t ready_head_ = 0;
+  bool drain_posted_ = false;
+
+  // Scratch of a drain slice, kept between slices so that one allocates
+  // (almost) nothing but its shared buffers. Subscriber::fanout_flush_ marks
+  // which subscribers have an assembly in the slice numbered flush_count_.
   uint64_t flush_count_ = 0;
   bool flushing_ = false;
-  std::vector<Entry*> flushing_channels_;
   std::vector<Assembly> assemblies_;
   std::vector<std::pair<size_t, size_t>> spans_;               // [begin, end) of each event
   std::vector<std::pair<uint64_t, uint32_t>> conn_excluded_;   // (conn id, event), sorted

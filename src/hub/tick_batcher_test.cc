@@ -1,0 +1,160 @@
+// When the tick batcher sends (tick_batcher.h): msgs at the end of the loop
+// iteration that delivered them, one frame per member for all of them; a
+// channel holding a `state` waits for its tick; a drain yields to the loop
+// between slices. A real loop (runtime::LoopGroup of one), fake subscribers.
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "hub/tick_batcher.h"
+#include "metrics/metrics.h"
+#include "runtime/loop_group.h"
+
+namespace parley::hub {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Counts frames and the events in them; touched on the loop only, read by the
+// test after a round trip through the loop.
+class CountingSub final : public Subscriber {
+ public:
+  explicit CountingSub(uint64_t conn) : conn_(conn), user_("u" + std::to_string(conn)) {}
+  uint64_t conn_id() const override { return conn_; }
+  const std::string& user_id() const override { return user_; }
+  unsigned loop() const override { return 0; }
+  bool gone() const override { return false; }
+  void send(net::OutFrame&& frame) override {
+    std::string text;
+    for (const auto& p : frame.parts()) text.append(static_cast<const char*>(p.data()), p.size());
+    last = text;
+    ++frames;
+  }
+  int frames = 0;
+  std::string last;
+
+ private:
+  uint64_t conn_;
+  std::string user_;
+};
+
+ChannelEvent msg(const std::string& text) {
+  return ChannelEvent{std::make_shared<const std::string>(text), 0, {}, {}, 0};
+}
+
+class TickBatcherTest : public ::testing::Test {
+ protected:
+  TickBatcherTest() : loops_(1), metrics_(1), fan_(0, loops_.loop(0), metrics_.slot(0)) {
+    loops_.start();
+  }
+  ~TickBatcherTest() override { loops_.stop(); }
+
+  // Runs fn on the loop and waits for it.
+  template <typename Fn>
+  void on_loop(Fn fn) {
+    std::promise<void> ran;
+    loops_.run_on(0, [&] {
+      fn();
+      ran.set_value();
+    });
+    ASSERT_EQ(ran.get_future().wait_for(5s), std::future_status::ready);
+  }
+
+  // Lets what the loop posted to itself run: a task posted from here may
+  // overtake what a task posts to its own loop before it returns, never a
+  // second time.
+  void settle() {
+    for (int i = 0; i < 3; ++i) on_loop([] {});
+  }
+
+  std::vector<std::shared_ptr<CountingSub>> members(const std::string& ch, uint32_t tick_ms,
+                                                    int n, uint64_t first_conn) {
+    std::vector<std::shared_ptr<CountingSub>> subs;
+    on_loop([&] {
+      for (int i = 0; i < n; ++i) {
+        subs.push_back(std::make_shared<CountingSub>(first_conn + i));
+        fan_.add_member(ch, tick_ms, subs.back());
+      }
+    });
+    return subs;
+  }
+
+  runtime::LoopGroup loops_;
+  metrics::Metrics metrics_;
+  TickBatcher fan_;
+};
+
+TEST_F(TickBatcherTest, MessagesOfOneIterationLeaveAtItsEndInOneFrame) {
+  auto subs = members("c", 1000, 3, 1);
+  int during = -1;
+  on_loop([&] {
+    fan_.deliver("c", msg("{\"n\":1}"));
+    fan_.deliver("c", msg("{\"n\":2}"));
+    during = subs[0]->frames;  // not sent from inside deliver
+  });
+  settle();  // the drain posted behind the task above has run
+  EXPECT_EQ(during, 0);
+  for (auto& s : subs) {
+    EXPECT_EQ(s->frames, 1);
+    EXPECT_EQ(s->last, "[{\"n\":1},{\"n\":2}]");
+  }
+}
+
+TEST_F(TickBatcherTest, AChannelHoldingAStateSendsEverythingAtTheTick) {
+  constexpr uint32_t kTick = 200;
+  auto subs = members("w", kTick, 2, 1);
+  ChannelEvent st{std::make_shared<const std::string>("{\"s\":1}"), 1, {}, "1\0k", 0};
+  ChannelEvent st2{std::make_shared<const std::string>("{\"s\":2}"), 1, {}, "1\0k", 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  on_loop([&] {
+    fan_.deliver("w", std::move(st));
+    fan_.deliver("w", msg("{\"m\":1}"));
+    fan_.deliver("w", std::move(st2));  // latest wins, in the first one's place
+  });
+  settle();
+  int frames = 0;
+  on_loop([&] { frames = subs[1]->frames; });
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(kTick / 2)) {
+    EXPECT_EQ(frames, 0) << "sent before the tick";  // unless a tick fell right here
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (frames == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+    on_loop([&] { frames = subs[1]->frames; });
+  }
+  on_loop([&] {
+    EXPECT_EQ(subs[1]->frames, 1);
+    EXPECT_EQ(subs[1]->last, "[{\"s\":2},{\"m\":1}]");
+    EXPECT_EQ(subs[0]->last, "[{\"m\":1}]") << "its own state is not echoed";
+  });
+}
+
+TEST_F(TickBatcherTest, ADrainYieldsToTheLoopBetweenSlices) {
+  // Two channels, each more members than a slice: the first channel's frames go
+  // out, then what was queued on the loop meanwhile runs, then the second's.
+  const int n = static_cast<int>(TickBatcher::kSliceDeliveries) + 10;
+  auto a = members("a", 1000, n, 1);
+  auto b = members("b", 1000, n, 100000);
+  int a_sent = -1, b_sent = -1;
+  on_loop([&] {
+    fan_.deliver("a", msg("{\"a\":1}"));
+    fan_.deliver("b", msg("{\"b\":1}"));
+    // Queued behind the drain: stands for an ack posted to this loop.
+    boost::asio::post(loops_.loop(0), [&] {
+      a_sent = a.back()->frames;
+      b_sent = b.back()->frames;
+    });
+  });
+  settle();
+  EXPECT_EQ(a_sent, 1);
+  EXPECT_EQ(b_sent, 0) << "the second slice ran before the queued task";
+  EXPECT_EQ(b.back()->frames, 1);
+}
+
+}  // namespace
+}  // namespace parley::hub
