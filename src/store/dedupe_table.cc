@@ -42,7 +42,68 @@ uint64_t get_varint(const char*& p) {
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t z) { return static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1); }
 
+constexpr size_t kUuidText = 36;
+constexpr size_t kUuidBytes = 16;
+constexpr size_t kMaxPacked = 256;  // longer keys are stored as they are
+constexpr uint8_t kRaw = 0, kLowerUuid = 1, kUpperUuid = 2;
+constexpr const char* kHexDigits[3] = {nullptr, "0123456789abcdef", "0123456789ABCDEF"};
+
+int hex_value(char c, uint8_t form) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (form == kLowerUuid && c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (form == kUpperUuid && c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool is_dash_at(size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+
+// Packs `text` (36 characters) into 16 bytes when it is a canonical UUID of
+// `form`'s case.
+bool pack_uuid(std::string_view text, uint8_t form, char* out) {
+  size_t n = 0;
+  for (size_t i = 0; i < kUuidText; ++i) {
+    if (is_dash_at(i)) {
+      if (text[i] != '-') return false;
+      continue;
+    }
+    const int hi = hex_value(text[i], form);
+    const int lo = hex_value(text[++i], form);
+    if (hi < 0 || lo < 0) return false;
+    out[n++] = static_cast<char>(hi << 4 | lo);
+  }
+  return true;
+}
+
+void unpack_uuid(const char* in, uint8_t form, std::string& out) {
+  const char* digits = kHexDigits[form];
+  for (size_t b = 0; b < kUuidBytes; ++b) {
+    if (b == 4 || b == 6 || b == 8 || b == 10) out.push_back('-');
+    const auto v = static_cast<unsigned char>(in[b]);
+    out.push_back(digits[v >> 4]);
+    out.push_back(digits[v & 0xf]);
+  }
+}
+
 }  // namespace
+
+class DedupeTable::Packed {
+ public:
+  explicit Packed(std::string_view key) : stored_{key, kRaw} {
+    if (key.size() < kUuidText || key.size() - kUuidText + kUuidBytes > kMaxPacked) return;
+    const size_t prefix = key.size() - kUuidText;
+    for (uint8_t form : {kLowerUuid, kUpperUuid}) {
+      if (!pack_uuid(key.substr(prefix), form, buf_ + prefix)) continue;
+      std::memcpy(buf_, key.data(), prefix);
+      stored_ = Stored{std::string_view(buf_, prefix + kUuidBytes), form};
+      return;
+    }
+  }
+  const Stored& stored() const { return stored_; }
+
+ private:
+  Stored stored_;
+  char buf_[kMaxPacked];
+};
 
 DedupeTable::DedupeTable(int64_t window_ms, HashFn hash)
     : hash_fn_(hash ? hash : &seeded_hash),
@@ -50,7 +111,7 @@ DedupeTable::DedupeTable(int64_t window_ms, HashFn hash)
       // ~16 buckets per window: an entry outlives its window by at most 1/16.
       bucket_ms_(std::max<int64_t>(window_ms_ / 16, 100)) {}
 
-uint64_t DedupeTable::hash(std::string_view key) const { return hash_fn_(key); }
+uint64_t DedupeTable::hash(const Stored& key) const { return hash_fn_(key.bytes) + key.form; }
 
 uint64_t DedupeTable::seeded_hash(std::string_view key) {
   const uint64_t seed = process_seed();
@@ -68,18 +129,18 @@ uint64_t DedupeTable::seeded_hash(std::string_view key) {
   return fold(h, 0x8ebc6af09c88c6e3ull ^ seed) ^ h;
 }
 
-std::string_view DedupeTable::record(const Bucket& b, uint32_t offset, uint64_t* seq,
-                                     int64_t* ts_ms) {
+DedupeTable::Stored DedupeTable::record(const Bucket& b, uint32_t offset, uint64_t* seq,
+                                        int64_t* ts_ms) {
   const char* p = b.arena.data() + offset;
   const uint64_t zs = get_varint(p);
   const uint64_t zt = get_varint(p);
   if (seq) *seq = b.base_seq + static_cast<uint64_t>(unzigzag(zs));
   if (ts_ms) *ts_ms = b.first_ts + unzigzag(zt);
-  const uint64_t len = get_varint(p);
-  return {p, static_cast<size_t>(len)};
+  const uint64_t len_form = get_varint(p);
+  return Stored{{p, static_cast<size_t>(len_form >> 2)}, static_cast<uint8_t>(len_form & 3)};
 }
 
-int64_t DedupeTable::locate(std::string_view key, uint64_t h) const {
+int64_t DedupeTable::locate(const Stored& key, uint64_t h) const {
   if (slots_.empty()) return -1;
   const size_t mask = slots_.size() - 1;
   const auto tag = static_cast<uint32_t>(h >> 32);
@@ -93,7 +154,9 @@ int64_t DedupeTable::locate(std::string_view key, uint64_t h) const {
   return -1;
 }
 
-std::optional<uint64_t> DedupeTable::find(std::string_view key) const {
+std::optional<uint64_t> DedupeTable::find(std::string_view raw) const {
+  const Packed packed(raw);
+  const Stored& key = packed.stored();
   const int64_t at = locate(key, hash(key));
   if (at < 0) return std::nullopt;
   uint64_t seq = 0;
@@ -115,7 +178,9 @@ DedupeTable::Bucket& DedupeTable::bucket_for(int64_t ts_ms) {
   return buckets_.back();
 }
 
-void DedupeTable::insert(std::string_view key, uint64_t seq, int64_t ts_ms) {
+void DedupeTable::insert(std::string_view raw, uint64_t seq, int64_t ts_ms) {
+  const Packed packed(raw);
+  const Stored& key = packed.stored();
   const uint64_t h = hash(key);
   if ((used_ + 1) * 5 > slots_.size() * 4) rehash(live_ + 1);
 
@@ -124,8 +189,8 @@ void DedupeTable::insert(std::string_view key, uint64_t seq, int64_t ts_ms) {
   const auto offset = static_cast<uint32_t>(b.arena.size());
   put_varint(b.arena, zigzag(static_cast<int64_t>(seq - b.base_seq)));
   put_varint(b.arena, zigzag(ts_ms - b.first_ts));
-  put_varint(b.arena, key.size());
-  b.arena.append(key);
+  put_varint(b.arena, key.bytes.size() << 2 | key.form);
+  b.arena.append(key.bytes);
   b.last_ts = std::max(b.last_ts, ts_ms);
   b.max_seq = std::max(b.max_seq, seq);
   ++b.count;
@@ -155,7 +220,9 @@ void DedupeTable::insert(std::string_view key, uint64_t seq, int64_t ts_ms) {
   ++live_;
 }
 
-bool DedupeTable::erase(std::string_view key) {
+bool DedupeTable::erase(std::string_view raw) {
+  const Packed packed(raw);
+  const Stored& key = packed.stored();
   const int64_t at = locate(key, hash(key));
   if (at < 0) return false;
   Slot& s = slots_[at];
@@ -215,8 +282,14 @@ void DedupeTable::for_each(
     if (!live(s)) continue;
     uint64_t seq = 0;
     int64_t ts = 0;
-    std::string_view key = record(bucket_of(s), s.offset, &seq, &ts);
-    fn(key, seq, ts);
+    const Stored key = record(bucket_of(s), s.offset, &seq, &ts);
+    if (key.form == kRaw) {
+      fn(key.bytes, seq, ts);
+      continue;
+    }
+    std::string text(key.bytes.substr(0, key.bytes.size() - kUuidBytes));
+    unpack_uuid(key.bytes.data() + text.size(), key.form, text);
+    fn(text, seq, ts);
   }
 }
 

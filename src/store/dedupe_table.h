@@ -27,8 +27,17 @@
 // history while its id is still inside the window, and a hit must be answered
 // without a blocking read on the shard's loop.
 //
+// Compact keys: a key that ends in a UUID in its canonical text form (36
+// characters, 8-4-4-4-12 hex digits, all lowercase or all uppercase: what
+// crypto.randomUUID(), Java, .NET and Swift print) is stored with those 36
+// characters as their 16 bytes, the form noted in the record's length field.
+// The stored form is a function of the key (one key, one form), so comparing
+// stored forms is comparing keys: exact match holds. Client message ids are
+// UUIDs more often than anything else, and they were most of a record's bytes.
+//
 // Cost: ~21 B of slot (12 B at an average load of ~0.6) + a record of ~4 + key
-// bytes (DedupeKey: 1 + sender + id). Measured in dedupe_table_bench.
+// bytes (DedupeKey: 1 + sender + id, a UUID counting 16). Measured in
+// dedupe_table_bench.
 //
 // Hashing is seeded per process, so ids chosen to collide cannot be precomputed
 // to turn probes linear.
@@ -96,7 +105,16 @@ class DedupeTable {
   };
   static constexpr uint32_t kErased = UINT32_MAX;
 
-  uint64_t hash(std::string_view key) const;
+  // A key as a record stores it: its bytes, and how they were packed (0: as
+  // they are; 1 and 2: a trailing lowercase / uppercase UUID as 16 bytes).
+  struct Stored {
+    std::string_view bytes;
+    uint8_t form = 0;
+    bool operator==(const Stored&) const = default;
+  };
+  class Packed;  // a key's Stored form, with the buffer it needs
+
+  uint64_t hash(const Stored& key) const;
   static uint64_t seeded_hash(std::string_view key);
   bool live(const Slot& s) const {
     return s.bucket != 0 && s.bucket != kErased && s.bucket >= first_serial_;
@@ -104,10 +122,10 @@ class DedupeTable {
   Bucket& bucket_of(const Slot& s) { return buckets_[s.bucket - first_serial_]; }
   const Bucket& bucket_of(const Slot& s) const { return buckets_[s.bucket - first_serial_]; }
   // The record at `offset`: its key, and its seq and ts when asked.
-  static std::string_view record(const Bucket& b, uint32_t offset, uint64_t* seq = nullptr,
-                                 int64_t* ts_ms = nullptr);
+  static Stored record(const Bucket& b, uint32_t offset, uint64_t* seq = nullptr,
+                       int64_t* ts_ms = nullptr);
   // Index of the live slot holding `key`, or -1.
-  int64_t locate(std::string_view key, uint64_t h) const;
+  int64_t locate(const Stored& key, uint64_t h) const;
   Bucket& bucket_for(int64_t ts_ms);
   void rehash(size_t live_entries);
 

@@ -1,8 +1,10 @@
 #include "store/dedupe_table.h"
 
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -146,6 +148,56 @@ TEST(DedupeTable, HoldsAtMost64BytesPerIdOfATypicalKey) {
   EXPECT_LE(per_id, 64.0);
 }
 
+// A game client's key: a 12-character user id and a UUID message id (50 key
+// bytes as text, 30 stored).
+TEST(DedupeTable, HoldsAtMost64BytesPerIdOfAUuidKey) {
+  DedupeTable t(kWindowMs);
+  const int n = 600'000;
+  char id[40];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(id, sizeof id, "%08x-%04x-4%03x-8%03x-%012x", i, i & 0xffff, i & 0xfff,
+                  (i >> 3) & 0xfff, i * 7);
+    char user[16];
+    std::snprintf(user, sizeof user, "player%06d", i % 1000);
+    t.insert(DedupeKey(user, id), i + 1, kT0 + i / 5);
+  }
+  EXPECT_EQ(t.size(), static_cast<size_t>(n));
+  const double per_id = static_cast<double>(t.memory_bytes()) / n;
+  RecordProperty("bytes_per_id", std::to_string(per_id));
+  EXPECT_LE(per_id, 64.0);
+}
+
+// Keys ending in a UUID are stored packed: each is still found exactly, a
+// near miss (another case, a bad digit, a missing dash) is another key, and
+// for_each gives back the text as it was inserted.
+TEST(DedupeTable, PackedUuidKeysMatchExactlyAndComeBackAsText) {
+  DedupeTable t(kWindowMs);
+  const std::vector<std::string> ids = {
+      "0f8e2a9c-51b3-4d7e-9a01-23456789abcd",  // lowercase: packed
+      "0F8E2A9C-51B3-4D7E-9A01-23456789ABCD",  // uppercase: packed, another key
+      "0f8e2a9c-51B3-4d7e-9a01-23456789abcd",  // mixed case: as it is
+      "12345678-1234-1234-1234-123456789012",  // digits only: one form
+      "0f8e2a9c-51b3-4d7e-9a01-23456789abcg",  // not hex
+      "0f8e2a9c_51b3-4d7e-9a01-23456789abcd",  // not a dash
+      "x0f8e2a9c-51b3-4d7e-9a01-23456789abcd", // a prefix before the UUID
+  };
+  uint64_t seq = 0;
+  for (const auto& id : ids) t.insert(DedupeKey("alice", id), ++seq, kT0);
+  seq = 0;
+  for (const auto& id : ids) EXPECT_EQ(t.find(DedupeKey("alice", id)), ++seq) << id;
+  EXPECT_FALSE(t.find(DedupeKey("bob", ids[0])));
+  EXPECT_FALSE(t.find(DedupeKey("alice", "0f8e2a9c-51b3-4d7e-9a01-23456789abce")));
+  EXPECT_FALSE(t.find(DedupeKey("alice", ids[0].substr(1))));
+  std::map<std::string, uint64_t> seen;
+  t.for_each([&](std::string_view key, uint64_t s, int64_t) { seen[std::string(key)] = s; });
+  ASSERT_EQ(seen.size(), ids.size());
+  seq = 0;
+  for (const auto& id : ids) EXPECT_EQ(seen[std::string(DedupeKey("alice", id).bytes())], ++seq);
+  EXPECT_TRUE(t.erase(DedupeKey("alice", ids[1])));
+  EXPECT_FALSE(t.find(DedupeKey("alice", ids[1])));
+  EXPECT_EQ(t.find(DedupeKey("alice", ids[0])), 1u);
+}
+
 // The table against a std::map model, with random inserts, erases and expiries,
 // and a hash with only two values so that every probe chain is long.
 TEST(DedupeTable, AgreesWithAMapUnderRandomOperations) {
@@ -157,7 +209,16 @@ TEST(DedupeTable, AgreesWithAMapUnderRandomOperations) {
     uint64_t seq = 0;
     for (int step = 0; step < 20'000; ++step) {
       now += static_cast<int64_t>(rng() % 20);
-      DedupeKey k("u" + std::to_string(rng() % 3), std::to_string(rng() % (hash ? 200 : 3000)));
+      const uint64_t r = rng() % (hash ? 200 : 3000);
+      // Half the ids UUID-shaped (stored packed), in either case.
+      std::string id = std::to_string(r);
+      if (r % 2) {
+        char u[40];
+        std::snprintf(u, sizeof u, r % 4 == 1 ? "%08llx-0000-4000-8000-%012llx" : "%08llX-0000-4000-8000-%012llX",
+                      static_cast<unsigned long long>(r), static_cast<unsigned long long>(r * 977));
+        id = u;
+      }
+      DedupeKey k("u" + std::to_string(rng() % 3), id);
       switch (rng() % 10) {
         case 0:
           t.erase(k);
