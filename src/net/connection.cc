@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 #include <cerrno>
+#include <cstring>
 
 #include "common/clock.h"
 #include "net/preauth_budget.h"
@@ -16,6 +17,8 @@ namespace {
 constexpr int kMaxIov = 64;
 // A drained queue keeps this many slots; a burst's larger array is released.
 constexpr size_t kKeepQueueSlots = 4;
+// Gathered writes up to this size are copied into one buffer (write_some).
+constexpr size_t kFlattenBytes = 2048;
 }  // namespace
 
 Connection::~Connection() {
@@ -253,6 +256,22 @@ bool Connection::write_queued() {
 }
 
 ssize_t Connection::write_some(const iovec* iov, int count) {
+  if (count > 1) {
+    // A small gathered write (a frame's header, "[", a slice of a tick buffer,
+    // "]") is cheaper to copy into one buffer and send() than to hand the
+    // kernel as iovecs: it imports the vector and copies segment by segment.
+    thread_local char flat[kFlattenBytes];
+    size_t total = 0;
+    for (int i = 0; i < count && total <= kFlattenBytes; ++i) total += iov[i].iov_len;
+    if (total <= kFlattenBytes) {
+      char* at = flat;
+      for (int i = 0; i < count; ++i) {
+        std::memcpy(at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+      }
+      return ::send(native_fd(), flat, total, MSG_NOSIGNAL);
+    }
+  }
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
