@@ -44,7 +44,9 @@ SharedTokenBucket::SharedTokenBucket(uint32_t per_sec)
       // per_sec intervals exactly, so the burst is per_sec despite the rounding.
       burst_ns_(interval_ns_ * per_sec) {}
 
-int SharedTokenBucket::take(int64_t now_ns) {
+int SharedTokenBucket::take(int64_t now_ns) { return take(now_ns, 1); }
+
+int SharedTokenBucket::take(int64_t now_ns, uint32_t n) {
   // 0 per second is unlimited; above 1e9/s the interval rounds to 0 and the
   // bucket is unlimited too, which no real publisher reaches.
   if (interval_ns_ == 0) return 0;
@@ -52,7 +54,7 @@ int SharedTokenBucket::take(int64_t now_ns) {
   // the CAS makes every successful take advance it exactly once.
   int64_t full_at = full_at_ns_.load(std::memory_order_relaxed);
   for (;;) {
-    int64_t next = std::max(full_at, now_ns) + interval_ns_;
+    int64_t next = std::max(full_at, now_ns) + interval_ns_ * int64_t{n};
     int64_t excess = next - now_ns - burst_ns_;
     if (excess > 0) return ceil_ms(excess);
     if (full_at_ns_.compare_exchange_weak(full_at, next, std::memory_order_relaxed)) return 0;

@@ -27,6 +27,9 @@ class SharedTokenBucket {
  public:
   explicit SharedTokenBucket(uint32_t per_sec);
   int take(int64_t now_ns);  // as TokenBucket::take
+  // Takes n tokens at once or none (an emit of n events); n above the burst
+  // never fits and answers the wait of a full bucket.
+  int take(int64_t now_ns, uint32_t n);
 
  private:
   // The time at which the bucket would be full ("virtual scheduling" form of a

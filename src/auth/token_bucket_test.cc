@@ -71,6 +71,15 @@ TEST(TokenBucket, DefaultConstructedIsUnlimited) {
 // Two threads race over the same span of (injected) time, each trying far
 // more often than the rate allows: together they may never get more than the
 // burst plus what the rate refills over that span.
+TEST(SharedTokenBucket, TakesManyTokensAtOnceOrNone) {
+  SharedTokenBucket b(10);  // one token per 100 ms, burst 10
+  EXPECT_EQ(b.take(kT0, 6), 0);
+  EXPECT_EQ(b.take(kT0, 5), 100);  // 4 left: the 5th comes in 100 ms, none taken
+  EXPECT_EQ(b.take(kT0, 4), 0);
+  EXPECT_EQ(b.take(kT0 + 300 * kMs, 3), 0);
+  EXPECT_GT(b.take(kT0 + 300 * kMs, 11), 0);  // above the burst: never fits
+}
+
 TEST(SharedTokenBucket, TwoThreadsNeverExceedBurstPlusRateTimesElapsed) {
   constexpr uint32_t kRate = 1000;
   constexpr int kSteps = 200'000;

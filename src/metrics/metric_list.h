@@ -72,7 +72,12 @@
   X(ephemeral_memory_bytes, kGauge, "parley_ephemeral_memory_bytes", "",                   \
     "Estimate of what durable = false channels hold (history, dedupe windows, records).")  \
   X(ephemeral_evictions, kCounter, "parley_ephemeral_evictions_total", "",                 \
-    "Histories of durable = false channels dropped over ephemeral_memory_bytes.")
+    "Histories of durable = false channels dropped over ephemeral_memory_bytes.")  \
+  X(events, kCounter, "parley_events_total", "topic",                                      \
+    "Events acknowledged (not duplicates) by topic (tenant/topic).")                       \
+  X(consumer_lag, kGauge, "parley_consumer_lag_events", "group",                           \
+    "A consumer group's lag per partition (tenant/topic/group/p): the partition's last "   \
+    "offset minus the group's committed one.")
 
 namespace parley::metrics {
 

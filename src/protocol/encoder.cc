@@ -1,5 +1,9 @@
 #include "protocol/encoder.h"
 
+#include <charconv>
+#include <cmath>
+#include <limits>
+
 #include "common/json_writer.h"
 
 namespace parley::protocol {
@@ -160,6 +164,90 @@ void encode_left_topic(std::string& out, std::string_view rid, std::string_view 
   begin(w, "left", rid).field("topic", topic);
   if (!group.empty()) w.field("group", group);
   w.end_object();
+}
+
+namespace {
+void parts_field(JsonWriter& w, std::span<const std::pair<uint32_t, uint64_t>> parts) {
+  w.key("parts").begin_array();
+  for (const auto& [p, next] : parts) w.begin_object().field_unum("p", p).field_unum("next", next).end_object();
+  w.end_array();
+}
+}  // namespace
+
+void encode_emitted(std::string& out, std::string_view rid, std::string_view topic,
+                    std::span<const std::pair<uint32_t, uint64_t>> offs,
+                    const std::vector<bool>& dup) {
+  JsonWriter w(out);
+  begin(w, "emitted", rid).field("topic", topic).key("offs").begin_array();
+  for (const auto& [p, off] : offs) w.begin_array().unum(p).unum(off).end_array();
+  w.end_array().key("dup").begin_array();
+  for (bool d : dup) w.boolean(d);
+  w.end_array().end_object();
+}
+
+void encode_tailing(std::string& out, std::string_view rid, std::string_view topic,
+                    std::span<const std::pair<uint32_t, uint64_t>> parts) {
+  JsonWriter w(out);
+  begin(w, "tailing", rid).field("topic", topic);
+  parts_field(w, parts);
+  w.end_object();
+}
+
+void encode_assigned(std::string& out, std::string_view rid, std::string_view topic,
+                     std::string_view group, uint64_t gen,
+                     std::span<const std::pair<uint32_t, uint64_t>> parts) {
+  JsonWriter w(out);
+  begin(w, "assigned", rid).field("topic", topic).field("group", group).field_unum("gen", gen);
+  parts_field(w, parts);
+  w.end_object();
+}
+
+void encode_revoked(std::string& out, std::string_view topic, std::string_view group,
+                    uint64_t gen, std::span<const uint32_t> parts) {
+  JsonWriter w(out);
+  begin(w, "revoked").field("topic", topic).field("group", group).field_unum("gen", gen);
+  w.key("parts").begin_array();
+  for (uint32_t p : parts) w.unum(p);
+  w.end_array().end_object();
+}
+
+void append_score(std::string& out, double s) {
+  if (!std::isfinite(s)) s = s > 0 ? std::numeric_limits<double>::max() : std::numeric_limits<double>::lowest();
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, s);
+  out.append(buf, ec == std::errc() ? end : buf);
+}
+
+void append_rank_list(std::string& out, std::span<const RankView> entries) {
+  out.push_back('[');
+  bool first = true;
+  for (const auto& e : entries) {
+    if (!first) out.push_back(',');
+    first = false;
+    out += "{\"m\":";
+    append_json_string(out, e.m);
+    out += ",\"s\":";
+    append_score(out, e.s);
+    out += ",\"r\":";
+    out += std::to_string(e.r);
+    out.push_back('}');
+  }
+  out.push_back(']');
+}
+
+void encode_ranks(std::string& out, std::string_view rid, std::string_view board,
+                  std::string_view round, bool has_round, std::span<const RankView> entries) {
+  JsonWriter w(out);
+  begin(w, "ranks", rid).field("board", board);
+  if (has_round) w.field("round", round);
+  w.key("entries");
+  append_rank_list(out, entries);
+  out.push_back('}');
+}
+
+void encode_committed(std::string& out, std::string_view rid) {
+  JsonWriter w(out);
+  begin(w, "committed", rid).end_object();
 }
 
 void encode_bye(std::string& out, std::string_view code, int reconnect_ms) {

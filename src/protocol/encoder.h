@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -60,6 +62,36 @@ void encode_error(std::string& out, std::string_view rid, const Error& e);
 // {"op":"error","rid"?,"code":"out_of_range","msg","p","earliest","latest"}
 void encode_out_of_range(std::string& out, std::string_view rid, std::string_view msg,
                          const OffsetRange& range);
+// Event streams (PROTOCOL.md "Event streams and leaderboards").
+// {"op":"emitted","rid","topic","offs":[[p,off],...],"dup":[bool,...]}
+void encode_emitted(std::string& out, std::string_view rid, std::string_view topic,
+                    std::span<const std::pair<uint32_t, uint64_t>> offs,
+                    const std::vector<bool>& dup);
+// {"op":"tailing","rid","topic","parts":[{"p","next"}...]}
+void encode_tailing(std::string& out, std::string_view rid, std::string_view topic,
+                    std::span<const std::pair<uint32_t, uint64_t>> parts);
+// {"op":"assigned","rid"?,"topic","group","gen","parts":[{"p","next"}...]}
+void encode_assigned(std::string& out, std::string_view rid, std::string_view topic,
+                     std::string_view group, uint64_t gen,
+                     std::span<const std::pair<uint32_t, uint64_t>> parts);
+// {"op":"revoked","topic","group","gen","parts":[p...]}
+void encode_revoked(std::string& out, std::string_view topic, std::string_view group,
+                    uint64_t gen, std::span<const uint32_t> parts);
+// A leaderboard entry: member, score, rank.
+struct RankView {
+  std::string_view m;
+  double s = 0;
+  uint64_t r = 0;
+};
+// A finite score as a JSON number (shortest round-trip form: 930, 12.5).
+void append_score(std::string& out, double s);
+// [{"m","s","r"},...]
+void append_rank_list(std::string& out, std::span<const RankView> entries);
+// {"op":"ranks","rid","board","round"?,"entries":[{"m","s","r"}...]}
+void encode_ranks(std::string& out, std::string_view rid, std::string_view board,
+                  std::string_view round, bool has_round, std::span<const RankView> entries);
+// {"op":"committed","rid"}
+void encode_committed(std::string& out, std::string_view rid);
 // {"op":"bye","code","reconnect_ms"?}
 void encode_bye(std::string& out, std::string_view code, int reconnect_ms);
 

@@ -9,6 +9,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "common/clock.h"
@@ -120,6 +121,8 @@ void Server::create_services() {
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
+  events_ = std::make_unique<events::Engine>(*loops_, *durable_);
+  gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {
     api_->enable_admin({config_.admin_key, config_.store, loops_->size()});
@@ -138,6 +141,27 @@ void Server::register_metrics() {
     tenants_->for_each([&out](const session::TenantRuntime& t) {
       out.push_back({t.config.id, static_cast<int64_t>(t.messages.load(std::memory_order_relaxed))});
     });
+  });
+  metrics_->set_source(Scraped::events, [this](Samples& out) {
+    // Every configured topic, 0 until its first use.
+    std::map<std::string, int64_t, std::less<>> committed;
+    for (const auto& t : events_->stats()) {
+      committed[t->label] = static_cast<int64_t>(t->committed.load(std::memory_order_relaxed));
+    }
+    for (const auto& [id, tenant] : config_.tenants) {
+      for (const auto& [name, topic] : tenant.topics) {
+        const std::string label = id + "/" + name;
+        auto it = committed.find(label);
+        out.push_back({label, it == committed.end() ? 0 : it->second});
+      }
+    }
+  });
+  metrics_->set_source(Scraped::consumer_lag, [this](Samples& out) {
+    for (const auto& t : events_->stats()) {
+      t->for_each_lag([&](const std::string& g, uint32_t p, uint64_t lag) {
+        out.push_back({t->label + "/" + g + "/" + std::to_string(p), static_cast<int64_t>(lag)});
+      });
+    }
   });
   metrics_->set_source(Scraped::sockets, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(gateway_->sessions())});

@@ -17,6 +17,7 @@
 #include "metrics/metrics.h"
 #include "session/gateway.h"
 #include "session/tenant_registry.h"
+#include "events/engine.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
 #include "net/listener.h"
@@ -79,6 +80,7 @@ class Server {
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<session::TenantRegistry> tenants_;
   std::unique_ptr<hub::Hub> hub_;
+  std::unique_ptr<events::Engine> events_;  // topics, groups, leaderboards (on the durable store)
   std::unique_ptr<upstream::Forwarder> forwarder_;  // only when a namespace has an upstream
   std::unique_ptr<session::Gateway> gateway_;
   std::unique_ptr<api::HttpApi> api_;

@@ -97,7 +97,9 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   using protocol::OpKind;
   if (op.kind == OpKind::kHello) return on_hello(op);
   if (gw_.draining() && (op.kind == OpKind::kPub || op.kind == OpKind::kJoin ||
-                         op.kind == OpKind::kState || op.kind == OpKind::kUp)) {
+                         op.kind == OpKind::kState || op.kind == OpKind::kUp ||
+                         op.kind == OpKind::kEmit || op.kind == OpKind::kTail ||
+                         op.kind == OpKind::kConsume || op.kind == OpKind::kCommit)) {
     return reply_error(op.rid, Error{ErrorCode::kUnavailable, "server is draining",
                                      gw_.options().drain_reconnect_ms});
   }
@@ -132,7 +134,168 @@ void ClientSession::on_event_op(protocol::ClientOp& op) {
     return fail(op.rid, ErrorCode::kNotFound,
                 op.kind == protocol::OpKind::kRank ? "unknown board" : "unknown topic");
   }
-  fail(op.rid, ErrorCode::kUnavailable, "event streams are not available in this build yet");
+  if (!gw_.events()) {
+    return fail(op.rid, ErrorCode::kUnavailable, "event streams are not available");
+  }
+  switch (op.kind) {
+    case protocol::OpKind::kEmit: return on_emit(op, steady_ns());
+    case protocol::OpKind::kTail: return on_tail(op);
+    case protocol::OpKind::kConsume: return on_consume(op);
+    case protocol::OpKind::kCommit: return on_commit(op);
+    case protocol::OpKind::kRank: return on_rank(op);
+    default: break;
+  }
+}
+
+void ClientSession::reply_event_error(const std::string& rid, const Error& e,
+                                      const std::optional<OffsetRange>& range) {
+  if (e.code != ErrorCode::kOutOfRange || !range) return reply_error(rid, e);
+  gw_.metrics().local().reject(e.code);
+  tenant_->reject(e.code);
+  std::string out;
+  protocol::encode_out_of_range(out, rid, e.msg, *range);
+  reply(std::move(out));
+}
+
+void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
+  // PROTOCOL.md: each event counts against the tenant's events_per_sec.
+  const int wait =
+      tenant_->events_bucket.take(steady_ns(), static_cast<uint32_t>(op.events.size()));
+  if (wait > 0) {
+    return reply_error(op.rid, Error{ErrorCode::kRateLimited, "event rate exceeded", wait});
+  }
+  EmitRequest req;
+  req.tenant = &tenant_->config;
+  req.topic = op.topic;
+  req.from = user_;
+  req.events = std::move(op.events);
+  req.arrived_ns = arrived_ns;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic,
+              arrived_ns](EmitOutcome out) {
+    if (!out.status) return self->reply_error(rid, out.status.error());
+    std::string frame;
+    protocol::encode_emitted(frame, rid, topic, out.offs, out.dup);
+    self->reply(std::move(frame));
+    self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
+  };
+  gw_.events()->emit(std::move(req));
+}
+
+void ClientSession::on_tail(protocol::ClientOp& op) {
+  if (op.p && *op.p >= tenant_->config.topic(op.topic)->partitions) {
+    return fail(op.rid, ErrorCode::kNotFound, "unknown partition");
+  }
+  if (std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
+    topics_.push_back(op.topic);
+  }
+  TailRequest req;
+  req.tenant = &tenant_->config;
+  req.topic = op.topic;
+  req.p = op.p;
+  req.from = op.from;
+  req.from_off = op.from_off;
+  req.sink = std::static_pointer_cast<EventSink>(shared_from_this());
+  req.conn = conn_id_;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic](StartOutcome out) {
+    if (self->closed_) return;
+    if (!out.status) return self->reply_event_error(rid, out.status.error(), out.range);
+    std::vector<std::pair<uint32_t, uint64_t>> parts;
+    for (const auto& pn : out.parts) parts.emplace_back(pn.p, pn.next);
+    std::string frame;
+    protocol::encode_tailing(frame, rid, topic, parts);
+    self->reply(std::move(frame));
+  };
+  gw_.events()->tail(std::move(req));
+}
+
+void ClientSession::on_consume(protocol::ClientOp& op) {
+  if (std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
+    topics_.push_back(op.topic);
+  }
+  ConsumeRequest req;
+  req.tenant = &tenant_->config;
+  req.topic = op.topic;
+  req.group = op.group;
+  req.sink = std::static_pointer_cast<EventSink>(shared_from_this());
+  req.conn = conn_id_;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic,
+              group = op.group](StartOutcome out) {
+    if (self->closed_) return;
+    if (!out.status) return self->reply_event_error(rid, out.status.error(), out.range);
+    std::vector<std::pair<uint32_t, uint64_t>> parts;
+    for (const auto& pn : out.parts) parts.emplace_back(pn.p, pn.next);
+    std::string frame;
+    protocol::encode_assigned(frame, rid, topic, group, out.gen, parts);
+    self->reply(std::move(frame));
+  };
+  gw_.events()->consume(std::move(req));
+}
+
+void ClientSession::on_commit(protocol::ClientOp& op) {
+  CommitRequest req;
+  req.tenant = &tenant_->config;
+  req.topic = op.topic;
+  req.group = op.group;
+  req.conn = conn_id_;
+  req.gen = op.gen;
+  req.p = *op.p;
+  req.off = op.off;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid)](Status st,
+                                                                 std::optional<OffsetRange> range) {
+    if (self->closed_) return;
+    if (!st) return self->reply_event_error(rid, st.error(), range);
+    std::string frame;
+    protocol::encode_committed(frame, rid);
+    self->reply(std::move(frame));
+  };
+  gw_.events()->commit(std::move(req));
+}
+
+void ClientSession::on_rank(protocol::ClientOp& op) {
+  RankRequest req;
+  req.tenant = &tenant_->config;
+  req.board = op.board;
+  req.member = op.member;
+  req.around = op.around;
+  req.round = op.round;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), board = op.board,
+              round = op.round](Status st, std::vector<RankEntry>, std::vector<RankEntry> entries) {
+    if (self->closed_) return;
+    if (!st) return self->reply_error(rid, st.error());
+    std::vector<protocol::RankView> views;
+    views.reserve(entries.size());
+    for (const auto& e : entries) views.push_back({e.member, e.score, e.rank});
+    std::string frame;
+    protocol::encode_ranks(frame, rid, board, round ? std::string_view(*round) : std::string_view(),
+                           round.has_value(), views);
+    self->reply(std::move(frame));
+  };
+  gw_.events()->rank(std::move(req));
+}
+
+void ClientSession::deliver_event_frame(std::string frame, std::function<void()> written) {
+  if (gone()) return;
+  if (!written) return send(net::OutFrame(std::move(frame)));
+  // A catch-up page: on the backfill allowance, and the next one once written.
+  net::OutFrame f(std::move(frame));
+  f.backfill = true;
+  send(std::move(f));
+  if (!gone()) after_backfill(std::move(written));
+}
+
+void ClientSession::after_backfill(std::function<void()> fn) {
+  backfill_waiters_.push_back(std::move(fn));
+  if (backfill_waiters_.size() > 1) return;  // the hook is set already
+  conn_->when_backfill_drained([self = shared_from_this()] {
+    auto waiting = std::move(self->backfill_waiters_);
+    self->backfill_waiters_.clear();
+    for (auto& fn : waiting) fn();
+  });
 }
 
 void ClientSession::on_refused(net::Refusal why) {
@@ -270,9 +433,18 @@ void ClientSession::on_join(protocol::ClientOp& op) {
 
 void ClientSession::on_leave(protocol::ClientOp& op) {
   if (!op.topic.empty()) {
-    std::string out;
-    protocol::encode_left_topic(out, op.rid, op.topic, op.group);
-    return reply(std::move(out));
+    auto answer = [self = shared_from_this(), rid = op.rid, topic = op.topic, group = op.group] {
+      if (self->closed_) return;
+      std::string out;
+      protocol::encode_left_topic(out, rid, topic, group);
+      self->reply(std::move(out));
+    };
+    // Nothing to end on a topic it never tailed or consumed (or an unknown one).
+    if (!gw_.events() || std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
+      return answer();
+    }
+    return gw_.events()->leave(&tenant_->config, op.topic, op.group, conn_id_, loop(),
+                               std::move(answer));
   }
   auto it = joined_.find(op.ch);
   if (it != joined_.end()) {
@@ -410,7 +582,7 @@ void ClientSession::send_history_reply(std::string frame) {
   // history_reply_budget bytes) always fits the backfill allowance, so a client
   // that pipelines `history` and reads normally is never a slow consumer.
   if (conn_->backfill_bytes() > 0) {
-    conn_->when_backfill_drained([self = shared_from_this(), frame = std::move(frame)]() mutable {
+    after_backfill([self = shared_from_this(), frame = std::move(frame)]() mutable {
       if (!self->closed_) self->send_history_reply(std::move(frame));
     });
     return;
@@ -435,6 +607,11 @@ void ClientSession::on_closed() {
     }
     joined_.clear();  // each membership leaves its channel
     history_queue_.clear();
+    backfill_waiters_.clear();
+    if (gw_.events()) {
+      for (const auto& t : topics_) gw_.events()->disconnect(&tenant_->config, t, conn_id_);
+    }
+    topics_.clear();
     tenant_->disconnect();
   }
   gw_.on_session_closed(*this);

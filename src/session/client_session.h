@@ -20,6 +20,7 @@
 #include "hub/upstream_sink.h"
 #include "net/connection.h"
 #include "protocol/client_op.h"
+#include "session/event_service.h"
 
 namespace parley::session {
 
@@ -28,6 +29,7 @@ struct TenantRuntime;
 
 class ClientSession final : public net::ConnectionHandler,
                             public hub::Subscriber,
+                            public EventSink,
                             public std::enable_shared_from_this<ClientSession> {
  public:
   ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn, uint64_t conn_id,
@@ -44,6 +46,9 @@ class ClientSession final : public net::ConnectionHandler,
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
   void send(net::OutFrame&& frame) override;
+
+  // EventSink
+  void deliver_event_frame(std::string frame, std::function<void()> written) override;
 
   bool authenticated() const { return tenant_ != nullptr; }
   TenantRuntime* tenant() const { return tenant_; }
@@ -74,6 +79,16 @@ class ClientSession final : public net::ConnectionHandler,
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);
   void on_event_op(protocol::ClientOp& op);
+  void on_emit(protocol::ClientOp& op, int64_t arrived_ns);
+  void on_tail(protocol::ClientOp& op);
+  void on_consume(protocol::ClientOp& op);
+  void on_commit(protocol::ClientOp& op);
+  void on_rank(protocol::ClientOp& op);
+  void reply_event_error(const std::string& rid, const Error& e,
+                         const std::optional<OffsetRange>& range);
+  // Runs fn once the connection's backfill is written out (several may wait:
+  // history replies and catch-up events frames share the connection's hook).
+  void after_backfill(std::function<void()> fn);
   void start_history(PendingHistory h);
   // Queues a history reply once the backfill allowance has room (never a cause
   // for slow_consumer), then starts the next queued request.
@@ -105,6 +120,9 @@ class ClientSession final : public net::ConnectionHandler,
   std::unordered_map<std::string, Joined> joined_;
   bool history_busy_ = false;
   std::deque<PendingHistory> history_queue_;
+  std::vector<std::function<void()>> backfill_waiters_;
+  // Topics this connection tails or consumes: told when it closes.
+  std::vector<std::string> topics_;
   bool closed_ = false;
 };
 

@@ -17,10 +17,11 @@ namespace parley::session {
 
 struct TenantRuntime {
   explicit TenantRuntime(const TenantConfig& c)
-      : config(c), publish_bucket(c.publish_per_sec) {}
+      : config(c), publish_bucket(c.publish_per_sec), events_bucket(c.events_per_sec) {}
   const TenantConfig& config;
   std::atomic<uint32_t> connections{0};
   auth::SharedTokenBucket publish_bucket;  // tenant-wide pub + POST /v1/publish
+  auth::SharedTokenBucket events_bucket;   // tenant-wide events of emit (events_per_sec)
   std::atomic<uint64_t> messages{0};       // acknowledged, not duplicates
   // Error replies to this tenant's clients and API calls, by code (admin page).
   std::array<std::atomic<uint64_t>, kErrorCodeCount> rejections{};

@@ -45,14 +45,21 @@ std::string family_of(const std::string& line, const std::map<std::string, Famil
 
 TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
   // A namespace with an upstream (nothing listens there) gives the
-  // parley_upstream_* families their samples.
-  ServerProcess server(spec_with_tenants(default_tenants_toml(
-      "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n")));
+  // parley_upstream_* families their samples; a topic and a consumer group the
+  // parley_events_* and consumer lag families.
+  ServerProcess server(spec_with_tenants(
+      default_tenants_toml(
+          "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n") +
+      "\n[tenants.demo.topics.hunt]\npartitions = 2\n"));
   server.start();
   auto c = connect_as(server.http_port(), "alice");
   c->join("chat:metrics");
   c->send(R"({"op":"pub","ch":"chat:metrics","id":"m1","body":1,"rid":1})");
   ASSERT_FALSE(c->expect("ack").empty());
+  c->send(R"({"op":"consume","rid":2,"topic":"hunt","group":"g"})");
+  ASSERT_FALSE(c->expect("assigned").empty());
+  c->send(R"({"op":"emit","rid":3,"topic":"hunt","events":[{"key":"k","type":"t","body":1}]})");
+  ASSERT_FALSE(c->expect("emitted").empty());
 
   auto r = http_request(server.http_port(), "GET", "/metrics");
   ASSERT_EQ(r.status, 200);

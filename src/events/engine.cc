@@ -1,0 +1,92 @@
+#include "events/engine.h"
+
+
+#include "common/check.h"
+#include "store/channel_id.h"
+
+namespace parley::events {
+
+Engine::Engine(runtime::LoopGroup& loops, store::Store& store)
+    : loops_(loops), store_(store), topics_(loops.size()) {}
+
+Engine::~Engine() = default;
+
+unsigned Engine::loop_of(std::string_view tenant, std::string_view topic) const {
+  const std::string key = store::ChannelId::key_of(tenant, topic);
+  return static_cast<unsigned>(std::hash<std::string>{}(key) % loops_.size());
+}
+
+Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
+  const unsigned loop = loop_of(tenant.id, name);
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop));
+  std::string key = store::ChannelId::key_of(tenant.id, name);
+  auto& table = topics_[loop];
+  auto it = table.find(key);
+  if (it == table.end()) {
+    const TopicConfig* cfg = tenant.topic(name);
+    PARLEY_CHECK(cfg != nullptr);  // the session checked the name against the config
+    auto stats = std::make_shared<TopicStats>(tenant.id + "/" + name, cfg->partitions);
+    {
+      std::lock_guard lock(stats_mu_);
+      stats_.push_back(stats);
+    }
+    it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
+                                                               *cfg, std::move(stats)))
+             .first;
+  }
+  return *it->second;
+}
+
+template <typename Fn>
+void Engine::on_topic(const TenantConfig* tenant, const std::string& name, Fn&& fn) {
+  loops_.run_on(loop_of(tenant->id, name),
+                [this, tenant, name, fn = std::forward<Fn>(fn)]() mutable { fn(topic(*tenant, name)); });
+}
+
+void Engine::emit(session::EmitRequest req) {
+  const TenantConfig* t = req.tenant;
+  const std::string name = req.topic;
+  on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.emit(std::move(req)); });
+}
+
+void Engine::tail(session::TailRequest req) {
+  const TenantConfig* t = req.tenant;
+  const std::string name = req.topic;
+  on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.tail(std::move(req)); });
+}
+
+void Engine::consume(session::ConsumeRequest req) {
+  const TenantConfig* t = req.tenant;
+  const std::string name = req.topic;
+  on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.consume(std::move(req)); });
+}
+
+void Engine::commit(session::CommitRequest req) {
+  const TenantConfig* t = req.tenant;
+  const std::string name = req.topic;
+  on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.commit(std::move(req)); });
+}
+
+void Engine::rank(session::RankRequest req) {
+  loops_.run_on(req.reply_loop, [done = std::move(req.done)] {
+    done(Error{ErrorCode::kUnavailable, "leaderboards are not available in this build yet"}, {}, {});
+  });
+}
+
+void Engine::leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,
+                   uint64_t conn, unsigned reply_loop, std::function<void()> done) {
+  on_topic(tenant, topic, [group, conn, reply_loop, done = std::move(done)](Topic& tp) mutable {
+    tp.leave(group, conn, reply_loop, std::move(done));
+  });
+}
+
+void Engine::disconnect(const TenantConfig* tenant, const std::string& topic, uint64_t conn) {
+  on_topic(tenant, topic, [conn](Topic& tp) { tp.disconnect(conn); });
+}
+
+std::vector<std::shared_ptr<TopicStats>> Engine::stats() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+}  // namespace parley::events

@@ -1,0 +1,58 @@
+// The event pipeline (PROTOCOL.md "Event streams and leaderboards"): each
+// configured topic lives on one loop (a hash of tenant + topic) as a Topic,
+// created there on first use. Implements session::EventService by posting each
+// request to its topic's loop; the topic answers on the request's reply loop.
+//
+// Any thread calls in. Topics are created, used and destroyed only on their
+// loop (destroyed with the engine, after the loops have stopped).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "events/topic.h"
+#include "events/topic_stats.h"
+#include "runtime/loop_group.h"
+#include "session/event_service.h"
+#include "store/store.h"
+
+namespace parley::events {
+
+class Engine final : public session::EventService {
+ public:
+  Engine(runtime::LoopGroup& loops, store::Store& store);
+  ~Engine() override;
+
+  void emit(session::EmitRequest req) override;
+  void tail(session::TailRequest req) override;
+  void consume(session::ConsumeRequest req) override;
+  void commit(session::CommitRequest req) override;
+  void rank(session::RankRequest req) override;
+  void leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,
+             uint64_t conn, unsigned reply_loop, std::function<void()> done) override;
+  void disconnect(const TenantConfig* tenant, const std::string& topic, uint64_t conn) override;
+
+  unsigned loop_of(std::string_view tenant, std::string_view topic) const;
+
+  // Every topic created so far (a scrape reads them; any thread).
+  std::vector<std::shared_ptr<TopicStats>> stats() const;
+
+ private:
+  // On the topic's loop: the topic, created on first use.
+  Topic& topic(const TenantConfig& tenant, const std::string& name);
+  template <typename Fn>
+  void on_topic(const TenantConfig* tenant, const std::string& name, Fn&& fn);
+
+  runtime::LoopGroup& loops_;
+  store::Store& store_;
+  // Per loop, touched only by that loop: key ChannelId::key_of(tenant, topic).
+  std::vector<std::unordered_map<std::string, std::unique_ptr<Topic>>> topics_;
+  mutable std::mutex stats_mu_;
+  std::vector<std::shared_ptr<TopicStats>> stats_;
+};
+
+}  // namespace parley::events

@@ -1,0 +1,288 @@
+#include "events/partition.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "common/check.h"
+#include "common/clock.h"
+#include "common/json_writer.h"
+
+namespace parley::events {
+
+namespace {
+
+// Recent events kept encoded per partition for cursors at the head: a cursor
+// further behind reads the store. Bounded by count and by bytes.
+constexpr size_t kRecentEvents = 2048;
+constexpr size_t kRecentBytes = 512 * 1024;
+constexpr uint32_t kReadPage = 512;     // events per store read of a lagging cursor
+constexpr size_t kFrameEvents = 512;    // events per `events` frame
+constexpr size_t kFrameBytes = 256 * 1024;
+
+// What the store keeps as the message body: the event minus what the store
+// already has (seq = off, ts, from, id). Valid JSON, so every store takes it.
+std::string stored_body(const protocol::EmitEvent& e) {
+  std::string out;
+  out.reserve(e.key.size() + e.type.size() + e.body.size() + 32);
+  JsonWriter w(out);
+  w.begin_object().field("key", e.key).field("type", e.type).field_raw("body", e.body).end_object();
+  return out;
+}
+
+// One element of an `events` frame's evs: the stored body's members spliced
+// after off, ts, from and id, so nothing is parsed on the way out.
+std::string encode_item(uint64_t off, int64_t ts, std::string_view from, std::string_view id,
+                        std::string_view body) {
+  std::string out;
+  out.reserve(body.size() + from.size() + id.size() + 64);
+  JsonWriter w(out);
+  w.begin_object().field_unum("off", off).field_num("ts", ts).field("from", from);
+  if (!id.empty()) w.field("id", id);
+  if (body.size() > 2) {  // {"key":..,"type":..,"body":..}
+    out.push_back(',');
+    out.append(body.substr(1));
+  } else {
+    out.push_back('}');
+  }
+  return out;
+}
+
+}  // namespace
+
+Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
+                     store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg)
+    : loop_(loop),
+      loops_(loops),
+      store_(store),
+      id_(std::move(id)),
+      topic_(std::move(topic)),
+      p_(p),
+      cfg_(cfg),
+      // retention = 0 keeps by age only: the store keeps as many as it can hold.
+      history_limit_(cfg.retention == 0 ||
+                             cfg.retention > std::numeric_limits<uint32_t>::max() / 2
+                         ? std::numeric_limits<uint32_t>::max() / 2
+                         : static_cast<uint32_t>(cfg.retention)),
+      dedupe_(int64_t{cfg.dedupe_window_s} * 1000) {}
+
+void Partition::recover(std::function<void()> then) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
+  PARLEY_CHECK(needs_recovery());
+  recovering_ = true;
+  const int64_t cutoff = wall_ms() - int64_t{cfg_.dedupe_window_s} * 1000;
+  store_.recover(id_, cutoff, [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
+    loops_.run_on(loop_, [this, then = std::move(then), rec = std::move(rec)]() mutable {
+      recovering_ = false;
+      if (rec) {
+        recovered_ = true;
+        failed_ = false;
+        // After a start that accepted data loss the store's floor may jump the
+        // offsets: never hand out one that may have been acknowledged.
+        last_off_ = committed_off_ = std::max(committed_off_, rec->last_seq);
+        dedupe_ = store::DedupeTable(int64_t{cfg_.dedupe_window_s} * 1000);
+        dedupe_waiters_.clear();
+        recent_.clear();
+        recent_bytes_ = 0;
+        auto& entries = rec->dedupe;
+        std::sort(entries.begin(), entries.end(),
+                  [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
+        for (const auto& e : entries) {
+          dedupe_.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
+        }
+      }
+      then();
+    });
+  });
+}
+
+uint64_t Partition::earliest() const {
+  // The store keeps at least `retention` latest events (history_limit); it may
+  // keep a few more until it trims, which a reader never relies on.
+  if (committed_off_ <= history_limit_) return 1;
+  return committed_off_ - history_limit_ + 1;
+}
+
+void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
+                       LandingFn fn) {
+  PARLEY_CHECK(ready());
+  store::DedupeKey key;
+  if (!e.id.empty() && cfg_.dedupe_window_s > 0) {
+    dedupe_.expire(now_ms, committed_off_ + 1);  // ids still being written stay
+    key = store::DedupeKey(from, e.id);
+    if (auto off = dedupe_.find(key)) {
+      if (*off > committed_off_) {
+        // The original is still being written: answered once it is.
+        dedupe_waiters_[*off].push_back(Waiter{std::move(fn)});
+        return;
+      }
+      return fn(Landing{*off, true, Status::ok()});
+    }
+  }
+  const uint64_t off = ++last_off_;
+  std::string body = stored_body(e);
+  std::string item = encode_item(off, now_ms, from, e.id, body);
+  if (!key.empty()) dedupe_.insert(key, off, now_ms);
+  inflight_.push_back(
+      InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn)});
+  store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
+                           history_limit_, cfg_.dedupe_window_s, 0};
+  store_.append(std::move(req), [this](store::AppendOutcome out) {
+    loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
+  });
+}
+
+void Partition::on_appended(store::AppendOutcome out) {
+  PARLEY_CHECK(!inflight_.empty());
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  std::vector<Waiter> waiters;
+  if (auto w = dedupe_waiters_.find(f.off); w != dedupe_waiters_.end()) {
+    waiters = std::move(w->second);
+    dedupe_waiters_.erase(w);
+  }
+  if (out.status && !failed_) {
+    // This store takes the partition's offset and completes in order: it echoes it.
+    PARLEY_CHECK(out.seq == f.off);
+    committed_off_ = f.off;
+    if (observer_) observer_(CommittedEvent{p_, f.off, f.type, f.body});
+    recent_bytes_ += f.item.size();
+    recent_.emplace_back(f.off, std::move(f.item));
+    while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
+      recent_bytes_ -= recent_.front().second.size();
+      recent_.pop_front();
+    }
+    f.done(Landing{f.off, false, Status::ok()});
+    for (auto& w : waiters) w.done(Landing{f.off, true, Status::ok()});
+    if (on_committed_) on_committed_(f.off);
+    return;
+  }
+  // No later offset can be written without a gap: the store refuses every
+  // append now; the topic recovers this partition once these are answered.
+  failed_ = true;
+  const Error err = out.status ? Error{ErrorCode::kUnavailable, "store unavailable", 1000}
+                               : out.status.error();
+  if (!f.dedupe_key.empty()) dedupe_.erase(f.dedupe_key);
+  f.done(Landing{0, false, err});
+  for (auto& w : waiters) w.done(Landing{0, false, err});
+  if (inflight_.empty()) {
+    recovered_ = false;
+    last_off_ = committed_off_;
+  }
+}
+
+uint64_t Partition::open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next,
+                                std::string group) {
+  const uint64_t id = next_cursor_++;
+  cursors_.emplace(id, Cursor{std::move(sink), next, std::move(group), false});
+  return id;
+}
+
+void Partition::close_cursor(uint64_t id) { cursors_.erase(id); }
+
+void Partition::pump() {
+  for (auto it = cursors_.begin(); it != cursors_.end();) {
+    if (it->second.sink.expired()) {
+      it = cursors_.erase(it);
+      continue;
+    }
+    pump_one(it->first, it->second);
+    ++it;
+  }
+}
+
+void Partition::begin_frame(std::string& f, const Cursor& c) const {
+  JsonWriter w(f);
+  w.begin_object().field("op", "events").field("topic", topic_).field_unum("p", p_);
+  if (!c.group.empty()) w.field("group", c.group);
+  f += ",\"evs\":[";
+}
+
+void Partition::pump_one(uint64_t id, Cursor& c) {
+  if (c.paced || c.next > committed_off_) return;
+  if (recent_.empty() || recent_.front().first > c.next) return read_page(id, c);
+  auto sink = c.sink.lock();
+  if (!sink) return;
+  // From the ring: every committed event the cursor has not had, in frames.
+  size_t i = static_cast<size_t>(c.next - recent_.front().first);
+  while (i < recent_.size()) {
+    std::string frame;
+    begin_frame(frame, c);
+    size_t k = 0, bytes = 0;
+    for (; i < recent_.size() && k < kFrameEvents && bytes < kFrameBytes; ++i, ++k) {
+      if (k) frame.push_back(',');
+      frame += recent_[i].second;
+      bytes += recent_[i].second.size();
+    }
+    frame += "]}";
+    c.next = recent_[i - 1].first + 1;
+    // Posted in order from this one loop: frames reach the connection in offset order.
+    loops_.run_on(sink->loop(), [sink, frame = std::move(frame)]() mutable {
+      sink->deliver_event_frame(std::move(frame), nullptr);
+    });
+  }
+}
+
+void Partition::read_page(uint64_t id, Cursor& c) {
+  // Behind the ring: one page from the store; the next once the client has
+  // written this one out.
+  c.paced = true;
+  const uint64_t from = c.next;
+  const uint64_t cut = committed_off_;
+  const auto n = static_cast<uint32_t>(std::min<uint64_t>(kReadPage, cut - from + 1));
+  store_.read_after(id_, from - 1, n, [this, id, from, cut](Result<std::vector<store::StoredMessage>> r) {
+    loops_.run_on(loop_, [this, id, from, cut, r = std::move(r)]() mutable {
+      auto it = cursors_.find(id);
+      if (it == cursors_.end() || it->second.next != from) return;  // closed or replaced
+      Cursor& c = it->second;
+      auto sink = c.sink.lock();
+      if (!sink) {
+        cursors_.erase(it);
+        return;
+      }
+      if (!r || r->empty() || r->front().seq != from) {
+        // Trimmed under the reader, or the store failed: it cannot go on
+        // without a gap. It retries from what the store holds now after a pause.
+        if (!r) {
+          // c.paced stays set until the retry.
+          auto t = std::make_shared<boost::asio::steady_timer>(loops_.loop(loop_),
+                                                               std::chrono::milliseconds(200));
+          t->async_wait([this, id, from, t](const boost::system::error_code&) {
+            auto again = cursors_.find(id);
+            if (again == cursors_.end() || again->second.next != from) return;
+            again->second.paced = false;
+            pump_one(id, again->second);
+          });
+          return;
+        }
+        c.paced = false;
+        c.next = std::max(c.next, earliest());
+        return pump_one(id, c);
+      }
+      std::string frame;
+      begin_frame(frame, c);
+      size_t k = 0;
+      for (auto& m : *r) {
+        // A page is bounded by bytes too: what is left is read again next time.
+        if (m.seq > cut || m.seq != c.next || frame.size() > kFrameBytes) break;
+        if (k++) frame.push_back(',');
+        frame += encode_item(m.seq, m.ts_ms, m.from, m.id, m.body);
+        ++c.next;
+      }
+      frame += "]}";
+      loops_.run_on(sink->loop(), [this, sink, id, frame = std::move(frame)]() mutable {
+        sink->deliver_event_frame(std::move(frame), [this, id] {
+          loops_.run_on(loop_, [this, id] {
+            auto again = cursors_.find(id);
+            if (again == cursors_.end()) return;
+            again->second.paced = false;
+            pump_one(id, again->second);
+          });
+        });
+      });
+    });
+  });
+}
+
+}  // namespace parley::events

@@ -1,0 +1,133 @@
+// One partition of a topic: a gap-free log with offsets from 1, stored on the
+// Store as the channel (tenant, "<topic>\x1f<p>"): the same interface, records,
+// recovery and retention as a channel's history, not a second storage engine.
+//
+// Owned by its topic's loop (topic.h): only that loop touches it. It sequences
+// offsets, dedupes (sender, id) within the topic's window, appends in offset
+// order, and feeds its cursors (tails and group members) in offset order with no
+// gaps: from a ring of recent events while they keep up, from the store (one page
+// at a time, paced by the client's reading) when they are behind it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "protocol/client_op.h"
+#include "runtime/loop_group.h"
+#include "session/event_service.h"
+#include "store/dedupe_table.h"
+#include "store/store.h"
+#include "tenant/tenant_config.h"
+
+namespace parley::events {
+
+// Where one event of an emit landed, or why it did not.
+struct Landing {
+  uint64_t off = 0;
+  bool dup = false;
+  Status status;
+};
+using LandingFn = std::function<void(const Landing&)>;
+
+// A committed event as the topic's processors (leaderboards) see it.
+struct CommittedEvent {
+  uint32_t p = 0;
+  uint64_t off = 0;
+  std::string_view type;
+  std::string_view body;  // the event's own body (JSON text)
+};
+using CommitObserver = std::function<void(const CommittedEvent&)>;
+
+class Partition {
+ public:
+  Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
+            store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg);
+  Partition(const Partition&) = delete;
+  Partition& operator=(const Partition&) = delete;
+
+  // Set by the topic: runs (on this loop) when events were committed, so that
+  // the topic can schedule a delivery pass; and for each committed event.
+  void set_on_committed(std::function<void(uint64_t off)> fn) { on_committed_ = std::move(fn); }
+  void set_observer(CommitObserver fn) { observer_ = std::move(fn); }
+
+  // Recovery: ready() once the store said what it holds. recover() (when
+  // needs_recovery()) asks it; `then` runs on this loop either way.
+  bool ready() const { return recovered_ && !failed_; }
+  bool needs_recovery() const { return !ready() && !recovering_ && inflight_.empty(); }
+  void recover(std::function<void()> then);
+
+  // Offsets: the last acknowledged one, the first kept, and appends in flight.
+  uint64_t committed() const { return committed_off_; }
+  uint64_t earliest() const;
+  size_t inflight() const { return inflight_.size(); }
+
+  // Appends one event (ready() must hold) or finds it a duplicate; `fn` runs
+  // once, on this loop, when it is acknowledged, found, or failed.
+  void append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms, LandingFn fn);
+
+  // Cursors: a reader starting at `next` (earliest() <= next <= committed()+1).
+  // `group` is written into its frames (a group member's). Returns its id.
+  uint64_t open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next, std::string group);
+  void close_cursor(uint64_t id);
+  // Sends what each cursor has not had yet (the topic calls it after commits,
+  // once per loop iteration or per tick).
+  void pump();
+  size_t cursors() const { return cursors_.size(); }
+
+ private:
+  struct Cursor {
+    std::weak_ptr<session::EventSink> sink;
+    uint64_t next = 1;
+    std::string group;
+    bool paced = false;  // a store page is being read or written out
+  };
+  struct InFlight {
+    uint64_t off = 0;
+    store::DedupeKey dedupe_key;
+    std::string item;   // the event as an `events` frame carries it
+    std::string type;   // for the observer
+    std::string body;
+    LandingFn done;
+  };
+  struct Waiter {
+    LandingFn done;
+  };
+
+  void on_appended(store::AppendOutcome out);
+  void pump_one(uint64_t id, Cursor& c);
+  void begin_frame(std::string& f, const Cursor& c) const;
+  void read_page(uint64_t id, Cursor& c);
+
+  unsigned loop_;
+  runtime::LoopGroup& loops_;
+  store::Store& store_;
+  store::ChannelId id_;
+  std::string topic_;
+  uint32_t p_;
+  const TopicConfig& cfg_;
+  uint32_t history_limit_;
+
+  bool recovered_ = false;
+  bool recovering_ = false;
+  bool failed_ = false;
+  uint64_t last_off_ = 0;       // assigned
+  uint64_t committed_off_ = 0;  // acknowledged by the store
+  store::DedupeTable dedupe_;
+  std::unordered_map<uint64_t, std::vector<Waiter>> dedupe_waiters_;  // by the original's off
+  std::deque<InFlight> inflight_;
+  // The newest committed events, encoded as `events` items: (off, item).
+  std::deque<std::pair<uint64_t, std::string>> recent_;
+  size_t recent_bytes_ = 0;
+  std::unordered_map<uint64_t, Cursor> cursors_;
+  uint64_t next_cursor_ = 1;
+  std::function<void(uint64_t off)> on_committed_;
+  CommitObserver observer_;
+};
+
+}  // namespace parley::events

@@ -1,0 +1,119 @@
+// One topic of one tenant: its partitions, the connections tailing it and its
+// consumer groups (PROTOCOL.md "Event streams and leaderboards").
+//
+// Owned by one loop (the engine picks it from a hash of tenant + topic), which
+// alone touches it: a topic's emits, deliveries, rebalances and commits are
+// ordered by that loop, with no lock. A hot topic therefore uses one core for
+// sequencing (the store's writer, decoding and the sockets run elsewhere), like a
+// hot channel on its hub shard. Every frame it sends a connection is posted from
+// this loop, so a reply always precedes the events it announces and `revoked`
+// precedes `assigned`.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "events/partition.h"
+#include "events/topic_stats.h"
+#include "runtime/loop_group.h"
+#include "session/event_service.h"
+#include "store/store.h"
+#include "tenant/tenant_config.h"
+
+namespace parley::events {
+
+class Topic {
+ public:
+  Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store, const TenantConfig& tenant,
+        std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats);
+  Topic(const Topic&) = delete;
+  Topic& operator=(const Topic&) = delete;
+
+  void emit(session::EmitRequest req);
+  void tail(session::TailRequest req);
+  void consume(session::ConsumeRequest req);
+  void commit(session::CommitRequest req);
+  void leave(const std::string& group, uint64_t conn, unsigned reply_loop,
+             std::function<void()> done);
+  void disconnect(uint64_t conn);
+
+  // Each committed event, in offset order per partition (leaderboards).
+  void add_observer(CommitObserver fn) { observers_.push_back(std::move(fn)); }
+  // Runs `fn` once every partition has been recovered (or at once if it is).
+  void when_ready(std::function<void()> fn);
+  bool ready() const;
+  Partition& partition(uint32_t p) { return *parts_[p]; }
+  uint32_t partitions() const { return static_cast<uint32_t>(parts_.size()); }
+  const std::string& name() const { return name_; }
+
+
+ private:
+  struct Member {
+    uint64_t conn = 0;
+    std::weak_ptr<session::EventSink> sink;
+    std::vector<uint32_t> parts;
+    std::vector<uint64_t> cursors;  // one per part
+  };
+  struct Group {
+    std::string name;
+    store::ChannelId log;  // the commit log: (tenant, "<topic>\x1fg\x1f<group>")
+    bool loaded = false, loading = false;
+    std::vector<std::function<void()>> waiting;
+    uint64_t gen = 0;
+    std::vector<Member> members;  // in join order
+    std::vector<std::optional<uint64_t>> committed;  // per partition
+    uint64_t log_seq = 0;  // last record of the commit log
+  };
+  struct TailState {
+    std::vector<uint64_t> cursors;  // per partition; 0: not tailed
+  };
+
+  void run_emit(session::EmitRequest req);
+  void run_tail(session::TailRequest req);
+  void recovered_one();
+  void schedule_pump();
+  void pump();
+  void close_tails(uint64_t conn);
+
+  Group* find_group(const std::string& name);
+  void load_group(Group& g, std::function<void()> then);
+  uint64_t next_of(const Group& g, uint32_t p) const;
+  // Closes every member's cursors, bumps gen, assigns each partition to one
+  // member and opens their cursors. `revoke_except`: members other than it are
+  // sent `revoked` first; every member but `quiet` is sent `assigned`.
+  void rebalance(Group& g, uint64_t quiet);
+  void remove_member(Group& g, uint64_t conn);
+  void write_commit(Group& g, session::CommitRequest req);
+  void send_to(const std::weak_ptr<session::EventSink>& sink, std::string frame);
+
+  unsigned loop_;
+  runtime::LoopGroup& loops_;
+  store::Store& store_;
+  const TenantConfig& tenant_;
+  std::string name_;
+  const TopicConfig& cfg_;
+  std::vector<std::unique_ptr<Partition>> parts_;
+  unsigned recovering_ = 0;
+  std::vector<std::function<void()>> waiting_;
+  bool pump_scheduled_ = false;
+  std::unique_ptr<boost::asio::steady_timer> tick_;
+  std::unordered_map<uint64_t, TailState> tails_;
+  std::map<std::string, std::unique_ptr<Group>, std::less<>> groups_;
+  std::vector<CommitObserver> observers_;
+  std::shared_ptr<TopicStats> stats_;
+  size_t inflight_ = 0;
+};
+
+// The most appends one topic keeps in flight before answering `backpressure`.
+inline constexpr size_t kTopicInflightLimit = 200'000;
+// The most consumer groups a topic keeps (each holds its offsets in memory).
+inline constexpr size_t kMaxGroupsPerTopic = 1024;
+
+}  // namespace parley::events

@@ -1,0 +1,369 @@
+// Event streams over real sockets (PROTOCOL.md "Event streams and
+// leaderboards", issue 12): emit, tail, per-partition order with many
+// producers, idempotent retries, the Unix socket, bad input, and nothing
+// acknowledged lost across a kill -9 of the server.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/event_client.h"
+#include "support/client.h"
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kTopics = R"(
+[tenants.demo.topics.hunt]
+partitions = 4
+
+[tenants.demo.topics.once]
+partitions = 2
+
+[tenants.demo.topics.solo]
+partitions = 1
+
+[tenants.demo.topics.bad]
+partitions = 3
+)";
+
+ServerSpec spec() {
+  ServerSpec s;
+  s.tenants_toml = default_tenants_toml() + kTopics;
+  s.unix_socket = true;
+  return s;
+}
+
+// Tails `topic` from earliest and reads events until `want` have come or 20 s.
+std::vector<Delivered> tail_all(Client& c, const std::string& topic, size_t want) {
+  c.send(R"({"op":"tail","rid":"t","topic":")" + topic + R"(","from":"earliest"})");
+  const std::string tailing = c.expect("tailing");
+  EXPECT_FALSE(tailing.empty());
+  std::vector<Delivered> got;
+  const auto deadline = Clock::now() + 20s;
+  while (got.size() < want && Clock::now() < deadline) {
+    auto f = c.next(1s);
+    if (f && op_of(*f) == "events") collect_events(*f, got);
+  }
+  return got;
+}
+
+// Per partition: offsets 1, 2, 3, ... with no gap and no repeat.
+void expect_gap_free(const std::vector<Delivered>& got) {
+  std::map<int64_t, int64_t> last;
+  for (const auto& d : got) {
+    ASSERT_EQ(d.off, last[d.p] + 1) << "partition " << d.p << " jumped from " << last[d.p];
+    last[d.p] = d.off;
+  }
+}
+
+class EventStreamTest : public SharedServerTest<EventStreamTest> {
+ public:
+  static ServerSpec server_spec() { return spec(); }
+};
+
+TEST_F(EventStreamTest, EmitIsAcknowledgedWithOffsetsAndTailDeliversTheEvents) {
+  auto gs = game_server(*server_);
+  auto reader = game_server(*server_, Wire::kTcp);
+  reader->send(R"({"op":"tail","rid":1,"topic":"solo","from":"earliest"})");
+  const std::string tailing = reader->expect("tailing");
+  EXPECT_EQ(json_int(tailing, "rid"), 1) << tailing;
+  EXPECT_EQ(json_raw(tailing, "parts"), R"([{"p":0,"next":1}])") << tailing;
+
+  gs->send(emit_frame("solo", {{"player-9", "e-1", R"({"x":1})", "pick"}, {"player-3", "", "[1,2]"}}, 7));
+  const std::string emitted = gs->expect("emitted");
+  EXPECT_EQ(json_int(emitted, "rid"), 7) << emitted;
+  EXPECT_EQ(json_str(emitted, "topic"), "solo") << emitted;
+  EXPECT_EQ(json_raw(emitted, "offs"), "[[0,1],[0,2]]") << emitted;
+  EXPECT_EQ(json_raw(emitted, "dup"), "[false,false]") << emitted;
+
+  const std::string ev = reader->expect("events");
+  EXPECT_EQ(json_str(ev, "topic"), "solo") << ev;
+  EXPECT_EQ(json_int(ev, "p"), 0) << ev;
+  EXPECT_FALSE(json_raw(ev, "group")) << ev;
+  auto evs = json_array_items(json_raw(ev, "evs").value_or(""));
+  ASSERT_GE(evs.size(), 1u) << ev;
+  EXPECT_EQ(json_int(evs[0], "off"), 1);
+  EXPECT_EQ(json_str(evs[0], "key"), "player-9");
+  EXPECT_EQ(json_str(evs[0], "type"), "pick");
+  EXPECT_EQ(json_str(evs[0], "from"), "server");
+  EXPECT_EQ(json_str(evs[0], "id"), "e-1");
+  EXPECT_EQ(json_raw(evs[0], "body"), R"({"x":1})");
+  EXPECT_TRUE(json_int(evs[0], "ts").has_value());
+  if (evs.size() == 1) evs = json_array_items(json_raw(reader->expect("events"), "evs").value_or(""));
+  else evs.erase(evs.begin());
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(json_int(evs[0], "off"), 2);
+  EXPECT_FALSE(json_str(evs[0], "id")) << evs[0];
+  EXPECT_EQ(json_raw(evs[0], "body"), "[1,2]");
+
+  // A player (token) may tail too, and `latest` starts after the log's end.
+  auto player = connect_as("p1");
+  player->send(R"({"op":"tail","rid":2,"topic":"solo"})");
+  EXPECT_EQ(json_raw(player->expect("tailing"), "parts"), R"([{"p":0,"next":3}])");
+}
+
+TEST_F(EventStreamTest, ManyProducersKeepEachPartitionInOrderWithNoGap) {
+  constexpr int kProducers = 4, kEmits = 60, kPerEmit = 20, kKeys = 8, kWindow = 8;
+  auto reader = game_server(*server_);
+  std::vector<std::thread> threads;
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> acked(kProducers);  // id -> [p,off]
+  std::atomic<int> errors{0};
+  for (int w = 0; w < kProducers; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = game_server(*server_, w % 2 ? Wire::kUnix : Wire::kTcp);
+      std::map<int, int> counter;  // per key
+      std::map<int64_t, std::vector<std::string>> ids_of;  // rid -> ids
+      int sent = 0, answered = 0;
+      while (answered < kEmits) {
+        while (sent < kEmits && sent - answered < kWindow) {
+          std::vector<TestEvent> evs;
+          for (int i = 0; i < kPerEmit; ++i) {
+            const int k = (sent * kPerEmit + i * 3 + w) % kKeys;
+            const std::string id = "w" + std::to_string(w) + "-" + std::to_string(sent) + "-" + std::to_string(i);
+            evs.push_back({"k" + std::to_string(k), id,
+                           R"({"w":)" + std::to_string(w) + R"(,"n":)" + std::to_string(counter[k]++) + "}"});
+            ids_of[sent].push_back(id);
+          }
+          c->send(emit_frame("hunt", evs, sent));
+          ++sent;
+        }
+        const std::string r = c->expect("emitted", 10s);
+        if (r.empty()) {
+          ++errors;
+          return;
+        }
+        const auto offs = emitted_offs(r);
+        const auto& ids = ids_of[json_int(r, "rid").value_or(-1)];
+        if (offs.size() != ids.size()) {
+          ++errors;
+          return;
+        }
+        for (size_t i = 0; i < ids.size(); ++i) acked[w][ids[i]] = offs[i];
+        ++answered;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(errors.load(), 0);
+  const size_t total = kProducers * kEmits * kPerEmit;
+  auto got = tail_all(*reader, "hunt", total);
+  ASSERT_EQ(got.size(), total);
+  expect_gap_free(got);
+  // Each producer's events of one key arrive in the order it sent them, each
+  // at the [p, off] its ack named.
+  std::map<std::pair<int, std::string>, int> next_n;
+  std::set<std::string> seen;
+  for (const auto& d : got) {
+    const int w = std::stoi(d.id.substr(1, d.id.find('-') - 1));
+    ASSERT_TRUE(seen.insert(d.id).second) << "delivered twice: " << d.id;
+    EXPECT_EQ(acked[w][d.id], std::make_pair(d.p, d.off)) << d.id;
+    const int n = static_cast<int>(json_int(d.body, "n").value_or(-1));
+    int& want = next_n[std::make_pair(w, d.key)];
+    EXPECT_EQ(n, want++) << d.id << " of key " << d.key;
+  }
+}
+
+TEST_F(EventStreamTest, RetriesWithTheSameIdAreAnsweredWithTheOriginalOffsets) {
+  auto gs = game_server(*server_);
+  const std::vector<TestEvent> evs = {
+      {"a", "id-1", "1"}, {"b", "id-2", "2"}, {"c", "id-3", "3"}, {"z", "id-1", "4"}};
+  gs->send(emit_frame("once", evs, 1));
+  const std::string first = gs->expect("emitted");
+  const auto offs = emitted_offs(first);
+  ASSERT_EQ(offs.size(), 4u) << first;
+  // An id repeated within one emit is a duplicate of the first.
+  EXPECT_EQ(emitted_dups(first), (std::vector<bool>{false, false, false, true})) << first;
+  EXPECT_EQ(offs[3], offs[0]);
+
+  // The retry, pipelined twice from another connection of the same sender.
+  auto again = game_server(*server_, Wire::kUnix);
+  again->send(emit_frame("once", evs, 2));
+  again->send(emit_frame("once", evs, 3));
+  for (int i = 0; i < 2; ++i) {
+    const std::string r = again->expect("emitted");
+    EXPECT_EQ(emitted_offs(r), offs) << r;
+    EXPECT_EQ(emitted_dups(r), (std::vector<bool>{true, true, true, true})) << r;
+  }
+  // Dedupe is per sender: a player's event with the same id is its own.
+  auto player = connect_as("p7");
+  player->send(emit_frame("once", {{"a", "id-1", "5"}}, 4));
+  EXPECT_EQ(emitted_dups(player->expect("emitted")), std::vector<bool>{false});
+
+  auto reader = game_server(*server_);
+  auto got = tail_all(*reader, "once", 4);
+  EXPECT_EQ(got.size(), 4u);
+  EXPECT_FALSE(reader->next(300ms).has_value()) << "more than the 4 distinct events were stored";
+  expect_gap_free(got);
+}
+
+TEST_F(EventStreamTest, BadInputIsAnsweredWithItsCodeAndTheConnectionStays) {
+  auto c = game_server(*server_);
+  auto expect_code = [&](const std::string& frame, const std::string& code) {
+    SCOPED_TRACE(frame);
+    c->send(frame);
+    const std::string e = c->expect("error");
+    EXPECT_EQ(json_str(e, "code"), code) << e;
+    c->send(R"({"op":"ping","rid":"after"})");
+    EXPECT_EQ(json_str(c->expect("pong"), "rid"), "after");
+    return e;
+  };
+  expect_code(R"({"op":"tail","rid":1,"topic":"bad","p":3})", "not_found");
+  expect_code(R"({"op":"emit","rid":2,"topic":"nope","events":[{"key":"k","type":"t","body":1}]})",
+              "not_found");
+  // One invalid event fails the whole emit and nothing is appended.
+  expect_code(R"({"op":"emit","rid":3,"topic":"bad","events":[{"key":"k","type":"t","body":1},{"key":"","type":"t","body":1}]})",
+              "bad_request");
+  expect_code(R"({"op":"emit","rid":4,"topic":"bad","events":[{"key":"k","type":"t","body":{"a":)", "bad_request");
+  // An event over max_message_bytes (64 KiB here).
+  expect_code(emit_frame("bad", {{"k", "", "\"" + std::string(70 * 1024, 'x') + "\""}}, 5), "too_large");
+  c->send(emit_frame("bad", {{"k", "", "1"}}, 6));
+  const auto offs = emitted_offs(c->expect("emitted"));
+  ASSERT_EQ(offs.size(), 1u);
+  EXPECT_EQ(offs[0].second, 1) << "the failed emits appended something";
+  const int64_t p = offs[0].first;
+  // Offsets above the log's end + 1 (or below the first kept) are out_of_range.
+  const std::string e = expect_code(
+      R"({"op":"tail","rid":7,"topic":"bad","p":)" + std::to_string(p) + R"(,"from":5})", "out_of_range");
+  EXPECT_EQ(json_int(e, "p"), p) << e;
+  EXPECT_EQ(json_int(e, "earliest"), 1) << e;
+  EXPECT_EQ(json_int(e, "latest"), 2) << e;
+  EXPECT_EQ(json_int(e, "rid"), 7) << e;
+  // The log's end + 1 is a valid start (the next event).
+  c->send(R"({"op":"tail","rid":8,"topic":"bad","p":)" + std::to_string(p) + R"(,"from":2})");
+  EXPECT_EQ(json_raw(c->expect("tailing"), "parts"),
+            R"([{"p":)" + std::to_string(p) + R"(,"next":2}])");
+  // A second tail of the topic replaces the first for the partitions it names.
+  c->send(R"({"op":"tail","rid":9,"topic":"bad","p":)" + std::to_string(p) + R"(,"from":1})");
+  EXPECT_FALSE(c->expect("tailing").empty());
+  auto ev = c->expect("events");
+  EXPECT_EQ(json_int(json_array_items(json_raw(ev, "evs").value_or(""))[0], "off"), 1) << ev;
+  // leave ends the tail: nothing more arrives.
+  c->send(R"({"op":"leave","rid":10,"topic":"bad"})");
+  EXPECT_EQ(json_int(c->expect("left"), "rid"), 10);
+  c->send(emit_frame("bad", {{"k", "", "2"}}, 11));
+  EXPECT_FALSE(c->expect("emitted").empty());
+  EXPECT_EQ(c->expect("events", 300ms), "");
+}
+
+TEST(EventQuota, EventsOverTheTenantsRateAreRateLimited) {
+  ServerProcess server(spec_with_tenants(default_tenants_toml("events_per_sec = 50\n") + kTopics));
+  server.start();
+  auto c = game_server(server);
+  std::vector<TestEvent> forty(40, TestEvent{"k", "", "1"});
+  c->send(emit_frame("hunt", forty, 1));
+  EXPECT_FALSE(c->expect("emitted").empty());
+  c->send(emit_frame("hunt", forty, 2));  // 80 within a second: over 50/s
+  const std::string e = c->expect("error");
+  EXPECT_EQ(json_str(e, "code"), "rate_limited") << e;
+  EXPECT_GT(json_int(e, "retry_ms").value_or(0), 0) << e;
+  EXPECT_EQ(json_int(e, "rid"), 2) << e;
+  std::this_thread::sleep_for(std::chrono::milliseconds(json_int(e, "retry_ms").value_or(0) + 50));
+  c->send(emit_frame("hunt", forty, 3));
+  EXPECT_FALSE(c->expect("emitted").empty());
+}
+
+TEST(EventDurability, NothingAcknowledgedIsLostWhenTheServerIsKilled) {
+  ServerProcess server(spec());
+  server.start();
+  // Producers emit with ids until the server dies under them.
+  constexpr int kProducers = 3;
+  std::vector<std::map<std::string, std::pair<int64_t, int64_t>>> acked(kProducers);
+  std::vector<std::vector<std::string>> sent(kProducers);
+  std::atomic<size_t> acked_total{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kProducers; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = game_server(server, w == 0 ? Wire::kUnix : Wire::kTcp);
+      std::map<int64_t, std::vector<std::string>> ids_of;
+      int64_t rid = 0;
+      size_t inflight = 0;
+      while (!c->closed() && rid < 5000) {
+        while (inflight < 4) {
+          std::vector<TestEvent> evs;
+          for (int i = 0; i < 10; ++i) {
+            std::string id = "w" + std::to_string(w) + "-" + std::to_string(rid) + "-" + std::to_string(i);
+            evs.push_back({"key-" + std::to_string(i), id, R"({"v":")" + id + R"("})"});
+            sent[w].push_back(id);
+            ids_of[rid].push_back(id);
+          }
+          c->send(emit_frame("hunt", evs, rid++));
+          ++inflight;
+        }
+        auto r = c->next(2s);
+        if (!r) break;
+        if (op_of(*r) != "emitted") continue;
+        --inflight;
+        const auto offs = emitted_offs(*r);
+        const auto& ids = ids_of[json_int(*r, "rid").value_or(-1)];
+        for (size_t i = 0; i < ids.size() && i < offs.size(); ++i) acked[w][ids[i]] = offs[i];
+        acked_total += ids.size();
+      }
+    });
+  }
+  const auto deadline = Clock::now() + 20s;
+  while (acked_total < 3000 && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  ASSERT_GE(acked_total.load(), 3000u);
+  server.kill9();
+  for (auto& t : threads) t.join();
+
+  server.restart();
+  auto reader = game_server(server);
+  const size_t acked_count = [&] {
+    size_t n = 0;
+    for (auto& a : acked) n += a.size();
+    return n;
+  }();
+  auto got = tail_all(*reader, "hunt", acked_count);
+  while (auto more = reader->next(500ms)) {
+    if (op_of(*more) == "events") collect_events(*more, got);
+  }
+  expect_gap_free(got);
+  std::map<std::string, std::pair<int64_t, int64_t>> stored;
+  for (const auto& d : got) {
+    EXPECT_TRUE(stored.emplace(d.id, std::make_pair(d.p, d.off)).second) << "stored twice: " << d.id;
+  }
+  for (int w = 0; w < kProducers; ++w) {
+    for (const auto& [id, at] : acked[w]) {
+      auto it = stored.find(id);
+      ASSERT_NE(it, stored.end()) << "acknowledged and lost: " << id;
+      EXPECT_EQ(it->second, at) << id;
+    }
+  }
+  // Retrying everything that was sent: what was stored answers dup with its
+  // offsets (the dedupe window survived the crash), the rest is stored once.
+  auto c = game_server(server);
+  int64_t rid = 0;
+  for (int w = 0; w < kProducers; ++w) {
+    for (size_t i = 0; i < sent[w].size(); i += 10) {
+      std::vector<TestEvent> evs;
+      for (size_t k = i; k < i + 10 && k < sent[w].size(); ++k) {
+        evs.push_back({"key-" + std::to_string(k - i), sent[w][k], R"({"v":")" + sent[w][k] + R"("})"});
+      }
+      c->send(emit_frame("hunt", evs, rid++));
+      const std::string r = c->expect("emitted", 10s);
+      const auto offs = emitted_offs(r);
+      const auto dups = emitted_dups(r);
+      ASSERT_EQ(offs.size(), evs.size()) << r;
+      for (size_t k = 0; k < evs.size(); ++k) {
+        auto it = stored.find(evs[k].id);
+        if (it != stored.end()) {
+          EXPECT_TRUE(dups[k]) << evs[k].id;
+          EXPECT_EQ(offs[k], it->second) << evs[k].id;
+        } else {
+          EXPECT_FALSE(dups[k]) << evs[k].id;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parley::testing
