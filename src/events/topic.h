@@ -86,8 +86,10 @@ class Topic {
   void load_group(Group& g, std::function<void()> then);
   uint64_t next_of(const Group& g, uint32_t p) const;
   // Closes every member's cursors, bumps gen, assigns each partition to one
-  // member and opens their cursors. `revoke_except`: members other than it are
-  // sent `revoked` first; every member but `quiet` is sent `assigned`.
+  // member (p mod members) and opens their cursors at the group's commit + 1.
+  // Every member but `quiet` (the joiner, whose assignment is its reply, or the
+  // one leaving, already removed) is sent `revoked` (if it held a generation)
+  // and then `assigned`.
   void rebalance(Group& g, uint64_t quiet);
   void remove_member(Group& g, uint64_t conn);
   void write_commit(Group& g, session::CommitRequest req);
