@@ -71,11 +71,12 @@ bool AdminApi::authorized(const net::HttpRequestHeader& req) const {
 std::optional<net::HttpResponse> AdminApi::check_header(const net::HttpRequestHeader& req) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  if (req.method() != http::verb::get) {
+  const bool reload = path == "/admin/api/reload" && opts_.reload;
+  if (req.method() != (reload ? http::verb::post : http::verb::get)) {
     return net::HttpResponse{405, std::string(kJson),
                              R"({"code":"bad_request","msg":"method not allowed"})"};
   }
-  if (path == "/admin/api/stats" && !authorized(req)) {
+  if ((path == "/admin/api/stats" || reload) && !authorized(req)) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
     return net::HttpResponse{401, std::string(kJson),
                              R"({"code":"unauthorized","msg":"missing or wrong admin key"})",
@@ -93,6 +94,11 @@ void AdminApi::handle(const net::HttpRequest& req, std::function<void(net::HttpR
   }
   if (path == "/admin/admin.js") return respond(asset("text/javascript; charset=utf-8", admin_assets::kAdminJs));
   if (path == "/admin/admin.css") return respond(asset("text/css; charset=utf-8", admin_assets::kAdminCss));
+  if (path == "/admin/api/reload" && opts_.reload) {
+    return opts_.reload([respond = std::move(respond)](int status, std::string body) {
+      respond({status, std::string(kJson), std::move(body), {{"Cache-Control", "no-store"}}});
+    });
+  }
   if (path != "/admin/api/stats") return respond(not_found());
   hub_.busiest_channels(opts_.busiest, [this, respond = std::move(respond)](
                                            std::vector<hub::ChannelStat> busiest) {
@@ -151,9 +157,9 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
   w.key("tenants").begin_array();
   tenants_.for_each([&w](const session::TenantRuntime& t) {
     w.begin_object()
-        .field("id", t.config.id)
+        .field("id", t.id)
         .field_unum("connections", t.connections.load(std::memory_order_relaxed))
-        .field_unum("max_connections", t.config.max_connections)
+        .field_unum("max_connections", t.config().max_connections)
         .field_unum("messages", t.messages.load(std::memory_order_relaxed));
     w.key("rejections").begin_object();
     for (int c = 0; c < kErrorCodeCount; ++c) {

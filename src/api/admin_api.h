@@ -5,6 +5,10 @@
 // it and the page sends it as "Authorization: Bearer <key>" on each poll, never
 // in a URL. Without the key, /admin/api/stats answers 401.
 //
+// POST /admin/api/reload (same key; `parley reload` calls it) re-reads the
+// config file through AdminOptions::reload, off the loops, and answers what
+// changed (200) or why nothing did (400, {"code","msg"}).
+//
 // check_header and handle run on the HTTP session's loop; the stats answer is
 // sent from the loop of the last hub shard to report its busiest channels.
 #pragma once
@@ -27,6 +31,9 @@ struct AdminOptions {
   std::string store_kind;  // server.store
   unsigned threads = 0;
   size_t busiest = 10;     // channels listed
+  // Runs a config reload off the loops; `done` (status, JSON body) may run on
+  // any thread. Empty: /admin/api/reload is 404.
+  std::function<void(std::function<void(int status, std::string body)> done)> reload;
 };
 
 class AdminApi {

@@ -92,7 +92,7 @@ const session::TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& r
   const std::string_view auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
   if (auth.substr(0, kBearer.size()) != kBearer) return nullptr;
-  return tenants_.find_by_api_key(auth.substr(kBearer.size()));
+  return tenants_.find_by_api_key(auth.substr(kBearer.size()), wall_ms());
 }
 
 std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHeader& req,
@@ -117,7 +117,7 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
     return error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"});
   }
   protocol::DecodeLimits limits;
-  limits.max_message_bytes = t->config.max_message_bytes;
+  limits.max_message_bytes = t->config().max_message_bytes;
   body_limit = std::min(body_limit, protocol::hard_frame_limit(limits));
   return std::nullopt;
 }
@@ -173,7 +173,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
 void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                       Respond respond) {
   const int64_t arrived = steady_ns();
-  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kPublish, t.config.max_message_bytes);
+  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kPublish, t.config().max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);
   if (int wait = const_cast<session::TenantRuntime&>(t).publish_bucket.take(arrived)) {
@@ -182,7 +182,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
     return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
   }
   hub::PublishRequest p;
-  p.tenant = &t.config;
+  p.tenant = &t.config();
   p.ch = std::move(f.ch);
   p.from = std::string(protocol::kServerUser);
   p.id = std::move(f.id);
@@ -206,7 +206,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
 
 void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                    Respond respond) {
-  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config.max_message_bytes);
+  auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config().max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);
   std::optional<uint64_t> conn;
@@ -243,11 +243,11 @@ void HttpApi::history(const session::TenantRuntime& t, std::string_view query, u
     limit = static_cast<uint32_t>(std::min<uint64_t>(*v, protocol::kHistoryMaxLimit));
   }
   hub::HistoryRequest h;
-  h.tenant = &t.config;
+  h.tenant = &t.config();
   h.ch = std::move(*ch);
   (after_s ? h.after : h.before) = *bound;
   h.limit = limit;
-  h.max_bytes = hub::history_reply_budget(t.config);
+  h.max_bytes = hub::history_reply_budget(t.config());
   h.reply_loop = loop;
   h.done = [respond = std::move(respond)](hub::HistoryResult r) {
     if (!r.status) return respond(error_response(r.status.error()));
@@ -262,7 +262,7 @@ void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, 
                        Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
-  hub_.members(&t.config, *ch, loop, [respond = std::move(respond)](std::vector<std::string> users) {
+  hub_.members(&t.config(), *ch, loop, [respond = std::move(respond)](std::vector<std::string> users) {
     std::string body;
     JsonWriter w(body);
     w.begin_object().key("members").begin_array();

@@ -39,23 +39,29 @@ int TokenBucket::take(int64_t now_ns) {
   return ceil_ms(static_cast<int64_t>(std::ceil((1.0 - kTokenSlack - tokens_) / rate_per_ns_)));
 }
 
-SharedTokenBucket::SharedTokenBucket(uint32_t per_sec)
-    : interval_ns_(per_sec == 0 ? 0 : kNsPerSec / per_sec),
-      // per_sec intervals exactly, so the burst is per_sec despite the rounding.
-      burst_ns_(interval_ns_ * per_sec) {}
+SharedTokenBucket::SharedTokenBucket(uint32_t per_sec) { set_rate(per_sec); }
+
+void SharedTokenBucket::set_rate(uint32_t per_sec) {
+  const int64_t interval = per_sec == 0 ? 0 : kNsPerSec / per_sec;
+  // per_sec intervals exactly, so the burst is per_sec despite the rounding.
+  burst_ns_.store(interval * per_sec, std::memory_order_relaxed);
+  interval_ns_.store(interval, std::memory_order_relaxed);
+}
 
 int SharedTokenBucket::take(int64_t now_ns) { return take(now_ns, 1); }
 
 int SharedTokenBucket::take(int64_t now_ns, uint32_t n) {
   // 0 per second is unlimited; above 1e9/s the interval rounds to 0 and the
   // bucket is unlimited too, which no real publisher reaches.
-  if (interval_ns_ == 0) return 0;
+  const int64_t interval_ns = interval_ns_.load(std::memory_order_relaxed);
+  if (interval_ns == 0) return 0;
+  const int64_t burst_ns = burst_ns_.load(std::memory_order_relaxed);
   // Relaxed: the word guards no other memory, only its own value matters, and
   // the CAS makes every successful take advance it exactly once.
   int64_t full_at = full_at_ns_.load(std::memory_order_relaxed);
   for (;;) {
-    int64_t next = std::max(full_at, now_ns) + interval_ns_ * int64_t{n};
-    int64_t excess = next - now_ns - burst_ns_;
+    int64_t next = std::max(full_at, now_ns) + interval_ns * int64_t{n};
+    int64_t excess = next - now_ns - burst_ns;
     if (excess > 0) return ceil_ms(excess);
     if (full_at_ns_.compare_exchange_weak(full_at, next, std::memory_order_relaxed)) return 0;
   }

@@ -30,13 +30,17 @@ class SharedTokenBucket {
   // Takes n tokens at once or none (an emit of n events); n above the burst
   // never fits and answers the wait of a full bucket.
   int take(int64_t now_ns, uint32_t n);
+  // A new rate (a config reload), any thread. Takes racing with it may use the
+  // old interval with the new burst for one take: a one-token error, once.
+  void set_rate(uint32_t per_sec);
 
  private:
   // The time at which the bucket would be full ("virtual scheduling" form of a
   // token bucket): a take advances it by one token's interval. One atomic word.
   std::atomic<int64_t> full_at_ns_{0};
-  int64_t interval_ns_;
-  int64_t burst_ns_;
+  // Atomic only so that a reload can change them; read relaxed on every take.
+  std::atomic<int64_t> interval_ns_;
+  std::atomic<int64_t> burst_ns_;
 };
 
 }  // namespace parley::auth

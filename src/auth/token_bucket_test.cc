@@ -100,5 +100,26 @@ TEST(SharedTokenBucket, TwoThreadsNeverExceedBurstPlusRateTimesElapsed) {
   EXPECT_GT(granted[0] + granted[1], int(kRate));  // and it did refill
 }
 
+
+TEST(SharedTokenBucket, SetRateAppliesToTheNextTake) {
+  constexpr int64_t kSec = 1'000'000'000;
+  SharedTokenBucket b(100);
+  int64_t now = 10 * kSec;
+  int taken = 0;
+  while (b.take(now) == 0) ++taken;
+  EXPECT_EQ(taken, 100);
+  // Two seconds later at 5/s: a full burst of 5, then a wait of ~200 ms.
+  b.set_rate(5);
+  now += 2 * kSec;
+  taken = 0;
+  int wait = 0;
+  while ((wait = b.take(now)) == 0) ++taken;
+  EXPECT_EQ(taken, 5);
+  EXPECT_GT(wait, 150);
+  EXPECT_LE(wait, 200);
+  b.set_rate(0);  // unlimited
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(b.take(now), 0);
+}
+
 }  // namespace
 }  // namespace parley::auth

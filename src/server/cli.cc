@@ -87,4 +87,23 @@ Result<CheckConfigArgs> parse_check_config_args(const std::vector<std::string>& 
   return CheckConfigArgs{args[0]};
 }
 
+Result<ReloadArgs> parse_reload_args(const std::vector<std::string>& args) {
+  ReloadArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string* field = args[i] == "--config"   ? &out.config_path
+                         : args[i] == "--server" ? &out.server
+                         : args[i] == "--key"    ? &out.key
+                                                 : nullptr;
+    if (!field) return usage("reload: unknown argument \"" + args[i] + "\"");
+    auto v = value_of(args, i);
+    if (!v) return v.error();
+    if (v->empty()) return usage(args[i - 1] + " must not be empty");
+    *field = std::move(*v);
+  }
+  if (out.config_path.empty() && (out.server.empty() || out.key.empty())) {
+    return usage("reload: give --config FILE (or both --server and --key)");
+  }
+  return out;
+}
+
 }  // namespace parley::server

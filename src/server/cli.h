@@ -35,6 +35,12 @@ struct CheckConfigArgs {
   std::string path;
 };
 
+struct ReloadArgs {
+  std::string config_path;  // where server.listen and server.admin_key are read
+  std::string server;       // host:port, instead of the file's server.listen
+  std::string key;          // the admin key, instead of the file's server.admin_key
+};
+
 // A whole decimal number in [lo, hi] given to `flag`.
 Result<int64_t> parse_int_arg(std::string_view flag, std::string_view text, int64_t lo,
                               int64_t hi);
@@ -42,5 +48,7 @@ Result<int64_t> parse_int_arg(std::string_view flag, std::string_view text, int6
 Result<ServeArgs> parse_serve_args(const std::vector<std::string>& args);
 Result<TokenArgs> parse_token_args(const std::vector<std::string>& args);
 Result<CheckConfigArgs> parse_check_config_args(const std::vector<std::string>& args);
+// Needs --config, or both --server and --key.
+Result<ReloadArgs> parse_reload_args(const std::vector<std::string>& args);
 
 }  // namespace parley::server

@@ -369,6 +369,8 @@ Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& 
       if (s && tenant.secret.size() < 16) s = bad(kp + " must be at least 16 bytes");
     } else if (key == "api_key") {
       s = read_nonempty(v, kp, tenant.api_key);
+    } else if (key == "rotation_overlap_s") {
+      s = read_uint(v, kp, 0, 30 * 86'400, tenant.rotation_overlap_s);
     } else if (key == "max_connections") {
       s = read_uint(v, kp, 1, 10'000'000, tenant.max_connections);
     } else if (key == "publish_per_sec") {
@@ -487,7 +489,8 @@ Result<ServerConfig> parse_config(std::string_view toml_text) {
   return c;
 }
 
-Result<ServerConfig> load_config_file(const std::string& path) {
+namespace {
+Result<std::string> read_file(const std::string& path) {
   // stdio rather than iostreams: its failures come with an errno to report.
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return bad("cannot read config file " + path + ": " + std::strerror(errno));
@@ -498,9 +501,37 @@ Result<ServerConfig> load_config_file(const std::string& path) {
   int read_errno = std::ferror(f) ? errno : 0;
   std::fclose(f);
   if (read_errno) return bad("cannot read config file " + path + ": " + std::strerror(read_errno));
-  auto r = parse_config(text);
+  return text;
+}
+}  // namespace
+
+Result<ServerConfig> load_config_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto r = parse_config(*text);
   if (!r) return bad(path + ": " + r.error().msg);
   return r;
+}
+
+Result<ServerConfig> load_server_section(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  toml::table doc;
+  try {
+    doc = toml::parse(*text);
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    return bad(path + ": TOML syntax error at line " + std::to_string(at.line) + ", column " +
+               std::to_string(at.column) + ": " + std::string(e.description()));
+  }
+  ServerConfig c;
+  if (const toml::node* n = doc.get("server")) {
+    Status s;
+    const toml::table* t = as_table(*n, "server", s);
+    if (!t) return bad(path + ": " + s.error().msg);
+    if (Status r = read_server(*t, c); !r) return bad(path + ": " + r.error().msg);
+  }
+  return c;
 }
 
 ServerConfig demo_config() {

@@ -54,6 +54,9 @@ struct ServerConfig {
 // fall back to a default). Error messages name the key.
 Result<ServerConfig> parse_config(std::string_view toml_text);
 Result<ServerConfig> load_config_file(const std::string& path);
+// Only the [server] section of the file checked (the rest may be invalid):
+// what `parley reload` needs to reach the server that will judge the rest.
+Result<ServerConfig> load_server_section(const std::string& path);
 
 // The configuration `parley serve` uses without --config: 127.0.0.1:7700, the
 // embedded store in ./data and a tenant "demo" with fixed development keys.

@@ -1,5 +1,6 @@
 // parley: `serve` runs the server, `token` mints a client token, `check-config`
-// validates a configuration file. Arguments are parsed in server/cli.h; exit
+// validates a configuration file, `reload` asks a running server to re-read
+// its configuration file. Arguments are parsed in server/cli.h; exit
 // codes: 0 ok, 1 failed while running, 2 bad usage or configuration.
 #include <signal.h>
 #include <spdlog/details/os.h>
@@ -15,6 +16,7 @@
 #include "server/cli.h"
 #include "server/config.h"
 #include "server/json_log.h"
+#include "server/reload_command.h"
 #include "server/server.h"
 
 namespace {
@@ -24,6 +26,7 @@ constexpr const char* kUsage =
     "  parley serve [--config FILE] [--accept-data-loss]\n"
     "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
     "  parley check-config FILE\n"
+    "  parley reload [--config FILE] [--server HOST:PORT] [--key ADMIN_KEY]\n"
     "  parley version\n";
 
 // The configuration at `path`, or the demo one when `path` is empty.
@@ -62,12 +65,13 @@ int serve(const std::vector<std::string>& argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);  // reload (Server::run_until_signal)
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   const bool demo = config_path.empty();
   std::cout.setf(std::ios::unitbuf);
-  parley::server::Server server(*cfg);
+  parley::server::Server server(*cfg, config_path);
   if (auto st = server.start(); !st) {
     spdlog::error("cannot start: {}", st.error().msg);
     return parley::server::kExitFailed;
@@ -142,6 +146,11 @@ int dispatch(int argc, char** argv) {
   if (cmd == "serve") return serve(args);
   if (cmd == "token") return token(args);
   if (cmd == "check-config") return check_config(args);
+  if (cmd == "reload") {
+    auto r = parley::server::parse_reload_args(args);
+    if (!r) return usage_error(r.error());
+    return parley::server::run_reload(*r);
+  }
   if (cmd == "version" || cmd == "--version") {
     std::cout << "parley 0.1.0 (protocol v1)\n";
     return parley::server::kExitOk;

@@ -13,7 +13,10 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/json_writer.h"
 #include "net/preauth_budget.h"
+#include "runtime/every_loop.h"
+#include "server/reload_plan.h"
 #include "net/stream_connection.h"
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
@@ -48,14 +51,16 @@ constexpr int kDrainGraceMs = 2000;  // appends in flight
 constexpr int kDrainCloseMs = 3000;  // close handshakes
 constexpr int kDrainUpstreamMs = 2000;  // events still queued for app servers
 
-size_t max_message_bytes_of(const ServerConfig& c) {
-  size_t m = 64 * 1024;
-  for (const auto& [id, t] : c.tenants) m = std::max<size_t>(m, t.max_message_bytes);
-  return m;
-}
+// The largest tenant max_message_bytes the config accepts (server/config.cc):
+// HttpApi::check_header lowers the body limit to the caller's tenant, so a
+// reload that raises a tenant's limit needs no new listener option.
+constexpr size_t kLargestMessageBytes = 16u << 20;
+constexpr size_t kMaxQueuedReloads = 4;
+constexpr auto kCloseTenantWait = std::chrono::seconds(5);
 }  // namespace
 
-Server::Server(ServerConfig config) : config_(std::move(config)) {}
+Server::Server(ServerConfig config, std::string config_path)
+    : config_(std::move(config)), config_path_(std::move(config_path)) {}
 
 Server::~Server() { stop(); }
 
@@ -109,7 +114,12 @@ void Server::create_services() {
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100, idle_ms()});
   // Only when some namespace has an upstream; the URLs were checked in start().
-  if (auto f = upstream::Forwarder::create(*loops_, *hub_, *metrics_, config_.tenants);
+  auto api_key_of = [t = tenants_.get()](std::string_view id) {
+    const session::TenantRuntime* rt = t->find(id);
+    return rt ? rt->config().api_key : std::string();
+  };
+  if (auto f = upstream::Forwarder::create(*loops_, *hub_, *metrics_, config_.tenants, {},
+                                           std::move(api_key_of));
       f && (*f)->active()) {
     forwarder_ = std::move(*f);
     hub_->set_upstream(forwarder_.get());
@@ -125,7 +135,9 @@ void Server::create_services() {
   gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {
-    api_->enable_admin({config_.admin_key, config_.store, loops_->size()});
+    api::AdminOptions ao{config_.admin_key, config_.store, loops_->size()};
+    ao.reload = [this](std::function<void(int, std::string)> done) { reload_async(std::move(done)); };
+    api_->enable_admin(std::move(ao));
   }
 }
 
@@ -134,12 +146,12 @@ void Server::register_metrics() {
   using Samples = std::vector<metrics::Metrics::Sample>;
   metrics_->set_source(Scraped::connections, [this](Samples& out) {
     tenants_->for_each([&out](const session::TenantRuntime& t) {
-      out.push_back({t.config.id, static_cast<int64_t>(t.connections.load(std::memory_order_relaxed))});
+      out.push_back({t.id, static_cast<int64_t>(t.connections.load(std::memory_order_relaxed))});
     });
   });
   metrics_->set_source(Scraped::messages, [this](Samples& out) {
     tenants_->for_each([&out](const session::TenantRuntime& t) {
-      out.push_back({t.config.id, static_cast<int64_t>(t.messages.load(std::memory_order_relaxed))});
+      out.push_back({t.id, static_cast<int64_t>(t.messages.load(std::memory_order_relaxed))});
     });
   });
   metrics_->set_source(Scraped::events, [this](Samples& out) {
@@ -228,21 +240,12 @@ Status Server::start_listeners() {
   // tenant's (ClientSession::on_hello).
   const size_t preauth_limit = config_.preauth_frame_bytes;
   http_opts_.ws_max_message_bytes = preauth_limit;
-  http_opts_.max_body_bytes = 4 * max_message_bytes_of(config_);
+  http_opts_.max_body_bytes = 4 * kLargestMessageBytes;
   http_opts_.handler = api_.get();
   // The tenant is known only at hello, so the handshake refuses an Origin only
-  // when no tenant could accept it; hello then checks the tenant's own list.
-  std::vector<std::string> origins;
-  bool any_origin = false;
-  for (const auto& [id, t] : config_.tenants) {
-    if (t.allowed_origins.empty()) any_origin = true;
-    origins.insert(origins.end(), t.allowed_origins.begin(), t.allowed_origins.end());
-  }
-  if (!any_origin) {
-    http_opts_.origin_ok = [origins](std::string_view o) {
-      return std::find(origins.begin(), origins.end(), o) != origins.end();
-    };
-  }
+  // when no tenant (as configured now: reloads change it) could accept it;
+  // hello then checks the tenant's own list.
+  http_opts_.origin_ok = [t = tenants_.get()](std::string_view o) { return t->origin_allowed(o); };
   http_opts_.idle_timeout = std::chrono::milliseconds(config_.http_idle_timeout_ms);
   // The HTTP connection's slot (taken at accept) goes with the WebSocket.
   http_opts_.on_websocket = [this](std::shared_ptr<net::WsConnection> ws) {
@@ -342,11 +345,136 @@ int Server::run_until_signal() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   int sig = 0;
-  sigwait(&set, &sig);
+  for (;;) {
+    sigwait(&set, &sig);
+    if (sig != SIGHUP) break;
+    spdlog::info("SIGHUP received: reloading {}", config_path_);
+    reload();  // logs what it did, or why it changed nothing
+  }
   spdlog::info("signal {} received: draining", sig);
   stop();
   return 0;
+}
+
+std::string ReloadOutcome::json() const {
+  std::string out;
+  JsonWriter w(out);
+  if (!status) {
+    w.begin_object().field("code", wire_name(status.error().code)).field("msg", status.error().msg);
+    w.end_object();
+    return out;
+  }
+  auto list = [&w](std::string_view key, const std::vector<std::string>& v) {
+    w.key(key).begin_array();
+    for (const auto& s : v) w.str(s);
+    w.end_array();
+  };
+  w.begin_object().field_bool("ok", true);
+  list("added", added);
+  list("removed", removed);
+  list("changed", changed);
+  w.field_unum("closed_connections", closed_connections);
+  list("restart_required", restart_required);
+  w.end_object();
+  return out;
+}
+
+ReloadOutcome Server::reload() {
+  std::lock_guard lock(reload_mu_);
+  ReloadOutcome out;
+  auto refuse = [&out](Error e) {
+    spdlog::error("config reload refused, nothing changed: {}", e.msg);
+    out.status = std::move(e);
+    return out;
+  };
+  if (config_path_.empty()) {
+    return refuse({ErrorCode::kBadRequest,
+                   "the server runs the demo configuration (no --config): nothing to reload"});
+  }
+  if (!tenants_ || stopped_) return refuse({ErrorCode::kUnavailable, "the server is not running"});
+  auto file = load_config_file(config_path_);
+  if (!file) return refuse(file.error());
+  if (Status s = upstream::Forwarder::validate(file->tenants); !s) return refuse(s.error());
+  ReloadPlan plan = plan_reload(config_, std::move(*file));
+  for (const auto& [id, t] : plan.next.tenants) {
+    if (!plan.next.admin_key.empty() && t.api_key == plan.next.admin_key) {
+      return refuse({ErrorCode::kBadRequest,
+                     "tenants." + id + ".api_key is the running server.admin_key"});
+    }
+  }
+  const int64_t now = wall_ms();
+  if (Status s = tenants_->check(plan.next.tenants, now); !s) return refuse(s.error());
+
+  session::TenantChanges changes = tenants_->apply(plan.next.tenants, now);
+  // The replaced index is freed once every loop has finished the task it was
+  // in (a lookup never spans tasks).
+  runtime::run_on_every_loop(*loops_, nullptr, [retired = std::move(changes.retired)] {});
+  config_.tenants = plan.next.tenants;
+  if (plan.next.log_level != config_.log_level) {
+    config_.log_level = plan.next.log_level;
+    spdlog::set_level(spdlog::level::from_str(config_.log_level));
+  }
+  for (session::TenantRuntime* rt : changes.removed_runtimes) {
+    auto told = std::make_shared<std::promise<size_t>>();
+    auto got = told->get_future();
+    gateway_->close_tenant(rt, [told](size_t n) { told->set_value(n); });
+    if (got.wait_for(kCloseTenantWait) == std::future_status::ready) out.closed_connections += got.get();
+  }
+  out.added = std::move(changes.added);
+  out.removed = std::move(changes.removed);
+  out.changed = std::move(changes.changed);
+  out.restart_required = std::move(plan.restart_required);
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  spdlog::info("config reloaded from {}: added {}; removed {} ({} connections sent bye); changed {}",
+               config_path_, joined(out.added), joined(out.removed), out.closed_connections,
+               joined(out.changed));
+  if (!out.restart_required.empty()) {
+    spdlog::warn("config reload: these changes take effect only after a restart: {}",
+                 joined(out.restart_required));
+  }
+  return out;
+}
+
+void Server::reload_async(std::function<void(int, std::string)> done) {
+  std::unique_lock lock(jobs_mu_);
+  if (jobs_stopping_ || jobs_.size() >= kMaxQueuedReloads) {
+    lock.unlock();
+    return done(503, R"({"code":"unavailable","msg":"too many reloads queued, or stopping"})");
+  }
+  if (!reload_worker_.joinable()) {
+    reload_worker_ = std::thread([this] {
+      std::unique_lock l(jobs_mu_);
+      for (;;) {
+        jobs_cv_.wait(l, [this] { return jobs_stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stopping, nothing left
+        auto job = std::move(jobs_.front());
+        jobs_.pop_front();
+        l.unlock();
+        job();
+        l.lock();
+      }
+    });
+  }
+  jobs_.push_back([this, done = std::move(done)] {
+    ReloadOutcome r = reload();
+    done(r.status ? 200 : http_status(r.status.error().code), r.json());
+  });
+  jobs_cv_.notify_one();
+}
+
+void Server::stop_reload_worker() {
+  {
+    std::lock_guard lock(jobs_mu_);
+    jobs_stopping_ = true;
+  }
+  jobs_cv_.notify_all();
+  if (reload_worker_.joinable()) reload_worker_.join();
 }
 
 namespace {
@@ -369,7 +497,11 @@ class Completion {
 
 void Server::stop() {
   if (stopped_ || !loops_) return;
-  stopped_ = true;
+  stop_reload_worker();
+  {
+    std::lock_guard lock(reload_mu_);  // a reload in progress finishes first
+    stopped_ = true;
+  }
   stop_sweeps();
   stop_listeners();
   drain_requests();

@@ -6,10 +6,19 @@
 // completions (runtime::Gate, run_on_every_loop), never on a polled count.
 //
 // start(), stop() and run_until_signal() run on one thread that is not a loop.
+// A config reload (SIGHUP, or POST /admin/api/reload) runs on that thread or on
+// the reload worker, one at a time, never on a loop; it touches the running
+// server only through TenantRegistry::apply (snapshots the loops read without
+// a lock) and the gateway's close_tenant.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,15 +39,29 @@
 
 namespace parley::server {
 
+// What a reload did, or why it changed nothing.
+struct ReloadOutcome {
+  Status status;  // an error: nothing changed
+  std::vector<std::string> added, removed, changed, restart_required;
+  size_t closed_connections = 0;  // sessions of removed tenants, sent bye
+  // The answer of POST /admin/api/reload: {"ok":true,...} or {"code","msg"}.
+  std::string json() const;
+};
+
 class Server {
  public:
-  explicit Server(ServerConfig config);
+  // `config_path`: the file reload() reads again; empty: reload refuses.
+  explicit Server(ServerConfig config, std::string config_path = {});
   ~Server();
 
   // Opens the store and starts listening. Error: nothing is left running.
   Status start();
-  // Blocks until SIGTERM/SIGINT, then drains and stops. Returns the exit code.
+  // Blocks until SIGTERM/SIGINT, then drains and stops; each SIGHUP meanwhile
+  // reloads the config. Returns the exit code.
   int run_until_signal();
+  // Reads the config file again and applies what may change at runtime. Not on
+  // a loop; blocks while the removed tenants' sessions are told. One at a time.
+  ReloadOutcome reload();
   // Drains and stops (idempotent; any thread but a loop's).
   void stop();
 
@@ -60,6 +83,9 @@ class Server {
   void drain_sessions();
   void drain_upstream();
   void flush_stores();
+  // The reload worker, for reloads asked over HTTP (a loop must not read files).
+  void reload_async(std::function<void(int status, std::string body)> done);
+  void stop_reload_worker();
 
   // Every min(kHubSweepPeriod, channel_idle_s / 2) on loop 0: the shards drop idle
   // channels, the ephemeral store old history and forgotten channels.
@@ -73,6 +99,13 @@ class Server {
   std::atomic<bool> trimming_{false};  // a trim is running: don't start another
 
   ServerConfig config_;
+  const std::string config_path_;
+  std::mutex reload_mu_;  // one reload at a time; never taken on a loop
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<std::function<void()>> jobs_;  // reloads asked over HTTP, bounded
+  bool jobs_stopping_ = false;
+  std::thread reload_worker_;
   std::unique_ptr<store::Store> durable_;
   std::unique_ptr<store::MemoryStore> ephemeral_;
   store::EmbeddedStore* embedded_ = nullptr;  // durable_, when it is the embedded store

@@ -67,9 +67,12 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   auto& m = gw_.metrics().local();
   m.inc(m.frames_in);
   const int64_t arrived = steady_ns();
+  // A reload may have changed the tenant's limits: this connection takes them
+  // up at its next frame (one pointer compare when nothing changed).
+  if (tenant_ && &tenant_->snapshot() != limits_of_) apply_tenant_limits();
   protocol::DecodeLimits limits;
   limits.max_message_bytes =
-      tenant_ ? tenant_->config.max_message_bytes : gw_.options().preauth_frame_bytes;
+      tenant_ ? limits_of_->config.max_message_bytes : gw_.options().preauth_frame_bytes;
   // docs/protocol-notes.md: before `welcome`, anything but a valid hello
   // (an oversized, binary or undecodable frame included) is unauthorized/4001.
   if (!tenant_ && (binary || payload.size() > limits.max_message_bytes)) {
@@ -127,7 +130,7 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
 }
 
 void ClientSession::on_event_op(protocol::ClientOp& op) {
-  const auto& cfg = tenant_->config;
+  const auto& cfg = tenant_->config();
   const bool known = op.kind == protocol::OpKind::kRank ? cfg.leaderboards.contains(op.board)
                                                         : cfg.topic(op.topic) != nullptr;
   if (!known) {
@@ -165,7 +168,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
     return reply_error(op.rid, Error{ErrorCode::kRateLimited, "event rate exceeded", wait});
   }
   EmitRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.from = user_;
   req.events = std::move(op.events);
@@ -183,14 +186,14 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
 }
 
 void ClientSession::on_tail(protocol::ClientOp& op) {
-  if (op.p && *op.p >= tenant_->config.topic(op.topic)->partitions) {
+  if (op.p && *op.p >= tenant_->config().topic(op.topic)->partitions) {
     return fail(op.rid, ErrorCode::kNotFound, "unknown partition");
   }
   if (std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
     topics_.push_back(op.topic);
   }
   TailRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.p = op.p;
   req.from = op.from;
@@ -215,7 +218,7 @@ void ClientSession::on_consume(protocol::ClientOp& op) {
     topics_.push_back(op.topic);
   }
   ConsumeRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.group = op.group;
   req.sink = std::static_pointer_cast<EventSink>(shared_from_this());
@@ -236,7 +239,7 @@ void ClientSession::on_consume(protocol::ClientOp& op) {
 
 void ClientSession::on_commit(protocol::ClientOp& op) {
   CommitRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.group = op.group;
   req.conn = conn_id_;
@@ -257,7 +260,7 @@ void ClientSession::on_commit(protocol::ClientOp& op) {
 
 void ClientSession::on_rank(protocol::ClientOp& op) {
   RankRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.board = op.board;
   req.member = op.member;
   req.around = op.around;
@@ -325,17 +328,25 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
       return fail(op.rid, ErrorCode::kUnauthorized, "api_key is not accepted over WebSocket",
                   kCloseUnauthorized);
     }
-    t = gw_.tenants().find_by_api_key(op.api_key);
+    t = gw_.tenants().find_by_api_key(op.api_key, wall_ms());
     if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid api key", kCloseUnauthorized);
     auth::Claims server;
     server.sub = std::string(protocol::kServerUser);
-    server.tenant = t->config.id;
+    server.tenant = t->id;
     claims = std::move(server);
   } else {
     auto tenant_id = auth::peek_tenant(op.token);
     t = tenant_id ? gw_.tenants().find(*tenant_id) : nullptr;
     if (!t) return fail(op.rid, ErrorCode::kUnauthorized, "invalid token", kCloseUnauthorized);
-    claims = auth::verify_hs256(op.token, t->config.secret, wall_ms() / 1000);
+    const TenantSnapshot& snap = t->snapshot();
+    const int64_t now_ms = wall_ms();
+    claims = auth::verify_hs256(op.token, snap.config.secret, now_ms / 1000);
+    // Within a rotation's overlap, a token signed with the replaced secret is
+    // still good (docs/operations.md "Reloading the config").
+    if (!claims && !snap.previous_secret.empty() && now_ms < snap.previous_secret_until_ms) {
+      auto old = auth::verify_hs256(op.token, snap.previous_secret, now_ms / 1000);
+      if (old) claims = std::move(old);
+    }
   }
   if (!claims) return fail(op.rid, ErrorCode::kUnauthorized, claims.error().msg, kCloseUnauthorized);
   if (op.api_key.empty() && claims->sub == protocol::kServerUser) {
@@ -344,7 +355,7 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
     return fail(op.rid, ErrorCode::kUnauthorized, "user id \"server\" is reserved",
                 kCloseUnauthorized);
   }
-  const auto& origins = t->config.allowed_origins;
+  const auto& origins = t->config().allowed_origins;
   if (conn_->transport() == net::Transport::kWebSocket && !origins.empty() &&
       std::find(origins.begin(), origins.end(), conn_->origin()) == origins.end()) {
     return fail(op.rid, ErrorCode::kUnauthorized, "origin not allowed", kCloseUnauthorized);
@@ -356,16 +367,25 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   tenant_ = t;
   claims_ = std::move(*claims);
   user_ = claims_.sub;
-  conn_bucket_ = auth::TokenBucket(t->config.publish_per_conn_sec);
-  conn_->set_queue_cap(t->config.max_queue_bytes);
-  protocol::DecodeLimits tenant_limits;
-  tenant_limits.max_message_bytes = t->config.max_message_bytes;
-  conn_->set_authenticated(protocol::hard_frame_limit(tenant_limits));
+  apply_tenant_limits();
   gw_.on_authenticated(*this);
   std::string out;
-  protocol::encode_welcome(out, op.rid, conn_name_, user_, t->config.id,
+  protocol::encode_welcome(out, op.rid, conn_name_, user_, t->id,
                            static_cast<int>(gw_.options().heartbeat_ms));
   reply(std::move(out));
+}
+
+void ClientSession::apply_tenant_limits() {
+  const TenantSnapshot* snap = &tenant_->snapshot();
+  const TenantConfig& cfg = snap->config;
+  if (!limits_of_ || limits_of_->config.publish_per_conn_sec != cfg.publish_per_conn_sec) {
+    conn_bucket_ = auth::TokenBucket(cfg.publish_per_conn_sec);
+  }
+  conn_->set_queue_cap(cfg.max_queue_bytes);
+  protocol::DecodeLimits tenant_limits;
+  tenant_limits.max_message_bytes = cfg.max_message_bytes;
+  conn_->set_authenticated(protocol::hard_frame_limit(tenant_limits));
+  limits_of_ = snap;
 }
 
 void ClientSession::on_join(protocol::ClientOp& op) {
@@ -373,7 +393,7 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
   }
   auto existing = joined_.find(op.ch);
-  if (existing == joined_.end() && joined_.size() >= tenant_->config.max_channels_per_conn) {
+  if (existing == joined_.end() && joined_.size() >= tenant_->config().max_channels_per_conn) {
     return fail(op.rid, ErrorCode::kQuotaExceeded, "too many channels on this connection");
   }
   if (existing != joined_.end() && existing->second.joining) {
@@ -381,7 +401,7 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   }
   hub::JoinRequest req;
   req.sub = shared_from_this();
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.ch = op.ch;
   req.since = op.since;
   req.done = [self = shared_from_this(), rid = op.rid, ch = op.ch](hub::JoinResult r) {
@@ -443,7 +463,7 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
     if (!gw_.events() || std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
       return answer();
     }
-    return gw_.events()->leave(&tenant_->config, op.topic, op.group, conn_id_, loop(),
+    return gw_.events()->leave(&tenant_->config(), op.topic, op.group, conn_id_, loop(),
                                std::move(answer));
   }
   auto it = joined_.find(op.ch);
@@ -478,7 +498,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
   if (!take_rate(op.rid, true)) return;
   hub::PublishRequest req;
-  req.tenant = &tenant_->config;
+  req.tenant = &tenant_->config();
   req.ch = op.ch;
   req.from = user_;
   req.conn = conn_id_;
@@ -501,17 +521,18 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
 void ClientSession::on_state(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
   if (!take_rate(op.rid, false)) return;
-  if (tenant_->config.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
+  const TenantConfig& cfg = tenant_->config();
+  if (cfg.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
     forward_upstream(hub::UpstreamEventType::kState, kForwardState, op.ch, op.key, op.body);
   }
-  gw_.hub().state(hub::StateRequest{&tenant_->config, op.ch, user_, conn_id_, std::move(op.key),
+  gw_.hub().state(hub::StateRequest{&cfg, op.ch, user_, conn_id_, std::move(op.key),
                                     std::move(op.body)});
 }
 
 void ClientSession::on_up(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
   if (!take_rate(op.rid, false)) return;
-  const auto& ns = tenant_->config.ns(protocol::channel_namespace(op.ch));
+  const auto& ns = tenant_->config().ns(protocol::channel_namespace(op.ch));
   if (ns.upstream.empty()) return fail(op.rid, ErrorCode::kBadRequest, "namespace has no upstream");
   if (!(ns.forward & kForwardUp)) {
     return fail(op.rid, ErrorCode::kBadRequest, "namespace does not forward up");
@@ -522,11 +543,12 @@ void ClientSession::on_up(protocol::ClientOp& op) {
 void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit,
                                      const std::string& ch, std::string key, std::string body) {
   if (!gw_.hub().upstream()) return;
-  const auto& ns = tenant_->config.ns(protocol::channel_namespace(ch));
+  const TenantConfig& cfg = tenant_->config();
+  const auto& ns = cfg.ns(protocol::channel_namespace(ch));
   if (!ns.forwards(bit)) return;
   hub::UpstreamEvent ev;
   ev.type = type;
-  ev.tenant = &tenant_->config;
+  ev.tenant = &cfg;
   ev.ns = &ns;
   ev.ch = ch;
   ev.user = user_;
@@ -553,12 +575,13 @@ void ClientSession::on_history(protocol::ClientOp& op) {
 void ClientSession::start_history(PendingHistory h) {
   history_busy_ = true;
   hub::HistoryRequest req;
-  req.tenant = &tenant_->config;
+  const TenantConfig& cfg = tenant_->config();
+  req.tenant = &cfg;
   req.ch = h.ch;
   req.after = h.after;
   req.before = h.before;
   req.limit = h.limit;
-  req.max_bytes = hub::history_reply_budget(tenant_->config);
+  req.max_bytes = hub::history_reply_budget(cfg);
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(h.rid),
               ch = std::move(h.ch)](hub::HistoryResult r) {
@@ -609,7 +632,7 @@ void ClientSession::on_closed() {
     history_queue_.clear();
     backfill_waiters_.clear();
     if (gw_.events()) {
-      for (const auto& t : topics_) gw_.events()->disconnect(&tenant_->config, t, conn_id_);
+      for (const auto& t : topics_) gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
     }
     topics_.clear();
     tenant_->disconnect();

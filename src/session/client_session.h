@@ -26,6 +26,7 @@ namespace parley::session {
 
 class Gateway;
 struct TenantRuntime;
+struct TenantSnapshot;
 
 class ClientSession final : public net::ConnectionHandler,
                             public hub::Subscriber,
@@ -72,6 +73,8 @@ class ClientSession final : public net::ConnectionHandler,
   };
 
   void on_hello(protocol::ClientOp& op);
+  // Takes up the tenant's current connection limits (hello, and after a reload).
+  void apply_tenant_limits();
   void on_join(protocol::ClientOp& op);
   void on_leave(protocol::ClientOp& op);
   void on_pub(protocol::ClientOp& op, int64_t arrived_ns);
@@ -114,6 +117,7 @@ class ClientSession final : public net::ConnectionHandler,
   std::string conn_name_;
   int64_t hello_deadline_ms_;
   TenantRuntime* tenant_ = nullptr;
+  const TenantSnapshot* limits_of_ = nullptr;  // whose limits conn_ and conn_bucket_ have
   std::string user_;
   auth::Claims claims_;
   auth::TokenBucket conn_bucket_;

@@ -18,7 +18,7 @@ std::chrono::milliseconds sweep_period(const GatewayOptions& o) {
 }
 
 std::string user_key(const ClientSession& s) {
-  std::string k = s.tenant()->config.id;
+  std::string k = s.tenant()->id;
   k += '\x1f';
   k += s.user_id();
   return k;
@@ -153,6 +153,28 @@ void Gateway::drain(std::function<void()> done) {
       std::move(done));
 }
 
+void Gateway::close_tenant(const TenantRuntime* tenant, std::function<void(size_t)> done) {
+  auto closed = std::make_shared<std::atomic<size_t>>(0);
+  runtime::run_on_every_loop(
+      loops_,
+      [this, tenant, closed](unsigned loop) {
+        auto& ls = *per_loop_[loop];
+        std::vector<std::shared_ptr<ClientSession>> theirs;
+        for (auto& [id, s] : ls.by_conn) {
+          if (s->tenant() == tenant && !s->gone()) theirs.push_back(s);
+        }
+        for (auto& s : theirs) {
+          std::string bye;
+          protocol::encode_bye(bye, "tenant_removed", 0);
+          // Behind what is queued, like a drain: acks already produced arrive.
+          s->connection().send(net::OutFrame(std::move(bye)));
+          s->connection().close(kCloseUnauthorized, "tenant removed");
+        }
+        closed->fetch_add(theirs.size());
+      },
+      [closed, done = std::move(done)] { done(closed->load()); });
+}
+
 void Gateway::abort_remaining(std::function<void()> done) {
   runtime::run_on_every_loop(
       loops_,
@@ -180,7 +202,7 @@ void Gateway::deliver_direct(const TenantRuntime* tenant, DirectTo to, std::stri
   std::string frame;
   protocol::encode_direct(frame, body);
   auto shared = std::make_shared<const std::string>(std::move(frame));
-  std::string key = tenant->config.id + '\x1f' + to.user;
+  std::string key = tenant->id + '\x1f' + to.user;
   struct Tally {
     std::atomic<unsigned> remaining;
     std::atomic<size_t> delivered{0};

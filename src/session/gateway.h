@@ -61,6 +61,10 @@ class Gateway {
   // Drain, step 3: no session is adopted from now on; `on_empty` runs once
   // every session has closed (on the loop of the last one, or here). Once.
   void when_sessions_closed(std::function<void()> on_empty) { sessions_.close(std::move(on_empty)); }
+  // A reload removed `tenant`: each of its sessions gets `bye` (tenant_removed)
+  // behind what it has queued and is closed (4001). `done` gets their count,
+  // on the loop that finished last. Any thread.
+  void close_tenant(const TenantRuntime* tenant, std::function<void(size_t)> done);
   // Drain, last step: drops the connections whose peers have not completed the
   // close (each connection and its session hold one another until it finishes).
   void abort_remaining(std::function<void()> done);

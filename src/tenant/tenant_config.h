@@ -1,5 +1,6 @@
 // A tenant (one game) as configured: its keys, limits and namespaces.
-// Immutable after start-up; shared read-only by every thread.
+// Immutable once published: a reload publishes a new one beside it
+// (session/tenant_registry.h), so every thread may read one without a lock.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct NamespaceConfig {
   uint32_t upstream_queue = 100'000;  // events waiting per namespace; overflow drops the oldest
 
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
+  bool operator==(const NamespaceConfig&) const = default;
 };
 
 // A topic of the event pipeline (PROTOCOL.md "Event streams and leaderboards").
@@ -40,6 +42,7 @@ struct TopicConfig {
   uint64_t retention_s = 86'400;   // 0: by count only
   uint32_t tick_ms = 0;            // 0: events frames at once
   uint32_t dedupe_window_s = 120;
+  bool operator==(const TopicConfig&) const = default;
 };
 
 // A leaderboard fed by one topic's events of one type.
@@ -53,12 +56,16 @@ struct LeaderboardConfig {
   std::string order = "desc";      // desc | asc
   uint32_t top = 10;
   uint32_t interval_ms = 200;
+  bool operator==(const LeaderboardConfig&) const = default;
 };
 
 struct TenantConfig {
   std::string id;
   std::string secret;             // HS256 key of client tokens
   std::string api_key;            // Bearer key of the HTTP API
+  // After a reload that changes `secret` or `api_key`, the value it replaced is
+  // still accepted for this long (docs/operations.md "Reloading the config").
+  uint32_t rotation_overlap_s = 0;
   uint32_t max_connections = 50000;
   // Publish rates, token buckets holding one second of the rate. 0 means
   // unlimited (a trusted tenant, a load test), not "publishing forbidden":
@@ -74,6 +81,8 @@ struct TenantConfig {
   NamespaceConfig default_namespace;          // for namespaces not listed
   std::map<std::string, TopicConfig, std::less<>> topics;
   std::map<std::string, LeaderboardConfig, std::less<>> leaderboards;
+
+  bool operator==(const TenantConfig&) const = default;
 
   const TopicConfig* topic(std::string_view name) const {
     auto it = topics.find(name);

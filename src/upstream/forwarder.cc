@@ -7,6 +7,7 @@
 #include <future>
 
 #include "common/clock.h"
+#include "protocol/decoder.h"
 #include "upstream/event_json.h"
 
 namespace parley::upstream {
@@ -19,9 +20,10 @@ Forwarder::~Forwarder() = default;
 
 Result<std::unique_ptr<Forwarder>> Forwarder::create(runtime::LoopGroup& loops, hub::Hub& hub,
                                                      metrics::Metrics& metrics,
-                                                     const Tenants& tenants, PipeOptions opts) {
+                                                     const Tenants& tenants, PipeOptions opts,
+                                                     ApiKeyOf api_key_of) {
   std::unique_ptr<Forwarder> f(new Forwarder(loops, hub, metrics, opts));
-  auto add = [&f](const TenantConfig& t, const std::string& name,
+  auto add = [&f, &api_key_of](const TenantConfig& t, const std::string& name,
                   const NamespaceConfig& ns) -> Status {
     if (ns.upstream.empty()) return Status::ok();
     auto url = parse_upstream_url(ns.upstream);
@@ -36,7 +38,8 @@ Result<std::unique_ptr<Forwarder>> Forwarder::create(runtime::LoopGroup& loops, 
     u->api_key = t.api_key;
     u->limit = ns.upstream_queue;
     u->tick_ms = ns.tick_ms;
-    f->namespaces_.emplace(&ns, std::move(u));
+    if (api_key_of) u->api_key_now = [api_key_of, id = t.id] { return api_key_of(id); };
+    f->namespaces_.emplace(t.id + '\x1f' + name, std::move(u));
     return Status::ok();
   };
   for (const auto& [id, t] : tenants) {
@@ -65,22 +68,40 @@ Status Forwarder::validate(const Tenants& tenants) {
   return Status::ok();
 }
 
-void Forwarder::forward(hub::UpstreamEvent ev) {
-  if (!ev.tenant || !namespaces_.contains(ev.ns)) return;
-  const unsigned loop = hub_.shard_of(ev.tenant->id, ev.ch);
-  if (runtime::LoopGroup::current() == static_cast<int>(loop)) return enqueue(loop, std::move(ev));
-  loops_.run_on(loop, [this, loop, ev = std::move(ev)]() mutable { enqueue(loop, std::move(ev)); });
+NamespaceUpstream* Forwarder::target_of(const hub::UpstreamEvent& ev) const {
+  if (!ev.tenant || !ev.ns) return nullptr;
+  std::string key = ev.tenant->id;
+  key += '\x1f';
+  if (ev.ns == &ev.tenant->default_namespace) {
+    key += "default";
+  } else {
+    key += protocol::channel_namespace(ev.ch);
+  }
+  auto it = namespaces_.find(key);
+  return it == namespaces_.end() ? nullptr : it->second.get();
 }
 
-void Forwarder::enqueue(unsigned loop, hub::UpstreamEvent ev) {
+void Forwarder::forward(hub::UpstreamEvent ev) {
+  NamespaceUpstream* target = target_of(ev);
+  if (!target) return;
+  const unsigned loop = hub_.shard_of(ev.tenant->id, ev.ch);
+  if (runtime::LoopGroup::current() == static_cast<int>(loop)) {
+    return enqueue(loop, target, std::move(ev));
+  }
+  loops_.run_on(loop, [this, loop, target, ev = std::move(ev)]() mutable {
+    enqueue(loop, target, std::move(ev));
+  });
+}
+
+void Forwarder::enqueue(unsigned loop, NamespaceUpstream* target, hub::UpstreamEvent ev) {
   LoopPipes& lp = per_loop_[loop];
   if (lp.stopped) return;
-  auto& pipe = lp.pipes[ev.ns];
+  auto& pipe = lp.pipes[target];
   if (!pipe) {
     // Batch ids: unique per pipe and across restarts of the node.
     const uint64_t base = (static_cast<uint64_t>(wall_ms()) << 20) ^ (uint64_t{loop} << 56) ^
-                          (reinterpret_cast<uintptr_t>(ev.ns) & 0xfffff);
-    pipe = std::make_shared<UpstreamPipe>(loops_.loop(loop), *namespaces_.at(ev.ns),
+                          (reinterpret_cast<uintptr_t>(target) & 0xfffff);
+    pipe = std::make_shared<UpstreamPipe>(loops_.loop(loop), *target,
                                           metrics_.slot(loop).upstream_request, opts_, base);
   }
   std::string json;

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,12 +31,18 @@ class Forwarder final : public hub::UpstreamSink {
  public:
   using Tenants = std::map<std::string, TenantConfig, std::less<>>;
 
+  // The api_key a tenant has now (its id given; any loop), or "" for the one
+  // it had at start-up.
+  using ApiKeyOf = std::function<std::string(std::string_view tenant)>;
+
   // Every namespace with an `upstream` (listed, or a tenant's default) gets a
-  // target; an unusable URL is an error naming the namespace. `tenants` must
-  // outlive the forwarder (events point into it).
+  // target; an unusable URL is an error naming the namespace. Targets are
+  // found by (tenant id, namespace name), so events carrying the settings of a
+  // later config reload reach the same target.
   static Result<std::unique_ptr<Forwarder>> create(runtime::LoopGroup& loops, hub::Hub& hub,
                                                    metrics::Metrics& metrics,
-                                                   const Tenants& tenants, PipeOptions opts = {});
+                                                   const Tenants& tenants, PipeOptions opts = {},
+                                                   ApiKeyOf api_key_of = {});
   // The same check of every `upstream` URL, before anything is built.
   static Status validate(const Tenants& tenants);
   ~Forwarder() override;
@@ -54,16 +62,20 @@ class Forwarder final : public hub::UpstreamSink {
 
  private:
   Forwarder(runtime::LoopGroup& loops, hub::Hub& hub, metrics::Metrics& metrics, PipeOptions opts);
-  void enqueue(unsigned loop, hub::UpstreamEvent ev);
+  void enqueue(unsigned loop, NamespaceUpstream* target, hub::UpstreamEvent ev);
 
   runtime::LoopGroup& loops_;
   hub::Hub& hub_;
   metrics::Metrics& metrics_;
   PipeOptions opts_;
-  // Immutable after create(); the pointers are the config's own namespaces.
-  std::unordered_map<const NamespaceConfig*, std::unique_ptr<NamespaceUpstream>> namespaces_;
+  // The target of an event: tenant id, '\x1f', the namespace's name in the
+  // config ("default" for an unlisted one); nullptr when it has none.
+  NamespaceUpstream* target_of(const hub::UpstreamEvent& ev) const;
+
+  // Immutable after create(); keyed as target_of() says.
+  std::map<std::string, std::unique_ptr<NamespaceUpstream>, std::less<>> namespaces_;
   struct LoopPipes {
-    std::unordered_map<const NamespaceConfig*, std::shared_ptr<UpstreamPipe>> pipes;
+    std::unordered_map<const NamespaceUpstream*, std::shared_ptr<UpstreamPipe>> pipes;
     bool stopped = false;
   };
   std::vector<LoopPipes> per_loop_;  // element i: touched on loop i only

@@ -1,10 +1,13 @@
 // What the loops forwarding one namespace's events share: its target, its
 // queue bound and its counters. Created at start-up for every namespace with
-// an `upstream`; immutable afterwards except the atomics (any thread).
+// an `upstream`; immutable afterwards except the atomics (any thread). A config
+// reload does not change the target (it needs a restart), but the api_key sent
+// follows the tenant's current one (api_key_now).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "upstream/upstream_url.h"
@@ -16,6 +19,9 @@ struct NamespaceUpstream {
   std::string ns_name;        // "default" for the tenant's fallback namespace
   UpstreamUrl url;
   std::string api_key;        // sent as Authorization: Bearer, so the app server knows us
+  // The tenant's api_key now (after a reload's rotation), called on a pipe's
+  // loop once per request; empty function or answer: api_key.
+  std::function<std::string()> api_key_now;
   uint32_t limit = 100'000;   // upstream_queue: events waiting, all loops together
   uint32_t tick_ms = 20;
 

@@ -107,7 +107,8 @@ void UpstreamPipe::send() {
   req_.set(http::field::host, ns_.url.host_header);
   req_.set(http::field::user_agent, "parley-upstream/1");
   req_.set(http::field::content_type, "application/json");
-  req_.set(http::field::authorization, "Bearer " + ns_.api_key);
+  std::string key = ns_.api_key_now ? ns_.api_key_now() : std::string();
+  req_.set(http::field::authorization, "Bearer " + (key.empty() ? ns_.api_key : key));
   req_.set("X-Parley-Tenant", ns_.tenant);
   req_.set("X-Parley-Namespace", ns_.ns_name);
   req_.set("X-Parley-Batch", fmt::format("{:x}", batch_id_));

@@ -31,10 +31,24 @@ std::string default_tenants_toml(const std::string& demo_extra) {
          "\"\n";
 }
 
-ServerProcess::ServerProcess(ServerSpec spec) : spec_(std::move(spec)) {
+ServerProcess::ServerProcess(ServerSpec spec) {
   char tmpl[] = "/tmp/parley-test-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  std::ofstream cfg(dir_ + "/parley.toml");
+  write_config(std::move(spec));
+}
+
+void ServerProcess::write_config(ServerSpec spec) {
+  spec_ = std::move(spec);
+  // Written beside and renamed over: a reload never reads half a file.
+  const std::string tmp = config_path() + ".tmp";
+  {
+    std::ofstream cfg(tmp);
+    write_config_text(cfg);
+  }
+  std::filesystem::rename(tmp, config_path());
+}
+
+void ServerProcess::write_config_text(std::ostream& cfg) const {
   cfg << "[server]\nlisten = \"127.0.0.1:0\"\n";
   if (spec_.tcp) cfg << "tcp_listen = \"127.0.0.1:0\"\n";
   if (spec_.unix_socket) cfg << "unix_listen = \"" << unix_path() << "\"\n";
@@ -132,6 +146,10 @@ void ServerProcess::kill9() {
   int st;
   waitpid(pid_, &st, 0);
   pid_ = -1;
+}
+
+void ServerProcess::hangup() {
+  if (pid_ > 0) ::kill(pid_, SIGHUP);
 }
 
 void ServerProcess::terminate() {

@@ -55,6 +55,11 @@ class ServerProcess {
   // RLIMIT_NOFILE of the servers started after this call (0: inherited).
   void set_fd_limit(uint64_t n) { fd_limit_ = n; }
   void restart() { start(); } // same config and data folder
+  // Replaces the config file (atomically) with `spec`; a running server reads
+  // it at its next reload (SIGHUP or `parley reload`).
+  void write_config(ServerSpec spec);
+  std::string config_path() const { return dir_ + "/parley.toml"; }
+  void hangup();              // SIGHUP: the server reloads its config
   void kill9();               // SIGKILL, then reaps
   void terminate();           // SIGTERM only
   // Waits for exit; returns the exit status, or -1 on timeout.
@@ -77,6 +82,7 @@ class ServerProcess {
 
  private:
   bool launch();  // true once the ready line was read
+  void write_config_text(std::ostream& out) const;
 
   ServerSpec spec_;
   std::vector<std::string> extra_args_;
