@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# One command from a fresh Debian 12 machine to a running demo server:
-# installs what is needed, builds `parley`, and serves on 127.0.0.1:7700 with
-# the embedded store in ./data and a demo tenant. Ctrl-C drains and stops.
+# One command from a fresh Debian 12 machine to a running demo: installs what
+# is needed, builds `parley`, and starts it with the world example's app server
+# (examples/world): a page with a live world of moving avatars and a chat, all
+# through Parley. Ctrl-C stops both (Parley drains).
+#
+#   scripts/demo.sh            # then open http://127.0.0.1:8080/
+#   scripts/demo.sh --server   # only `parley serve` with the demo tenant (no page)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARLEY_TESTS=OFF -DPARLEY_BENCH=OFF >/dev/null
 cmake --build build --target parley -j "$(nproc)"
-exec build/src/server/parley serve
+if [[ "${1:-}" == "--server" ]]; then
+  exec build/src/server/parley serve
+fi
+echo
+echo "Starting Parley on 127.0.0.1:7700 and the world's app server on 127.0.0.1:8080."
+echo "Open http://127.0.0.1:8080/ in a browser (twice, to see each other move and chat)."
+echo
+exec node examples/world/start.mjs --parley build/src/server/parley --port 8080 --parley-port 7700
