@@ -160,13 +160,15 @@ void Server::register_metrics() {
     for (const auto& t : events_->stats()) {
       committed[t->label] = static_cast<int64_t>(t->committed.load(std::memory_order_relaxed));
     }
-    for (const auto& [id, tenant] : config_.tenants) {
-      for (const auto& [name, topic] : tenant.topics) {
-        const std::string label = id + "/" + name;
+    // The tenants as configured now (a reload may add topics): the registry's
+    // snapshots, never config_, which the reload thread rewrites.
+    tenants_->for_each([&](const session::TenantRuntime& rt) {
+      for (const auto& [name, topic] : rt.config().topics) {
+        const std::string label = rt.id + "/" + name;
         auto it = committed.find(label);
         out.push_back({label, it == committed.end() ? 0 : it->second});
       }
-    }
+    });
   });
   metrics_->set_source(Scraped::consumer_lag, [this](Samples& out) {
     for (const auto& t : events_->stats()) {
@@ -411,6 +413,8 @@ ReloadOutcome Server::reload() {
   // The replaced index is freed once every loop has finished the task it was
   // in (a lookup never spans tasks).
   runtime::run_on_every_loop(*loops_, nullptr, [retired = std::move(changes.retired)] {});
+  // config_ is read after start() only here (one reload at a time): loops
+  // read the tenants through the registry.
   config_.tenants = plan.next.tenants;
   if (plan.next.log_level != config_.log_level) {
     config_.log_level = plan.next.log_level;
