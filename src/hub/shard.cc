@@ -23,7 +23,10 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       stores_(stores),
       metrics_(metrics),
       opts_(opts),
-      outboxes_(loops.size()) {}
+      outboxes_(loops.size()),
+      committed_(loops.loop(index), [this](std::vector<Committed>& batch) {
+        on_committed_batch(batch);
+      }) {}
 
 // One join's `since` backfill while its pages are read. Shard-owned; the store
 // callbacks carry it and post it back to the shard's loop.
@@ -426,11 +429,17 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
                                                    std::move(req.id), std::move(req.body)},
                               c->ns->history, c->ns->dedupe_window_s,
                               c->ns->durable ? 0u : c->ns->history_ttl_s};
+  // Completes on the store's thread (or inline): a group commit's completions
+  // reach this loop as one batch.
   c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
-    loops_.run_on(index_, [this, c, out = std::move(out)]() mutable {
-      on_committed(c, std::move(out));
-    });
+    committed_.push(Committed{c, std::move(out)});
   });
+}
+
+void Shard::on_committed_batch(std::vector<Committed>& batch) {
+  for (auto& done : batch) on_committed(done.channel, std::move(done.outcome));
+  // Acks and events leave now, not after another pass through this loop's queue.
+  flush_outboxes();
 }
 
 void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {

@@ -27,6 +27,7 @@
 #include "hub/tick_batcher.h"
 #include "hub/requests.h"
 #include "hub/upstream_sink.h"
+#include "runtime/inbox.h"
 #include "runtime/loop_group.h"
 
 namespace parley::hub {
@@ -90,6 +91,12 @@ class Shard {
   void history_loaded(Channel* c, HistoryRequest req);
   void publish_loaded(Channel* c, PublishRequest req);
   void on_committed(Channel* c, store::AppendOutcome outcome);
+  // The store's append completions, in order, drained in batches on this loop.
+  struct Committed {
+    Channel* channel;
+    store::AppendOutcome outcome;
+  };
+  void on_committed_batch(std::vector<Committed>& batch);
   void expire_dedupe(Channel& c, int64_t now_ms);
   void broadcast(Channel& c, ChannelEvent ev);
   void remove_member(Channel& c, uint64_t conn);
@@ -107,6 +114,7 @@ class Shard {
   std::vector<std::vector<std::function<void()>>> outboxes_;
   bool flush_scheduled_ = false;
   UpstreamSink* upstream_ = nullptr;
+  runtime::Inbox<Committed> committed_;
   std::atomic<size_t> inflight_total_{0};
   std::atomic<size_t> channel_count_{0};
 };

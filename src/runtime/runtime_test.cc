@@ -8,12 +8,54 @@
 
 #include "runtime/every_loop.h"
 #include "runtime/gate.h"
+#include "runtime/inbox.h"
 #include "runtime/loop_group.h"
 
 namespace parley::runtime {
 namespace {
 
 using namespace std::chrono_literals;
+
+TEST(InboxTest, ABurstFromAnotherThreadIsDrainedAsOneBatchInOrder) {
+  LoopGroup loops(1);
+  std::vector<std::vector<int>> batches;  // the loop's
+  Inbox<int> inbox(loops.loop(0), [&](std::vector<int>& batch) { batches.push_back(batch); });
+  loops.start();
+  // Hold the loop busy while the burst arrives, as a store thread completing a
+  // group commit finds a busy loop.
+  std::promise<void> release;
+  std::promise<void> holding;
+  loops.run_on(0, [&] {
+    holding.set_value();
+    release.get_future().wait();
+  });
+  holding.get_future().wait();
+  for (int i = 0; i < 100; ++i) inbox.push(i);
+  release.set_value();
+  std::promise<void> after;
+  loops.run_on(0, [&] { after.set_value(); });  // behind the one drain task
+  ASSERT_EQ(after.get_future().wait_for(5s), std::future_status::ready);
+  loops.stop();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(batches[0][i], i);
+}
+
+TEST(InboxTest, APushAfterADrainPostsAgain) {
+  LoopGroup loops(1);
+  std::atomic<int> drained{0};
+  Inbox<int> inbox(loops.loop(0), [&](std::vector<int>& batch) { drained += batch.size(); });
+  loops.start();
+  for (int i = 0; i < 3; ++i) {
+    inbox.push(i);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (drained.load() < i + 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(drained.load(), i + 1);
+  }
+  loops.stop();
+}
 
 TEST(GateTest, CloseOnAnEmptyGateCompletesAtOnce) {
   Gate g;

@@ -1,0 +1,57 @@
+// A queue that threads push to and one loop drains in batches.
+//
+// Any thread may push(); the first push after a drain posts one task to the
+// loop, which takes everything queued so far and hands it to `drain` (on the
+// loop, in push order). A burst of N items from another thread (a store's
+// group commit completing N appends) costs one post and one wake-up of the
+// loop instead of N, and the drain can finish the batch's work at once
+// (e.g. flush what it queued for other loops) instead of posting more.
+//
+// The mutex guards only the vector swap and push, never the drain.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+namespace parley::runtime {
+
+template <typename T>
+class Inbox {
+ public:
+  using Drain = std::function<void(std::vector<T>& batch)>;
+  Inbox(boost::asio::io_context& loop, Drain drain) : loop_(loop), drain_(std::move(drain)) {}
+  Inbox(const Inbox&) = delete;
+  Inbox& operator=(const Inbox&) = delete;
+
+  // Any thread.
+  void push(T item) {
+    bool first;
+    {
+      std::lock_guard lock(mu_);
+      first = items_.empty();
+      items_.push_back(std::move(item));
+    }
+    if (first) boost::asio::post(loop_, [this] { run(); });
+  }
+
+ private:
+  void run() {
+    {
+      std::lock_guard lock(mu_);
+      batch_.swap(items_);
+    }
+    drain_(batch_);
+    batch_.clear();  // keeps its capacity for the next batch
+  }
+
+  boost::asio::io_context& loop_;
+  Drain drain_;
+  std::mutex mu_;
+  std::vector<T> items_;  // guarded by mu_
+  std::vector<T> batch_;  // the loop's: the batch being drained
+};
+
+}  // namespace parley::runtime
