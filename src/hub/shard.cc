@@ -575,19 +575,43 @@ void Shard::broadcast(Channel& c, ChannelEvent ev) {
 }
 
 void Shard::sweep_idle(int64_t now_ms) {
-  for (auto it = channels_.begin(); it != channels_.end();) {
-    Channel& c = *it->second;
-    if (c.members.empty() && c.inflight.empty() && !c.loading && c.backfills == 0 &&
-        now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
-      it = channels_.erase(it);
-      channel_count_.fetch_sub(1, std::memory_order_relaxed);
-    } else if (!c.loading) {
-      expire_dedupe(c, now_ms);
-      ++it;
-    } else {
-      ++it;
+  if (sweeping_) return;
+  sweeping_ = true;
+  sweep_slice(now_ms, 0);
+}
+
+void Shard::sweep_slice(int64_t now_ms, size_t from) {
+  // Channels looked at per task: ~a millisecond of work.
+  constexpr size_t kSlice = 2048;
+  // By bucket, so that the walk can resume after other tasks ran: an insert
+  // between two slices may rehash and move channels to buckets already
+  // walked (or not yet), which only means one is looked at by the next
+  // sweep instead of this one.
+  std::vector<std::string> idle;
+  size_t seen = 0;
+  size_t b = from;
+  const size_t buckets = channels_.bucket_count();
+  for (; b < buckets && seen < kSlice; ++b) {
+    for (auto it = channels_.begin(b); it != channels_.end(b); ++it, ++seen) {
+      Channel& c = *it->second;
+      if (c.loading) continue;
+      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 &&
+          now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
+        idle.push_back(it->first);
+      } else {
+        expire_dedupe(c, now_ms);
+      }
     }
   }
+  for (const auto& key : idle) {
+    channels_.erase(key);
+    channel_count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (b >= buckets) {
+    sweeping_ = false;
+    return;
+  }
+  loops_.run_on(index_, [this, now_ms, b] { sweep_slice(now_ms, b); });
 }
 
 void Shard::to_loop(unsigned loop, std::function<void()> fn) {

@@ -61,7 +61,11 @@ class Shard {
   // A session's join/leave/state/up event: forwarded after the channel's
   // appends in flight, so the app server sees it in the order it happened.
   void forward_upstream(UpstreamEvent ev);
-  // Drops channels nobody uses any more (their state is in the store).
+  // Drops channels nobody uses any more (their state is in the store) and
+  // expires dedupe entries. Walks the channels a slice at a time, each slice a
+  // task of its own, so that a shard holding hundreds of thousands of channels
+  // never holds its loop for the whole walk. A sweep asked for while one is
+  // still walking is skipped.
   void sweep_idle(int64_t now_ms);
 
   // On this shard's loop: its `n` busiest channels since the previous call
@@ -117,6 +121,10 @@ class Shard {
   runtime::Inbox<Committed> committed_;
   std::atomic<size_t> inflight_total_{0};
   std::atomic<size_t> channel_count_{0};
+  bool sweeping_ = false;
+
+  // One slice of sweep_idle, from bucket `from` of channels_ on.
+  void sweep_slice(int64_t now_ms, size_t from);
 };
 
 }  // namespace parley::hub

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
 #include <future>
@@ -300,30 +301,47 @@ void Server::start_sweeps() {
 }
 
 void Server::arm_hub_sweep() {
+  if (sweeps_stopped_) return;  // a sweep's last slice ran after stop_sweeps()
   // Often enough that an idle channel goes within ~1.5 x channel_idle_s.
   sweep_timer_->expires_after(std::min<std::chrono::milliseconds>(
       kHubSweepPeriod, std::chrono::seconds(config_.channel_idle_s) / 2));
   sweep_timer_->async_wait([this](boost::system::error_code ec) {
     if (ec) return;
     hub_->sweep();
-    ephemeral_->sweep(wall_ms());
-    return_freed_memory();
-    arm_hub_sweep();
+    sweep_ephemeral(wall_ms(), 0);
   });
+}
+
+void Server::sweep_ephemeral(int64_t now_ms, size_t shard) {
+  // One store shard per task: the loop (and the other loops' appends to that
+  // shard) wait for one sixteenth of the ephemeral channels at most.
+  if (shard < store::MemoryStore::shard_count()) {
+    ephemeral_->sweep_shard(shard, now_ms);
+    boost::asio::post(loops_->loop(0), [this, now_ms, shard] { sweep_ephemeral(now_ms, shard + 1); });
+    return;
+  }
+  ephemeral_->enforce_budget();
+  return_freed_memory();
+  arm_hub_sweep();
 }
 
 void Server::return_freed_memory() {
   // Channels the sweeps dropped free their state, but glibc keeps the pages of
   // freed small chunks in its arenas: after a churn of 1,000,000 channels the
   // process stayed at 1.1 GB RSS with no channel left, and 87 MB after one
-  // malloc_trim. So once many channels have gone since the last trim, trim. It
-  // walks the free lists (milliseconds per GB), so it runs on a thread of its
-  // own: a loop only notices a short wait if it allocates from an arena being
-  // trimmed at that moment.
+  // malloc_trim. So once many channels have gone since the last trim, trim,
+  // on a thread of its own. Not while channels churn, though: malloc_trim
+  // holds each arena's lock while it walks that arena's free lists, and the
+  // loops allocate from those arenas. With 500,000 channels churning (10,000
+  // new per second) a trim per sweep stalled every loop for ~2 s each time.
+  // Under steady churn the channels held stay near their peak and freed chunks
+  // are reused by the next channels anyway; the memory is worth returning once
+  // the set has collapsed (churn over), so trim only when it has shrunk to a
+  // quarter of its peak since the last trim.
   const size_t held = hub_->channel_count() + ephemeral_->channel_count() +
                       (embedded_ ? embedded_->channels_tracked() : 0);
   peak_channels_ = std::max(peak_channels_, held);
-  if (peak_channels_ - held < kTrimAfterChannels) return;
+  if (peak_channels_ - held < kTrimAfterChannels || held * 4 > peak_channels_) return;
   if (trimming_.exchange(true)) return;  // the previous trim is still running
   if (trimmer_.joinable()) trimmer_.join();  // finished: it cleared trimming_
   const size_t gone = peak_channels_ - held;
@@ -521,6 +539,7 @@ void Server::stop_sweeps() {
   if (!sweep_timer_) return;
   Completion cancelled;
   loops_->run_on(0, [this, done = cancelled.callback()] {
+    sweeps_stopped_ = true;
     sweep_timer_->cancel();
     done();
   });

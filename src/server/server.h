@@ -90,6 +90,9 @@ class Server {
   // Every min(kHubSweepPeriod, channel_idle_s / 2) on loop 0: the shards drop idle
   // channels, the ephemeral store old history and forgotten channels.
   void arm_hub_sweep();
+  // Loop 0, after the hub's sweep: the ephemeral store's sweep, one store shard
+  // per task, then the budget and the trim, then the next arm_hub_sweep().
+  void sweep_ephemeral(int64_t now_ms, size_t shard);
   int64_t idle_ms() const { return int64_t{config_.channel_idle_s} * 1000; }
   // Loop 0, after the sweeps: once many channels have been dropped, starts a
   // malloc_trim on trimmer_ (it walks every free list: not a loop's work).
@@ -122,6 +125,7 @@ class Server {
   std::vector<std::unique_ptr<net::Listener>> listeners_;
   std::unique_ptr<net::Listener> http_listener_, tcp_listener_;
   std::unique_ptr<boost::asio::steady_timer> sweep_timer_;
+  bool sweeps_stopped_ = false;  // loop 0
   bool stopped_ = false;
 };
 

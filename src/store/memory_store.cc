@@ -51,7 +51,26 @@ void MemoryStore::drop_front(Channel& c, size_t n) {
   if (c.messages.empty()) std::deque<StoredMessage>().swap(c.messages);  // give the blocks back
 }
 
+void MemoryStore::unlist(Shard& s, Channel& c) {
+  if (!c.listed) return;
+  (c.older ? c.older->newer : s.oldest) = c.newer;
+  (c.newer ? c.newer->older : s.newest) = c.older;
+  c.older = c.newer = nullptr;
+  c.listed = false;
+  s.oldest_write_ms.store(s.oldest ? s.oldest->last_write_ms : INT64_MAX, std::memory_order_relaxed);
+}
+
+void MemoryStore::list_newest(Shard& s, Channel& c) {
+  unlist(s, c);
+  c.older = s.newest;
+  (s.newest ? s.newest->newer : s.oldest) = &c;
+  s.newest = &c;
+  c.listed = true;
+  s.oldest_write_ms.store(s.oldest->last_write_ms, std::memory_order_relaxed);
+}
+
 void MemoryStore::erase_channel(Shard& s, std::unordered_map<std::string, Channel>::iterator it) {
+  unlist(s, it->second);
   bytes_.fetch_sub(it->second.bytes, std::memory_order_relaxed);
   channels_.fetch_sub(1, std::memory_order_relaxed);
   s.channels.erase(it);
@@ -85,12 +104,20 @@ void MemoryStore::append(AppendRequest req, AppendDone done) {
   {
     std::lock_guard lock(shard.mu);
     auto [it, fresh] = shard.channels.try_emplace(id);
-    if (fresh) channels_.fetch_add(1, std::memory_order_relaxed);
+    if (fresh) {
+      channels_.fetch_add(1, std::memory_order_relaxed);
+      it->second.id = &it->first;
+    }
     Channel& ch = it->second;
     if (req.msg.seq <= ch.last_seq) {
       status = Error{ErrorCode::kInternal, std::string(kStaleSeqMessage)};
     } else {
       apply(ch, req);
+      if (ch.messages.empty()) {
+        unlist(shard, ch);
+      } else {
+        list_newest(shard, ch);
+      }
       account(it->first, ch);
     }
   }
@@ -128,48 +155,59 @@ void MemoryStore::apply(Channel& ch, AppendRequest& req) {
 }
 
 void MemoryStore::sweep(int64_t now_ms) {
-  // (last write, shard, channel) of every channel still holding history, for the
-  // budget below.
-  std::vector<std::tuple<int64_t, size_t, std::string>> by_age;
-  for (size_t i = 0; i < kShards; ++i) {
-    Shard& s = shards_[i];
-    std::lock_guard lock(s.mu);
-    for (auto it = s.channels.begin(); it != s.channels.end();) {
-      Channel& c = it->second;
-      if (c.history_ttl_ms > 0) {
-        size_t old = 0;
-        while (old < c.messages.size() && c.messages[old].ts_ms < now_ms - c.history_ttl_ms) ++old;
-        if (old > 0) drop_front(c, old);
-      }
-      c.dedupe.expire(now_ms);
-      if (c.messages.empty() && c.dedupe.size() == 0 &&
-          now_ms - c.last_write_ms > opts_.idle_evict_ms) {
-        auto gone = it++;
-        erase_channel(s, gone);
-        continue;
-      }
-      account(it->first, c);
-      if (opts_.memory_budget_bytes > 0 && !c.messages.empty()) {
-        by_age.emplace_back(c.last_write_ms, i, it->first);
-      }
-      ++it;
+  for (size_t i = 0; i < kShards; ++i) sweep_shard(i, now_ms);
+  enforce_budget();
+}
+
+void MemoryStore::sweep_shard(size_t i, int64_t now_ms) {
+  Shard& s = shards_[i];
+  std::lock_guard lock(s.mu);
+  for (auto it = s.channels.begin(); it != s.channels.end();) {
+    Channel& c = it->second;
+    if (c.history_ttl_ms > 0) {
+      size_t old = 0;
+      while (old < c.messages.size() && c.messages[old].ts_ms < now_ms - c.history_ttl_ms) ++old;
+      if (old > 0) drop_front(c, old);
+      if (c.messages.empty()) unlist(s, c);
     }
-    // Give back the bucket array once most channels are gone.
-    if (s.channels.bucket_count() > 64 && s.channels.size() * 8 < s.channels.bucket_count()) {
-      s.channels.rehash(0);
+    c.dedupe.expire(now_ms);
+    if (c.messages.empty() && c.dedupe.size() == 0 &&
+        now_ms - c.last_write_ms > opts_.idle_evict_ms) {
+      auto gone = it++;
+      erase_channel(s, gone);
+      continue;
     }
+    account(it->first, c);
+    ++it;
   }
-  if (opts_.memory_budget_bytes == 0 || memory_bytes() <= opts_.memory_budget_bytes) return;
-  std::sort(by_age.begin(), by_age.end());
-  for (const auto& [ts, shard, id] : by_age) {
-    if (memory_bytes() <= opts_.memory_budget_bytes) break;
-    Shard& s = shards_[shard];
+  // Give back the bucket array once most channels are gone.
+  if (s.channels.bucket_count() > 64 && s.channels.size() * 8 < s.channels.bucket_count()) {
+    s.channels.rehash(0);
+  }
+}
+
+void MemoryStore::enforce_budget() {
+  while (opts_.memory_budget_bytes > 0 && memory_bytes() > opts_.memory_budget_bytes) {
+    // The shard whose least recently written channel is the oldest: the
+    // global order, from 16 peeks.
+    size_t pick = kShards;
+    int64_t oldest = INT64_MAX;
+    for (size_t i = 0; i < kShards; ++i) {
+      const int64_t t = shards_[i].oldest_write_ms.load(std::memory_order_relaxed);
+      if (t < oldest) {
+        oldest = t;
+        pick = i;
+      }
+    }
+    if (pick == kShards) return;  // no history left to drop
+    Shard& s = shards_[pick];
     std::lock_guard lock(s.mu);
-    auto it = s.channels.find(id);
-    if (it == s.channels.end() || it->second.messages.empty()) continue;
-    if (it->second.last_write_ms != ts) continue;  // written since: no longer the oldest
-    drop_front(it->second, it->second.messages.size());
-    account(it->first, it->second);
+    Channel* c = s.oldest;
+    if (!c) continue;  // emptied meanwhile
+    unlist(s, *c);
+    if (c->messages.empty()) continue;
+    drop_front(*c, c->messages.size());
+    account(*c->id, *c);
     budget_evictions_.fetch_add(1, std::memory_order_relaxed);
   }
 }

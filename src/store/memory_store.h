@@ -16,7 +16,11 @@
 //     loaded, so the hub never reloads a channel it still holds). A channel written
 //     again after that starts over at seq 1, as after a restart;
 //   - while the estimate of memory held exceeds memory_budget_bytes, drops the
-//     whole history of the channels written least recently, oldest first.
+//     whole history of the channels written least recently, oldest first. Each
+//     shard keeps its channels with history in a list in the order they were
+//     written, so an eviction costs a look at the 16 list heads, not a sort of
+//     every channel (which held loop 0 and every shard lock for seconds with
+//     500,000 channels).
 // Between sweeps a channel's history is still bounded by its `history` count.
 #pragma once
 
@@ -53,7 +57,14 @@ class MemoryStore final : public Store {
   size_t pending() const override { return 0; }
 
   // See the header comment. Any thread; holds one shard's lock at a time.
+  // sweep() is sweep_shard() of every shard, then enforce_budget(); a caller on
+  // an event loop runs the steps as separate tasks, so that a store holding a
+  // million channels never holds the loop (or another loop's appends) for the
+  // whole walk.
   void sweep(int64_t now_ms);
+  static constexpr size_t shard_count() { return kShards; }
+  void sweep_shard(size_t shard, int64_t now_ms);
+  void enforce_budget();
 
   // Estimate of the heap held by channels (records, messages, dedupe tables).
   uint64_t memory_bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -73,10 +84,21 @@ class MemoryStore final : public Store {
     int64_t last_write_ms = 0;
     uint64_t message_bytes = 0;
     uint64_t bytes = 0;                  // as counted in bytes_
+    // The shard's list of channels holding history, least recently written
+    // first (the budget's eviction order); linked only while messages are held.
+    Channel* older = nullptr;
+    Channel* newer = nullptr;
+    bool listed = false;
+    const std::string* id = nullptr;  // its key in the shard's map (nodes do not move)
   };
   struct Shard {
     std::mutex mu;
     std::unordered_map<std::string, Channel> channels;  // key: ChannelId::key()
+    Channel* oldest = nullptr;  // head of the written-order list
+    Channel* newest = nullptr;
+    // oldest->last_write_ms (INT64_MAX: none), readable without the lock so
+    // that enforce_budget() picks the shard to evict from by peeking.
+    std::atomic<int64_t> oldest_write_ms{INT64_MAX};
   };
 
   Shard& shard_of(const std::string& channel_id);
@@ -88,6 +110,9 @@ class MemoryStore final : public Store {
   template <typename Pick>
   Result<std::vector<StoredMessage>> read(const ChannelKey& key, Pick pick);
   void erase_channel(Shard& s, std::unordered_map<std::string, Channel>::iterator it);
+  // The written-order list, under s.mu: moves `c` to the newest end, or takes it out.
+  static void list_newest(Shard& s, Channel& c);
+  static void unlist(Shard& s, Channel& c);
 
   const MemoryStoreOptions opts_;
   std::array<Shard, kShards> shards_;

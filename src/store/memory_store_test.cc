@@ -91,6 +91,39 @@ TEST(MemoryStore, OverBudgetTheLeastRecentlyWrittenHistoriesGoFirst) {
   EXPECT_EQ(rec->dedupe.size(), 20u);
 }
 
+// Across the store's shards the evicted histories are exactly the least
+// recently written ones, and a channel written again moves to the young end.
+TEST(MemoryStore, BudgetEvictionFollowsTheGlobalWriteOrder) {
+  MemoryStore s(MemoryStoreOptions{0, 600'000});
+  const std::string body = "\"" + std::string(1000, 'x') + "\"";
+  const int n = 200;
+  for (int c = 0; c < n; ++c) {
+    const ChannelKey ch{"t", "tmp:" + std::to_string(c)};
+    ASSERT_TRUE(append_sync(s, ttl_req(ch, make_msg(1, kT0 + c, "u", "", body), 3600)));
+  }
+  // Channel 0 written again, last: the youngest now.
+  ASSERT_TRUE(append_sync(s, ttl_req({"t", "tmp:0"}, make_msg(2, kT0 + n, "u", "", body), 3600)));
+  const uint64_t full = s.memory_bytes();
+  MemoryStore budgeted(MemoryStoreOptions{full / 2, 600'000});
+  for (int c = 0; c < n; ++c) {
+    ASSERT_TRUE(append_sync(budgeted, ttl_req({"t", "tmp:" + std::to_string(c)},
+                                              make_msg(1, kT0 + c, "u", "", body), 3600)));
+  }
+  ASSERT_TRUE(append_sync(budgeted, ttl_req({"t", "tmp:0"}, make_msg(2, kT0 + n, "u", "", body), 3600)));
+  budgeted.enforce_budget();
+  EXPECT_LE(budgeted.memory_bytes(), full / 2);
+  int kept_from = -1;  // the first channel (after 0) whose history is kept
+  for (int c = 1; c < n; ++c) {
+    const bool kept = !held(budgeted, {"t", "tmp:" + std::to_string(c)}).empty();
+    if (kept && kept_from < 0) kept_from = c;
+    if (kept_from >= 0) {
+      EXPECT_TRUE(kept) << "tmp:" << c << " evicted after a younger one was kept";
+    }
+  }
+  EXPECT_GT(kept_from, 1);
+  EXPECT_EQ(held(budgeted, {"t", "tmp:0"}).size(), 2u) << "written last, evicted first";
+}
+
 TEST(MemoryStore, MemoryEstimateFollowsAppendsAndTrims) {
   MemoryStore s;
   const ChannelKey ch{"t", "tmp:d"};
