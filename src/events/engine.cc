@@ -33,6 +33,7 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
     it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
                                                                *cfg, std::move(stats)))
              .first;
+    it->second->rebuild_boards();
   }
   return *it->second;
 }
@@ -68,9 +69,43 @@ void Engine::commit(session::CommitRequest req) {
 }
 
 void Engine::rank(session::RankRequest req) {
-  loops_.run_on(req.reply_loop, [done = std::move(req.done)] {
-    done(Error{ErrorCode::kUnavailable, "leaderboards are not available in this build yet"}, {}, {});
+  auto bit = req.tenant->leaderboards.find(req.board);
+  PARLEY_CHECK(bit != req.tenant->leaderboards.end());  // checked by the caller
+  const TenantConfig* t = req.tenant;
+  on_topic(t, bit->second.topic, [req = std::move(req)](Topic& tp) mutable {
+    Leaderboard* b = tp.board(req.board);
+    PARLEY_CHECK(b != nullptr);
+    b->rank(std::move(req));
   });
+}
+
+void Engine::watch_board(const TenantConfig* tenant, const std::string& board,
+                         const std::string& round, std::weak_ptr<session::EventSink> sink,
+                         uint64_t conn, const std::string& user) {
+  auto bit = tenant->leaderboards.find(board);
+  if (bit == tenant->leaderboards.end()) return;
+  on_topic(tenant, bit->second.topic,
+           [board, round, sink = std::move(sink), conn, user](Topic& tp) mutable {
+             if (Leaderboard* b = tp.board(board)) b->watch(round, std::move(sink), conn, user);
+           });
+}
+
+void Engine::unwatch_board(const TenantConfig* tenant, const std::string& board,
+                           const std::string& round, uint64_t conn) {
+  auto bit = tenant->leaderboards.find(board);
+  if (bit == tenant->leaderboards.end()) return;
+  on_topic(tenant, bit->second.topic, [board, round, conn](Topic& tp) {
+    if (Leaderboard* b = tp.board(board)) b->unwatch(round, conn);
+  });
+}
+
+void Engine::start(const std::map<std::string, TenantConfig, std::less<>>& tenants) {
+  for (const auto& [id, t] : tenants) {
+    for (const auto& [name, bc] : t.leaderboards) {
+      const TenantConfig* tp = &t;
+      on_topic(tp, bc.topic, [](Topic&) {});
+    }
+  }
 }
 
 void Engine::leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,6 +36,15 @@ class Engine final : public session::EventService {
   void leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,
              uint64_t conn, unsigned reply_loop, std::function<void()> done) override;
   void disconnect(const TenantConfig* tenant, const std::string& topic, uint64_t conn) override;
+  void watch_board(const TenantConfig* tenant, const std::string& board, const std::string& round,
+                   std::weak_ptr<session::EventSink> sink, uint64_t conn,
+                   const std::string& user) override;
+  void unwatch_board(const TenantConfig* tenant, const std::string& board,
+                     const std::string& round, uint64_t conn) override;
+
+  // Creates, on their loops, every topic that feeds a leaderboard, so that the
+  // boards are rebuilt and pushed from the start. After the loops started.
+  void start(const std::map<std::string, TenantConfig, std::less<>>& tenants);
 
   unsigned loop_of(std::string_view tenant, std::string_view topic) const;
 

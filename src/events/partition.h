@@ -79,6 +79,8 @@ class Partition {
   // once per loop iteration or per tick).
   void pump();
   size_t cursors() const { return cursors_.size(); }
+  // Where the partition lives in the store (a rebuild reads it back).
+  const store::ChannelId& store_id() const { return id_; }
 
  private:
   struct Cursor {

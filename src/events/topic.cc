@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <charconv>
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
 
@@ -80,11 +81,83 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       schedule_pump();
     });
     part->set_observer([this](const CommittedEvent& e) {
-      for (auto& fn : observers_) fn(e);
+      for (auto& b : boards_) b->on_event(e.type, e.body);
     });
     parts_.push_back(std::move(part));
   }
   if (cfg.tick_ms > 0) tick_ = std::make_unique<boost::asio::steady_timer>(loops.loop(loop));
+  for (const auto& [board, bc] : tenant.leaderboards) {
+    if (bc.topic == name_) boards_.push_back(std::make_unique<Leaderboard>(loop, loops, board, bc));
+  }
+}
+
+Leaderboard* Topic::board(std::string_view name) {
+  for (auto& b : boards_) {
+    if (b->name() == name) return b.get();
+  }
+  return nullptr;
+}
+
+void Topic::rebuild_boards() {
+  if (boards_.empty()) return;
+  for (auto& b : boards_) b->begin_rebuild();
+  when_ready([this] {
+    if (!ready()) {
+      // The store cannot say what it holds yet: try again in a second; the
+      // boards hold their events and `rank` requests meanwhile.
+      rebuild_retry_ = std::make_unique<boost::asio::steady_timer>(loops_.loop(loop_));
+      rebuild_retry_->expires_after(std::chrono::seconds(1));
+      rebuild_retry_->async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) rebuild_boards();
+      });
+      return;
+    }
+    // Everything committed now is replayed; what commits later is held by the
+    // boards and applied after it.
+    auto left = std::make_shared<size_t>(parts_.size());
+    for (uint32_t p = 0; p < partitions(); ++p) {
+      const Partition& part = *parts_[p];
+      replay_partition(p, part.earliest() - 1, part.committed(), left);
+    }
+  });
+}
+
+void Topic::replay_partition(uint32_t p, uint64_t after, uint64_t cut, std::shared_ptr<size_t> left) {
+  if (after >= cut) {
+    if (--*left == 0) {
+      for (auto& b : boards_) b->finish_rebuild();
+    }
+    return;
+  }
+  const auto n = static_cast<uint32_t>(std::min<uint64_t>(1024, cut - after));
+  store_.read_after(parts_[p]->store_id(), after, n, [this, p, after, cut, left](auto r) {
+    loops_.run_on(loop_, [this, p, after, cut, left, r = std::move(r)]() mutable {
+      if (!r) {
+        spdlog::warn("events: rebuilding the boards of {}/{}: partition {} unreadable after {}",
+                     tenant_.id, name_, p, after);
+        return replay_partition(p, cut, cut, left);
+      }
+      if (r->empty()) return replay_partition(p, cut, cut, left);
+      uint64_t last = after;
+      thread_local simdjson::dom::parser parser;
+      for (const auto& m : *r) {
+        if (m.seq > cut) break;
+        last = m.seq;
+        // The stored body is {"key","type","body"} (partition.cc).
+        simdjson::dom::element root;
+        std::string_view type;
+        simdjson::dom::element body;
+        if (parser.parse(m.body.data(), m.body.size()).get(root) ||
+            root["type"].get_string().get(type) || root["body"].get(body)) {
+          continue;
+        }
+        const std::string type_copy(type);
+        const std::string text = simdjson::minify(body);
+        for (auto& b : boards_) b->replay(type_copy, text);
+      }
+      replay_partition(p, last == after ? cut : last, cut, left);
+    });
+  });
 }
 
 bool Topic::ready() const {

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "events/leaderboard.h"
 #include "events/partition.h"
 #include "events/topic_stats.h"
 #include "runtime/loop_group.h"
@@ -44,8 +45,10 @@ class Topic {
              std::function<void()> done);
   void disconnect(uint64_t conn);
 
-  // Each committed event, in offset order per partition (leaderboards).
-  void add_observer(CommitObserver fn) { observers_.push_back(std::move(fn)); }
+  // The leaderboards fed by this topic (created with it, from the tenant's
+  // config), and their rebuild from what the partitions hold (once, at creation).
+  Leaderboard* board(std::string_view name);
+  void rebuild_boards();
   // Runs `fn` once every partition has been recovered (or at once if it is).
   void when_ready(std::function<void()> fn);
   bool ready() const;
@@ -108,7 +111,9 @@ class Topic {
   std::unique_ptr<boost::asio::steady_timer> tick_;
   std::unordered_map<uint64_t, TailState> tails_;
   std::map<std::string, std::unique_ptr<Group>, std::less<>> groups_;
-  std::vector<CommitObserver> observers_;
+  std::vector<std::unique_ptr<Leaderboard>> boards_;
+  std::unique_ptr<boost::asio::steady_timer> rebuild_retry_;
+  void replay_partition(uint32_t p, uint64_t after, uint64_t cut, std::shared_ptr<size_t> left);
   std::shared_ptr<TopicStats> stats_;
   size_t inflight_ = 0;
 };

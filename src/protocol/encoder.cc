@@ -218,19 +218,21 @@ void append_score(std::string& out, double s) {
   out.append(buf, ec == std::errc() ? end : buf);
 }
 
+void append_rank_entry(std::string& out, const RankView& e) {
+  out += "{\"m\":";
+  append_json_string(out, e.m);
+  out += ",\"s\":";
+  append_score(out, e.s);
+  out += ",\"r\":";
+  out += std::to_string(e.r);
+  out.push_back('}');
+}
+
 void append_rank_list(std::string& out, std::span<const RankView> entries) {
   out.push_back('[');
-  bool first = true;
-  for (const auto& e : entries) {
-    if (!first) out.push_back(',');
-    first = false;
-    out += "{\"m\":";
-    append_json_string(out, e.m);
-    out += ",\"s\":";
-    append_score(out, e.s);
-    out += ",\"r\":";
-    out += std::to_string(e.r);
-    out.push_back('}');
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i) out.push_back(',');
+    append_rank_entry(out, entries[i]);
   }
   out.push_back(']');
 }

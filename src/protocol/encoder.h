@@ -85,6 +85,8 @@ struct RankView {
 };
 // A finite score as a JSON number (shortest round-trip form: 930, 12.5).
 void append_score(std::string& out, double s);
+// {"m","s","r"}
+void append_rank_entry(std::string& out, const RankView& e);
 // [{"m","s","r"},...]
 void append_rank_list(std::string& out, std::span<const RankView> entries);
 // {"op":"ranks","rid","board","round"?,"entries":[{"m","s","r"}...]}

@@ -281,6 +281,39 @@ void ClientSession::on_rank(protocol::ClientOp& op) {
   gw_.events()->rank(std::move(req));
 }
 
+std::optional<std::pair<std::string, std::string>> ClientSession::board_of(
+    const std::string& ch) const {
+  constexpr std::string_view kPrefix = "lb:";
+  if (ch.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
+  const std::string rest = ch.substr(kPrefix.size());
+  const size_t colon = rest.find(':');
+  std::string board = rest.substr(0, colon);
+  std::string round = colon == std::string::npos ? std::string() : rest.substr(colon + 1);
+  auto it = tenant_->config().leaderboards.find(board);
+  if (it == tenant_->config().leaderboards.end()) return std::nullopt;
+  if (it->second.round.empty() != round.empty()) return std::nullopt;
+  return std::make_pair(std::move(board), std::move(round));
+}
+
+void ClientSession::watch_board(const std::string& ch) {
+  if (!gw_.events()) return;
+  auto b = board_of(ch);
+  if (!b) return;
+  boards_.push_back(*b);
+  gw_.events()->watch_board(&tenant_->config(), b->first, b->second,
+                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, user_);
+}
+
+void ClientSession::unwatch_board(const std::string& ch) {
+  if (!gw_.events()) return;
+  auto b = board_of(ch);
+  if (!b) return;
+  auto it = std::find(boards_.begin(), boards_.end(), *b);
+  if (it == boards_.end()) return;
+  boards_.erase(it);
+  gw_.events()->unwatch_board(&tenant_->config(), b->first, b->second, conn_id_);
+}
+
 void ClientSession::deliver_event_frame(std::string frame, std::function<void()> written) {
   if (gone()) return;
   if (!written) return send(net::OutFrame(std::move(frame)));
@@ -441,6 +474,7 @@ void ClientSession::on_join(protocol::ClientOp& op) {
       return;
     }
     if (first) self->forward_upstream(hub::UpstreamEventType::kJoin, kForwardJoin, ch);
+    if (first) self->watch_board(ch);
     // The hub sends the backfill right after this returns.
   };
   if (existing != joined_.end()) {
@@ -473,12 +507,14 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
       // A repeated join in flight: the membership it had ends now.
       if (it->second.joined_once && it->second.leave_rids.empty()) {
         forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, op.ch);
+        unwatch_board(op.ch);
       }
       it->second.leave_rids.push_back(op.rid);
       return;  // `left` follows the join's reply
     }
     joined_.erase(it);
     forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, op.ch);
+    unwatch_board(op.ch);
   }
   std::string out;
   protocol::encode_left(out, op.rid, op.ch);
@@ -633,7 +669,9 @@ void ClientSession::on_closed() {
     backfill_waiters_.clear();
     if (gw_.events()) {
       for (const auto& t : topics_) gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
+      for (const auto& [b, r] : boards_) gw_.events()->unwatch_board(&tenant_->config(), b, r, conn_id_);
     }
+    boards_.clear();
     topics_.clear();
     tenant_->disconnect();
   }

@@ -127,6 +127,13 @@ class ClientSession final : public net::ConnectionHandler,
   std::vector<std::function<void()>> backfill_waiters_;
   // Topics this connection tails or consumes: told when it closes.
   std::vector<std::string> topics_;
+  // Boards whose channel (lb:BOARD[:ROUND]) this connection joined: (board, round).
+  std::vector<std::pair<std::string, std::string>> boards_;
+  // The (board, round) a channel name lb:BOARD[:ROUND] names, if BOARD is a
+  // configured leaderboard of the tenant (ROUND only on a board with rounds).
+  std::optional<std::pair<std::string, std::string>> board_of(const std::string& ch) const;
+  void watch_board(const std::string& ch);
+  void unwatch_board(const std::string& ch);
   bool closed_ = false;
 };
 

@@ -145,6 +145,13 @@ class EventService {
   virtual void leave(const TenantConfig* tenant, const std::string& topic,
                      const std::string& group, uint64_t conn, unsigned reply_loop,
                      std::function<void()> done) = 0;
+  // A connection joined (left) channel lb:BOARD[:ROUND] of a configured board:
+  // it gets the board's pushes (with its own entry as `me`).
+  virtual void watch_board(const TenantConfig* tenant, const std::string& board,
+                           const std::string& round, std::weak_ptr<EventSink> sink, uint64_t conn,
+                           const std::string& user) = 0;
+  virtual void unwatch_board(const TenantConfig* tenant, const std::string& board,
+                             const std::string& round, uint64_t conn) = 0;
   // The connection closed: ends its tails and group memberships of the topic.
   virtual void disconnect(const TenantConfig* tenant, const std::string& topic, uint64_t conn) = 0;
 };
