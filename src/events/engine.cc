@@ -72,10 +72,13 @@ void Engine::rank(session::RankRequest req) {
   auto bit = req.tenant->leaderboards.find(req.board);
   PARLEY_CHECK(bit != req.tenant->leaderboards.end());  // checked by the caller
   const TenantConfig* t = req.tenant;
-  on_topic(t, bit->second.topic, [req = std::move(req)](Topic& tp) mutable {
-    Leaderboard* b = tp.board(req.board);
-    PARLEY_CHECK(b != nullptr);
-    b->rank(std::move(req));
+  on_topic(t, bit->second.topic, [this, req = std::move(req)](Topic& tp) mutable {
+    if (Leaderboard* b = tp.board(req.board)) return b->rank(std::move(req));
+    // A board added to a running topic by a reload: its topic keeps the boards
+    // it was created with until a restart.
+    loops_.run_on(req.reply_loop, [done = std::move(req.done)] {
+      done(Error{ErrorCode::kNotFound, "board not running until a restart"}, {}, {});
+    });
   });
 }
 
@@ -99,13 +102,11 @@ void Engine::unwatch_board(const TenantConfig* tenant, const std::string& board,
   });
 }
 
-void Engine::start(const std::map<std::string, TenantConfig, std::less<>>& tenants) {
-  for (const auto& [id, t] : tenants) {
-    for (const auto& [name, bc] : t.leaderboards) {
-      const TenantConfig* tp = &t;
-      on_topic(tp, bc.topic, [](Topic&) {});
-    }
-  }
+void Engine::start(const session::TenantRegistry& tenants) {
+  tenants.for_each([this](const session::TenantRuntime& t) {
+    const TenantConfig* cfg = &t.config();
+    for (const auto& [name, bc] : cfg->leaderboards) on_topic(cfg, bc.topic, [](Topic&) {});
+  });
 }
 
 void Engine::leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,

@@ -19,6 +19,7 @@
 #include "events/topic_stats.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
+#include "session/tenant_registry.h"
 #include "store/store.h"
 
 namespace parley::events {
@@ -44,7 +45,8 @@ class Engine final : public session::EventService {
 
   // Creates, on their loops, every topic that feeds a leaderboard, so that the
   // boards are rebuilt and pushed from the start. After the loops started.
-  void start(const std::map<std::string, TenantConfig, std::less<>>& tenants);
+  // The configs are the registry's snapshots, which live as long as it.
+  void start(const session::TenantRegistry& tenants);
 
   unsigned loop_of(std::string_view tenant, std::string_view topic) const;
 

@@ -74,7 +74,7 @@ Status Server::start() {
   create_services();
   register_metrics();
   loops_->start();
-  events_->start(config_.tenants);  // boards rebuild and push from now
+  events_->start(*tenants_);  // boards rebuild and push from now
   if (Status s = start_listeners(); !s) return s;
   start_sweeps();
   return Status::ok();
