@@ -19,6 +19,9 @@ namespace http = boost::beast::http;
 
 namespace {
 
+constexpr std::string_view kEventsPath = "/v1/events/";
+constexpr std::string_view kBoardsPath = "/v1/leaderboards/";
+
 net::HttpResponse error_response(const Error& e) {
   std::string body;
   JsonWriter w(body);
@@ -109,7 +112,8 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
     return admin_->check_header(req);
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
-                     path == "/v1/presence";
+                     path == "/v1/presence" || path.starts_with(kEventsPath) ||
+                     path.starts_with(kBoardsPath);
   if (!known) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};
   const session::TenantRuntime* t = tenant_of(req);
   if (!t) {
@@ -153,7 +157,8 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
     return admin_->handle(req, std::move(respond));
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
-                     path == "/v1/presence";
+                     path == "/v1/presence" || path.starts_with(kEventsPath) ||
+                     path.starts_with(kBoardsPath);
   if (!known) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
 
   const session::TenantRuntime* t = tenant_of(req);
@@ -167,6 +172,12 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path == "/v1/send" && post) return send(*t, req, loop, std::move(respond));
   if (path == "/v1/history" && get) return history(*t, query, loop, std::move(respond));
   if (path == "/v1/presence" && get) return presence(*t, query, loop, std::move(respond));
+  if (path.starts_with(kEventsPath) && post) {
+    return emit(*t, path.substr(kEventsPath.size()), req, loop, std::move(respond));
+  }
+  if (path.starts_with(kBoardsPath) && get) {
+    return board(*t, path.substr(kBoardsPath.size()), query, loop, std::move(respond));
+  }
   respond({405, "application/json", R"({"code":"bad_request","msg":"method not allowed"})"});
 }
 
@@ -270,6 +281,107 @@ void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, 
     w.end_array().end_object();
     respond({200, "application/json", std::move(body)});
   });
+}
+
+void HttpApi::emit(const session::TenantRuntime& t, std::string_view topic,
+                   const net::HttpRequest& req, unsigned loop, Respond respond) {
+  const int64_t arrived = steady_ns();
+  const TenantConfig& cfg = t.config();
+  auto* rt = const_cast<session::TenantRuntime*>(&t);
+  auto fail = [&](const Error& e) {
+    metrics_.local().reject(e.code);
+    rt->reject(e.code);
+    respond(error_response(e));
+  };
+  if (!cfg.topic(topic) || !gateway_.events()) return fail(Error{ErrorCode::kNotFound, "unknown topic"});
+  // The body {"events":[...]} is decoded exactly as an `emit` frame: the op
+  // and topic are put in front of its members.
+  const std::string_view body = req.body();
+  const size_t open = body.find_first_not_of(" \t\r\n");
+  if (open == std::string_view::npos || body[open] != '{') {
+    return fail(Error{ErrorCode::kBadRequest, "body must be a JSON object"});
+  }
+  std::string frame = R"({"op":"emit","topic":)";
+  append_json_string(frame, topic);
+  const size_t rest = body.find_first_not_of(" \t\r\n", open + 1);
+  if (rest != std::string_view::npos && body[rest] != '}') frame.push_back(',');
+  frame.append(body.substr(open + 1));
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes = cfg.max_message_bytes + static_cast<uint32_t>(frame.size() - body.size());
+  auto decoded = protocol::decode_client_op(frame, limits);
+  if (auto* f = std::get_if<protocol::DecodeFailure>(&decoded)) return fail(f->error);
+  auto& op = std::get<protocol::ClientOp>(decoded);
+  if (op.kind != protocol::OpKind::kEmit) return fail(Error{ErrorCode::kBadRequest, "not an emit"});
+  if (int wait = rt->events_bucket.take(arrived, static_cast<uint32_t>(op.events.size()))) {
+    return fail(Error{ErrorCode::kRateLimited, "event rate exceeded", wait});
+  }
+  session::EmitRequest e;
+  e.tenant = &cfg;
+  e.topic = std::string(topic);
+  e.from = std::string(protocol::kServerUser);
+  e.events = std::move(op.events);
+  e.arrived_ns = arrived;
+  e.reply_loop = loop;
+  e.done = [respond = std::move(respond), rt, this](session::EmitOutcome out) {
+    if (!out.status) {
+      metrics_.local().reject(out.status.error().code);
+      rt->reject(out.status.error().code);
+      return respond(error_response(out.status.error()));
+    }
+    std::string body;
+    JsonWriter w(body);
+    w.begin_object().key("offs").begin_array();
+    for (const auto& [p, off] : out.offs) w.begin_array().unum(p).unum(off).end_array();
+    w.end_array().key("dup").begin_array();
+    for (bool d : out.dup) w.boolean(d);
+    w.end_array().end_object();
+    respond({200, "application/json", std::move(body)});
+  };
+  gateway_.events()->emit(std::move(e));
+}
+
+void HttpApi::board(const session::TenantRuntime& t, std::string_view name, std::string_view query,
+                    unsigned loop, Respond respond) {
+  const TenantConfig& cfg = t.config();
+  auto it = cfg.leaderboards.find(name);
+  if (it == cfg.leaderboards.end() || !gateway_.events()) {
+    return respond(error_response(Error{ErrorCode::kNotFound, "unknown board"}));
+  }
+  session::RankRequest r;
+  r.tenant = &cfg;
+  r.board = std::string(name);
+  r.top = it->second.top;
+  if (auto top = query_param(query, "top")) {
+    auto v = parse_u64(*top);
+    if (!v || *v == 0) return respond(bad("top must be a positive integer"));
+    r.top = static_cast<uint32_t>(std::min<uint64_t>(*v, 1000));
+  }
+  if (auto m = query_param(query, "around")) {
+    if (m->empty() || m->size() > protocol::kMaxEventNameLength) return respond(bad("bad member"));
+    r.member = std::move(*m);
+  }
+  r.around = protocol::kDefaultRankAround;
+  if (auto round = query_param(query, "round")) {
+    if (round->empty() || round->size() > protocol::kMaxEventNameLength) return respond(bad("bad round"));
+    r.round = std::move(*round);
+  }
+  r.reply_loop = loop;
+  r.done = [respond = std::move(respond)](Status st, std::vector<session::RankEntry> top,
+                                          std::vector<session::RankEntry> entries) {
+    if (!st) return respond(error_response(st.error()));
+    auto list = [](const std::vector<session::RankEntry>& in, std::string& out) {
+      std::vector<protocol::RankView> v;
+      for (const auto& e : in) v.push_back({e.member, e.score, e.rank});
+      protocol::append_rank_list(out, v);
+    };
+    std::string body = R"({"top":)";
+    list(top, body);
+    body += R"(,"entries":)";
+    list(entries, body);
+    body.push_back('}');
+    respond({200, "application/json", std::move(body)});
+  };
+  gateway_.events()->rank(std::move(r));
 }
 
 }  // namespace parley::api

@@ -46,6 +46,12 @@ class HttpApi final : public net::HttpHandler {
                Respond respond);
   void presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
                 Respond respond);
+  // POST /v1/events/<topic> and GET /v1/leaderboards/<board> (PROTOCOL.md
+  // "Event streams and leaderboards"), through the gateway's event service.
+  void emit(const session::TenantRuntime& t, std::string_view topic, const net::HttpRequest& req,
+            unsigned loop, Respond respond);
+  void board(const session::TenantRuntime& t, std::string_view name, std::string_view query,
+             unsigned loop, Respond respond);
 
   session::TenantRegistry& tenants_;
   hub::Hub& hub_;

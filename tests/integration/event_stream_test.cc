@@ -253,6 +253,26 @@ TEST_F(EventStreamTest, BadInputIsAnsweredWithItsCodeAndTheConnectionStays) {
   EXPECT_EQ(c->expect("events", 300ms), "");
 }
 
+TEST_F(EventStreamTest, HttpEmitIsFromServerAndDedupesWithTheGameServersIds) {
+  const std::string body = R"({"events":[{"key":"h1","type":"t","body":{"a":1},"id":"http-1"},{"key":"h2","type":"t","body":2}]})";
+  auto r = http_request(server_->http_port(), "POST", "/v1/events/solo", body, kDemoApiKey);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto offs = emitted_offs(r.body);
+  ASSERT_EQ(offs.size(), 2u) << r.body;
+  EXPECT_EQ(emitted_dups(r.body), (std::vector<bool>{false, false})) << r.body;
+  // The same id from a game server connection (also "server") is a duplicate.
+  auto gs = game_server(*server_);
+  gs->send(emit_frame("solo", {{"h1", "http-1", R"({"a":1})"}}, 1));
+  const std::string again = gs->expect("emitted");
+  EXPECT_EQ(emitted_offs(again)[0], offs[0]) << again;
+  EXPECT_EQ(emitted_dups(again), std::vector<bool>{true}) << again;
+  EXPECT_EQ(http_request(server_->http_port(), "POST", "/v1/events/nope", body, kDemoApiKey).status, 404);
+  EXPECT_EQ(http_request(server_->http_port(), "POST", "/v1/events/solo", R"({"events":[]})", kDemoApiKey).status,
+            400);
+  EXPECT_EQ(http_request(server_->http_port(), "POST", "/v1/events/solo", "[1]", kDemoApiKey).status, 400);
+  EXPECT_EQ(http_request(server_->http_port(), "POST", "/v1/events/solo", body, "wrong").status, 401);
+}
+
 TEST(EventQuota, EventsOverTheTenantsRateAreRateLimited) {
   ServerProcess server(spec_with_tenants(default_tenants_toml("events_per_sec = 50\n") + kTopics));
   server.start();

@@ -212,6 +212,20 @@ TEST(Leaderboard, RankAndPushesMatchABruteForceRecomputationAndSurviveARestart) 
   EXPECT_FALSE(r1->expect("board", 300ms).size()) << "round r1 did not change";
   check(*player);
 
+  // The HTTP API answers the same board.
+  auto h = http_request(server.http_port(), "GET", "/v1/leaderboards/hunt?around=p7&top=3", "",
+                        kDemoApiKey);
+  ASSERT_EQ(h.status, 200) << h.body;
+  EXPECT_EQ(json_raw(h.body, "top"), sum.top_json(3)) << h.body;
+  EXPECT_EQ(json_raw(h.body, "entries"), sum.around_json("p7", 5)) << h.body;
+  h = http_request(server.http_port(), "GET", "/v1/leaderboards/best?around=p7", "", kDemoApiKey);
+  EXPECT_EQ(h.status, 400) << h.body;  // round required
+  h = http_request(server.http_port(), "GET", "/v1/leaderboards/best?round=r1", "", kDemoApiKey);
+  ASSERT_EQ(h.status, 200) << h.body;
+  EXPECT_EQ(json_raw(h.body, "top"), best["r1"].top_json(3)) << h.body;
+  EXPECT_EQ(json_raw(h.body, "entries"), "[]") << h.body;
+  EXPECT_EQ(http_request(server.http_port(), "GET", "/v1/leaderboards/nope", "", kDemoApiKey).status, 404);
+
   // After kill -9 the boards are rebuilt from the topic.
   server.kill9();
   server.restart();
