@@ -60,7 +60,14 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
     // pending waits with it (a channel's events stay in order).
     if (!local.held) hold(&*it);
   } else if (!local.held && !local.ready) {
-    make_ready(&*it);
+    // Batch only under load: a channel that sent within the last tick_ms is
+    // busy and waits for the tick (one frame per tick, as a state would); a
+    // quiet one goes out at the end of this loop iteration.
+    if (steady_ns() - local.sent_ns < int64_t{local.tick_ms} * 1'000'000) {
+      hold(&*it);
+    } else {
+      make_ready(&*it);
+    }
   }
 }
 
@@ -249,6 +256,7 @@ size_t TickBatcher::encode_channel(Local& local) {
   }
   local.pending.clear();
   local.coalesced.clear();
+  local.sent_ns = now;
   return local.members.size();
 }
 

@@ -9,13 +9,16 @@
 // its join. A member in several channels of one batch gets one frame.
 //
 // When a batch goes out (PROTOCOL.md "Ticks, batching and coalescing"):
-// - `msg` and presence: at the end of the loop iteration that delivered them
-//   (a drain task posted behind what the loop already has queued), so a quiet
-//   channel delivers at once and a busy one still gets one frame per member per
-//   drain: everything delivered meanwhile rides along (corking);
-// - `state`: at the channel's next tick (multiples of tick_ms), its coalescing
-//   window (latest wins per sender and key). Everything else pending for that
-//   channel waits with it, so a channel's events never overtake each other;
+// - `msg` and presence of a quiet channel (it sent nothing in the last
+//   tick_ms): at the end of the loop iteration that delivered them (a drain
+//   task posted behind what the loop already has queued; everything delivered
+//   meanwhile rides along, one frame per member: corking);
+// - of a busy channel (it sent within the last tick_ms): at its next tick
+//   (multiples of tick_ms), so under load a channel still costs one frame per
+//   member per tick, as before, and a quiet one adds no latency;
+// - `state`: at the channel's next tick, its coalescing window (latest wins
+//   per sender and key). Everything else pending for a channel waiting for its
+//   tick waits with it, so a channel's events never overtake each other;
 // - tick_ms = 0: at once, one frame per event.
 // A drain yields between slices of about kSliceDeliveries deliveries (the rest
 // is posted again), so acks, replies and store completions queued on the loop
@@ -24,6 +27,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -70,7 +74,8 @@ class TickBatcher {
     std::vector<ChannelEvent> pending;
     std::unordered_map<std::string, size_t> coalesced;  // coalesce_key -> pending index
     bool ready = false;  // listed in ready_: the next drain encodes it
-    bool held = false;   // listed in its tick class: a state waits for the tick
+    bool held = false;   // listed in its tick class: waits for the tick
+    int64_t sent_ns = INT64_MIN / 2;  // when its events last went out
   };
   // Node-based: a channel's entry stays put while others come and go, and a
   // listed (ready or held) channel is never erased, so the lists hold pointers.

@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -103,6 +104,29 @@ TEST_F(TickBatcherTest, MessagesOfOneIterationLeaveAtItsEndInOneFrame) {
     EXPECT_EQ(s->frames, 1);
     EXPECT_EQ(s->last, "[{\"n\":1},{\"n\":2}]");
   }
+}
+
+TEST_F(TickBatcherTest, AChannelThatSentWithinTheTickWaitsForTheNextOne) {
+  constexpr uint32_t kTick = 300;
+  auto subs = members("b", kTick, 2, 1);
+  on_loop([&] { fan_.deliver("b", msg("{\"n\":1}")); });
+  settle();
+  int frames = 0;
+  on_loop([&] { frames = subs[0]->frames; });
+  ASSERT_EQ(frames, 1) << "a quiet channel sends at once";
+  const auto t0 = std::chrono::steady_clock::now();
+  on_loop([&] { fan_.deliver("b", msg("{\"n\":2}")); });
+  settle();
+  on_loop([&] { frames = subs[0]->frames; });
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(kTick / 3)) {
+    EXPECT_EQ(frames, 1) << "a busy channel sent before its tick";
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (frames < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+    on_loop([&] { frames = subs[0]->frames; });
+  }
+  EXPECT_EQ(frames, 2);
 }
 
 TEST_F(TickBatcherTest, AChannelHoldingAStateSendsEverythingAtTheTick) {

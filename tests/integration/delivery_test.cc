@@ -21,7 +21,7 @@ class DeliveryTest : public SharedServerTest<DeliveryTest> {
         "[tenants.demo.namespaces.slow]\ndurable = false\ntick_ms = 200\n"
         "[tenants.demo.namespaces.tick]\ndurable = false\ntick_ms = 100\npresence = false\n"
         "[tenants.demo.namespaces.now]\ndurable = false\ntick_ms = 0\npresence = false\n"
-        "[tenants.demo.namespaces.lazy]\ndurable = false\ntick_ms = 2000\npresence = false\n"));
+        "[tenants.demo.namespaces.lazy]\ndurable = false\ntick_ms = 10000\npresence = false\n"));
   }
 
  protected:
@@ -225,15 +225,27 @@ TEST_F(DeliveryTest, ALoneMessageArrivesLongBeforeTheTick) {
   auto sub = connect_as("bob");
   pubr->join("lazy:lone");
   sub->join("lazy:lone");
-  // Align with a tick of 2 s: this state goes out at a tick, so the next tick
-  // is ~2 s away when the msg is published.
-  state(*pubr, "lazy:lone", "sync", "0");
-  ASSERT_FALSE(sub->expect("state", 5s).empty());
+  // A tick of 10 s: waiting for it would take 5 s on average.
   const auto t0 = std::chrono::steady_clock::now();
   pub(*pubr, "lazy:lone", "quick");
   const auto m = sub->expect("msg", 5s);
   EXPECT_EQ(json_str(m, "id"), "quick") << m;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms) << "the msg waited for the tick";
+}
+
+// Batching only under load: a channel that sent within the last tick_ms
+// waits for its next tick, so a busy channel gets one frame per tick.
+TEST_F(DeliveryTest, MessagesOfABusyChannelWaitForTheTickInOneFrame) {
+  auto pubr = connect_as("alice");
+  auto sub = connect_as("bob");
+  pubr->join("tick:busy");
+  sub->join("tick:busy");
+  pub(*pubr, "tick:busy", "first");
+  ASSERT_TRUE(until_msg(*sub, "first").empty());  // quiet until now: at once
+  const size_t before = sub->frames();
+  for (int i = 1; i <= 3; ++i) pub(*pubr, "tick:busy", "b" + std::to_string(i));
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(json_str(sub->expect("msg"), "id"), "b" + std::to_string(i));
+  EXPECT_EQ(sub->frames() - before, 1u);
 }
 
 // `state` keeps the tick as its coalescing window, and what a channel has
