@@ -15,6 +15,9 @@ packages=(
   python3 python3-yaml          # tests/prometheus
   prometheus                    # tests/prometheus: a real Prometheus and promtool
   chromium                      # tests/admin: the admin page in headless Chromium
+  libhiredis-dev                # the valkey store's RESP reader (src/store/valkey)
+  redis-server                  # the valkey store's tests: standalone and a 3-master cluster
+  postgresql                    # the WAL persister's tests (issue 10)
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

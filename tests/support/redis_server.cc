@@ -1,0 +1,262 @@
+#include "redis_server.h"
+
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+namespace parley::testing {
+namespace {
+
+bool port_free(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A port in [20000, 22700): below the ephemeral range (32768-60999), and so is
+// the cluster bus at port + 10000, so neither collides with outgoing connections.
+int pick_port(bool cluster) {
+  static std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                          static_cast<unsigned>(std::random_device{}()));
+  std::uniform_int_distribution<int> dist(20000, 22699);
+  for (int i = 0; i < 200; ++i) {
+    const int p = dist(rng);
+    if (port_free(p) && (!cluster || port_free(p + 10000))) return p;
+  }
+  return 0;
+}
+
+std::string render(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+      return std::string(r->str, r->len);
+    case REDIS_REPLY_ERROR:
+      return std::string(r->str, r->len);
+    case REDIS_REPLY_INTEGER:
+      return std::to_string(r->integer);
+    case REDIS_REPLY_NIL:
+      return "(nil)";
+    default: {
+      std::string out;
+      for (size_t i = 0; i < r->elements; ++i) {
+        if (i) out += '\n';
+        out += render(r->element[i]);
+      }
+      return out;
+    }
+  }
+}
+
+std::string make_temp_dir() {
+  const char* base = getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/parley-redis-XXXXXX";
+  return mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
+}
+
+}  // namespace
+
+RedisServer::RedisServer(std::string dir, Options opts) : dir_(std::move(dir)), opts_(opts) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
+    port_ = pick_port(opts_.cluster);
+    if (port_ == 0) {
+      why_ = "no free port";
+      return;
+    }
+    if (spawn() && !wait_ready(10'000)) kill9();
+  }
+  if (pid_ <= 0 && why_.empty()) why_ = "redis-server did not answer PING (see " + dir_ + "/log)";
+}
+
+RedisServer::~RedisServer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool RedisServer::spawn() {
+  const std::string port = std::to_string(port_);
+  std::vector<std::string> args = {"redis-server", "--port", port, "--bind", "127.0.0.1",
+                                   "--dir", dir_, "--save", "", "--appendonly", "yes",
+                                   "--appendfsync", opts_.appendfsync, "--daemonize", "no",
+                                   "--logfile", dir_ + "/log"};
+  if (opts_.cluster) {
+    for (const char* a : {"--cluster-enabled", "yes", "--cluster-config-file"}) args.push_back(a);
+    args.push_back(dir_ + "/nodes.conf");
+    for (const char* a : {"--cluster-node-timeout", "2000"}) args.push_back(a);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    why_ = "fork failed";
+    return false;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(1);
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+    }
+    ::execvp("redis-server", argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  return true;
+}
+
+bool RedisServer::wait_ready(int timeout_ms) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_) return false;
+    if (command({"PING"}) == "PONG") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+void RedisServer::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+void RedisServer::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+bool RedisServer::restart() {
+  kill9();
+  // The port was just ours; a server in TIME_WAIT does not stop a new bind
+  // (redis sets SO_REUSEADDR).
+  if (!spawn()) return false;
+  if (wait_ready(10'000)) return true;
+  kill9();
+  return false;
+}
+
+std::string RedisServer::command(const std::vector<std::string>& args) const {
+  timeval tv{1, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (c == nullptr) return {};
+  if (c->err) {
+    redisFree(c);
+    return {};
+  }
+  redisSetTimeout(c, timeval{5, 0});
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* reply = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  std::string out = reply ? render(reply) : std::string();
+  if (reply) freeReplyObject(reply);
+  redisFree(c);
+  return out;
+}
+
+RedisCluster::RedisCluster(std::string dir) : dir_(std::move(dir)) {
+  for (int i = 0; i < 3; ++i) {
+    auto n = std::make_unique<RedisServer>(dir_ + "/n" + std::to_string(i),
+                                           RedisServer::Options{true, "everysec"});
+    if (!n->ok()) {
+      why_ = "cluster node " + std::to_string(i) + ": " + n->why();
+      return;
+    }
+    nodes_.push_back(std::move(n));
+  }
+  std::string cmd = "redis-cli --cluster create";
+  for (const auto& a : addresses()) cmd += " " + a;
+  cmd += " --cluster-replicas 0 --cluster-yes >" + dir_ + "/create.log 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    why_ = "redis-cli --cluster create failed (see " + dir_ + "/create.log)";
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    for (auto& n : nodes_) {
+      if (n->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) all = false;
+    }
+    if (all) {
+      ok_ = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  why_ = "cluster_state:ok not reached in 30 s";
+}
+
+RedisCluster::~RedisCluster() = default;
+
+std::vector<std::string> RedisCluster::addresses() const {
+  std::vector<std::string> out;
+  for (const auto& n : nodes_) out.push_back(n->address());
+  return out;
+}
+
+void RedisCluster::flush_all() {
+  for (auto& n : nodes_) n->command({"FLUSHALL"});
+}
+
+namespace {
+// Removes the folder after the servers in it are gone.
+template <typename T>
+struct Shared {
+  std::string dir = make_temp_dir();
+  std::unique_ptr<T> server;
+  ~Shared() {
+    server.reset();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+}  // namespace
+
+RedisServer& shared_redis() {
+  static Shared<RedisServer> s;
+  if (!s.server) s.server = std::make_unique<RedisServer>(s.dir + "/standalone");
+  return *s.server;
+}
+
+RedisCluster& shared_redis_cluster() {
+  static Shared<RedisCluster> s;
+  if (!s.server) s.server = std::make_unique<RedisCluster>(s.dir + "/cluster");
+  return *s.server;
+}
+
+}  // namespace parley::testing
