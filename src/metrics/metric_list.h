@@ -72,12 +72,18 @@
   X(ephemeral_memory_bytes, kGauge, "parley_ephemeral_memory_bytes", "",                   \
     "Estimate of what durable = false channels hold (history, dedupe windows, records).")  \
   X(ephemeral_evictions, kCounter, "parley_ephemeral_evictions_total", "",                 \
-    "Histories of durable = false channels dropped over ephemeral_memory_bytes.")  \
+    "Histories of durable = false channels dropped over ephemeral_memory_bytes.")          \
   X(events, kCounter, "parley_events_total", "topic",                                      \
     "Events acknowledged (not duplicates) by topic (tenant/topic).")                       \
   X(consumer_lag, kGauge, "parley_consumer_lag_events", "group",                           \
     "A consumer group's lag per partition (tenant/topic/group/p): the partition's last "   \
-    "offset minus the group's committed one.")
+    "offset minus the group's committed one.")                                            \
+  X(valkey_queued, kGauge, "parley_valkey_queued", "node",                                 \
+    "valkey store: commands waiting to be written to a node (connecting, or behind a write).") \
+  X(valkey_in_flight, kGauge, "parley_valkey_in_flight", "node",                           \
+    "valkey store: commands written to a node and not yet answered.")                      \
+  X(valkey_node_down, kGauge, "parley_valkey_node_down", "node",                           \
+    "valkey store: 1 while a connection to the node has failed and not answered since.")
 
 namespace parley::metrics {
 
@@ -101,6 +107,9 @@ inline constexpr MetricInfo kStageSeconds{
 inline constexpr MetricInfo kUpstreamRequestSeconds{
     "parley_upstream_request_seconds", Type::kHistogram,
     "Time from sending an upstream request to reading its 2xx answer."};
+inline constexpr MetricInfo kValkeyScriptSeconds{
+    "parley_valkey_script_seconds", Type::kHistogram,
+    "valkey store: round trip of the append script (EVALSHA), from the call to its reply."};
 inline constexpr MetricInfo kRejections{"parley_rejections_total", Type::kCounter,
                                         "Error replies sent, by code."};
 
@@ -125,7 +134,7 @@ inline constexpr size_t kScrapedCount = std::size(kScraped);
 // Every family the exposition holds, in its order: the registry tests and
 // dashboards can check against.
 inline constexpr auto kDeclared = [] {
-  std::array<MetricInfo, 4 +
+  std::array<MetricInfo, 5 +
 #define PARLEY_COUNT(...) +1
                              PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
 #undef PARLEY_COUNT
@@ -142,6 +151,7 @@ inline constexpr auto kDeclared = [] {
 #undef PARLEY_GAUGE_ROW
   all[i++] = kRejections;
   all[i++] = kUpstreamRequestSeconds;
+  all[i++] = kValkeyScriptSeconds;
   for (const auto& s : kScraped) all[i++] = s.info;
   return all;
 }();

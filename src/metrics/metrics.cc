@@ -106,6 +106,9 @@ std::string Metrics::render() const {
   header(out, kUpstreamRequestSeconds);
   render_histogram(out, kUpstreamRequestSeconds.name, "", slots_,
                    [](const ThreadMetrics& t) -> const Histogram& { return t.upstream_request; });
+  header(out, kValkeyScriptSeconds);
+  render_histogram(out, kValkeyScriptSeconds.name, "", slots_,
+                   [](const ThreadMetrics& t) -> const Histogram& { return t.valkey_script; });
   std::vector<Sample> samples;
   for (size_t i = 0; i < kScrapedCount; ++i) {
     const ScrapedInfo& m = kScraped[i];

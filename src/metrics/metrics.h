@@ -44,6 +44,7 @@ inline constexpr int kStageCount = 6;
 struct ThreadMetrics {
   std::array<Histogram, kStageCount> stages;
   Histogram upstream_request;  // kUpstreamRequestSeconds
+  Histogram valkey_script;     // kValkeyScriptSeconds
 #define PARLEY_COUNTER_FIELD(field, name, help) std::atomic<uint64_t> field{0};
 #define PARLEY_GAUGE_FIELD(field, name, help) std::atomic<int64_t> field{0};
   PARLEY_THREAD_COUNTERS(PARLEY_COUNTER_FIELD)

@@ -143,13 +143,7 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
       if (s && c.unix_listen.size() > 107) s = bad(path + " must be at most 107 bytes");
     } else if (key == "store") {
-      std::string store;
-      s = read_string(v, path, store);
-      if (s && store == "valkey") {
-        s = bad(path + ": valkey store not available in this build");
-      } else if (s) {
-        s = read_one_of(v, path, {"embedded", "memory"}, c.store);
-      }
+      s = read_one_of(v, path, {"embedded", "memory", "valkey"}, c.store);
     } else if (key == "data_dir") {
       s = read_nonempty(v, path, c.data_dir);
     } else if (key == "fsync") {
@@ -204,6 +198,37 @@ Status read_server(const toml::table& t, ServerConfig& c) {
   }
   if (c.listen_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
     return bad("server.listen_tls needs server.tls_cert and server.tls_key");
+  }
+  return Status::ok();
+}
+
+Status read_valkey(const toml::table& t, ValkeyConfig& c) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join("valkey", key);
+    Status s;
+    if (key == "nodes") {
+      s = read_string_array(v, path, c.nodes);
+      if (s && c.nodes.empty()) s = bad(path + " must list at least one host:port");
+      for (size_t i = 0; s && i < c.nodes.size(); ++i) {
+        if (auto hp = parse_host_port(c.nodes[i]); !hp || hp->port == 0) {
+          s = bad(path + " must be host:port entries: " + c.nodes[i]);
+        }
+      }
+    } else if (key == "cluster") {
+      s = read_bool(v, path, c.cluster);
+    } else if (key == "partitions") {
+      s = read_uint(v, path, 1, 16384, c.partitions);
+    } else if (key == "pool_size") {
+      s = read_uint(v, path, 1, 64, c.pool_size);
+    } else if (key == "command_timeout_ms") {
+      s = read_uint(v, path, 50, 600'000, c.command_timeout_ms);
+    } else if (key == "wal_max_len") {
+      s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_max_len);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
   }
   return Status::ok();
 }
@@ -455,9 +480,10 @@ Status read_document(const toml::table& doc, ServerConfig& c) {
       if ((t = as_table(v, path, s))) s = read_server(*t, c);
     } else if (key == "tenants") {
       if ((t = as_table(v, path, s))) s = read_tenants(*t, c);
-    } else if (key == "valkey" || key == "postgres") {
-      // Settings of the valkey store and its persister: read by that build
-      // only, accepted here so one file serves both.
+    } else if (key == "valkey") {
+      if ((t = as_table(v, path, s))) s = read_valkey(*t, c.valkey);
+    } else if (key == "postgres") {
+      // Settings of the persister (issue 10), accepted so one file serves both.
       as_table(v, path, s);
     } else {
       s = unknown_key(path);

@@ -4,17 +4,28 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tenant/tenant_config.h"
 #include "common/status.h"
 
 namespace parley::server {
 
+// [valkey]: only read with store = "valkey" (docs/operations.md, "Running on Valkey").
+struct ValkeyConfig {
+  std::vector<std::string> nodes = {"127.0.0.1:6379"};  // host:port; seeds when cluster
+  bool cluster = false;
+  uint32_t partitions = 64;
+  uint32_t pool_size = 2;             // pipelined connections per node
+  uint32_t command_timeout_ms = 2000; // a node silent this long is unreachable
+  uint64_t wal_max_len = 100'000;     // entries kept per partition's WAL stream (approx.)
+};
+
 struct ServerConfig {
   std::string listen = "127.0.0.1:7700";  // WebSocket + HTTP
   std::string tcp_listen;                 // optional
   std::string unix_listen;                // optional, a socket path
-  std::string store = "embedded";         // embedded | memory (valkey: later)
+  std::string store = "embedded";         // embedded | memory | valkey
   std::string data_dir = "./data";
   std::string fsync = "never";            // never | always
   // A start whose store recovery finds damaged data refuses (exit 1) unless set:
@@ -48,6 +59,7 @@ struct ServerConfig {
   std::string admin_key;
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;
+  ValkeyConfig valkey;
 };
 
 // Parses a TOML document. Unknown keys are errors (a typo must not silently

@@ -252,7 +252,7 @@ TEST(Config, QueueMustHoldAtLeastOneMessage) {
 
 TEST(Config, EnumeratedStringsListTheirChoices) {
   EXPECT_EQ(error_of(with_demo("[server]\nstore = \"disk\"\n")),
-            "server.store must be one of embedded, memory");
+            "server.store must be one of embedded, memory, valkey");
   EXPECT_EQ(error_of(with_demo("[server]\nfsync = \"sometimes\"\n")),
             "server.fsync must be one of never, always");
   EXPECT_EQ(error_of(with_demo("[server]\nlog_level = \"loud\"\n")),
@@ -293,9 +293,31 @@ TEST(Config, AdminKeyMustDifferFromEveryApiKey) {
   EXPECT_EQ(error_of(same), "server.admin_key is the same as tenants.demo.api_key");
 }
 
-TEST(Config, ValkeyStoreIsNotInThisBuild) {
-  EXPECT_EQ(error_of(with_demo("[server]\nstore = \"valkey\"\n")),
-            "server.store: valkey store not available in this build");
+TEST(Config, ValkeyStoreAndItsSection) {
+  auto r = parse_config(with_demo("[server]\nstore = \"valkey\"\n[valkey]\n"
+                                  "nodes = [\"127.0.0.1:7001\", \"127.0.0.1:7002\"]\ncluster = true\n"
+                                  "partitions = 128\npool_size = 4\ncommand_timeout_ms = 500\n"
+                                  "wal_max_len = 50000\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->store, "valkey");
+  EXPECT_EQ(r->valkey.nodes, (std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"}));
+  EXPECT_TRUE(r->valkey.cluster);
+  EXPECT_EQ(r->valkey.partitions, 128u);
+  EXPECT_EQ(r->valkey.pool_size, 4u);
+  EXPECT_EQ(r->valkey.command_timeout_ms, 500u);
+  EXPECT_EQ(r->valkey.wal_max_len, 50000u);
+  auto d = parse_config(with_demo("[server]\nstore = \"valkey\"\n"));
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->valkey.nodes, std::vector<std::string>{"127.0.0.1:6379"});
+  EXPECT_EQ(d->valkey.partitions, 64u);
+  EXPECT_EQ(d->valkey.pool_size, 2u);
+  EXPECT_EQ(error_of(with_demo("[valkey]\nnodes = []\n")),
+            "valkey.nodes must list at least one host:port");
+  EXPECT_EQ(error_of(with_demo("[valkey]\nnodes = [\"redis:6379\"]\n")).substr(0, 34),
+            "valkey.nodes must be host:port ent");
+  EXPECT_EQ(error_of(with_demo("[valkey]\npartitions = 0\n")),
+            "valkey.partitions must be an integer between 1 and 16384");
+  EXPECT_EQ(error_of(with_demo("[valkey]\nreplicas = 2\n")), "unknown key valkey.replicas");
 }
 
 TEST(Config, AddressesAreChecked) {

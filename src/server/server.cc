@@ -21,6 +21,7 @@
 #include "net/stream_connection.h"
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
+#include "store/valkey/valkey_store.h"
 #include "protocol/decoder.h"
 
 namespace parley::server {
@@ -71,6 +72,10 @@ Status Server::start() {
   if (Status s = upstream::Forwarder::validate(config_.tenants); !s) return s;
   if (Status s = open_stores(); !s) return s;
   create_loops();
+  if (Status s = open_valkey_store(); !s) {
+    loops_.reset();  // nothing else started: stop() has nothing to undo
+    return s;
+  }
   create_services();
   register_metrics();
   loops_->start();
@@ -89,6 +94,7 @@ Status Server::open_stores() {
     durable_ = std::make_unique<store::MemoryStore>(store::MemoryStoreOptions{0, forget_ms});
     return Status::ok();
   }
+  if (config_.store == "valkey") return Status::ok();  // on the loops: open_valkey_store
   std::error_code ec;
   std::filesystem::create_directories(config_.data_dir, ec);
   store::EmbeddedOptions eo;
@@ -99,6 +105,26 @@ Status Server::open_stores() {
   auto opened = store::EmbeddedStore::open(eo);
   if (!opened) return opened.error();
   embedded_ = opened->get();
+  durable_ = std::move(*opened);
+  return Status::ok();
+}
+
+// The valkey store's connections live on the loops, so it opens once they exist
+// (they start later; it connects on first use).
+Status Server::open_valkey_store() {
+  if (config_.store != "valkey") return Status::ok();
+  store::valkey::ValkeyOptions vo;
+  vo.nodes = config_.valkey.nodes;
+  vo.cluster = config_.valkey.cluster;
+  vo.partitions = config_.valkey.partitions;
+  vo.pool_size = config_.valkey.pool_size;
+  vo.command_timeout_ms = config_.valkey.command_timeout_ms;
+  vo.wal_max_len = config_.valkey.wal_max_len;
+  auto opened = store::valkey::ValkeyStore::open(*loops_, vo);
+  if (!opened) return opened.error();
+  valkey_ = opened->get();
+  valkey_->set_script_latency_observer(
+      [m = metrics_.get()](int64_t ns) { m->local().valkey_script.observe_ns(ns); });
   durable_ = std::move(*opened);
   return Status::ok();
 }
@@ -201,8 +227,8 @@ void Server::register_metrics() {
   if (forwarder_) forwarder_->register_metrics(*metrics_);
   metrics_->set_source(Scraped::store_write_refused, [this](Samples& out) {
     const store::StoreHealth h = durable_->health();
-    for (const char* reason :
-         {"disk_full", "too_many_open_files", "io_error", "corruption", "store_error"}) {
+    for (const char* reason : {"disk_full", "too_many_open_files", "io_error", "corruption",
+                               "store_error", "unreachable"}) {
       out.push_back({reason, !h.writable && h.reason == reason ? 1 : 0});
     }
   });
@@ -221,6 +247,18 @@ void Server::register_metrics() {
   });
   metrics_->set_source(Scraped::store_channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(embedded_ ? embedded_->channels_tracked() : 0)});
+  });
+  metrics_->set_source(Scraped::valkey_queued, [this](Samples& out) {
+    if (!valkey_) return;
+    for (const auto& n : valkey_->node_stats()) out.push_back({n.node, static_cast<int64_t>(n.queued)});
+  });
+  metrics_->set_source(Scraped::valkey_in_flight, [this](Samples& out) {
+    if (!valkey_) return;
+    for (const auto& n : valkey_->node_stats()) out.push_back({n.node, static_cast<int64_t>(n.in_flight)});
+  });
+  metrics_->set_source(Scraped::valkey_node_down, [this](Samples& out) {
+    if (!valkey_) return;
+    for (const auto& n : valkey_->node_stats()) out.push_back({n.node, n.down ? 1 : 0});
   });
   metrics_->set_source(Scraped::ephemeral_channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(ephemeral_->channel_count())});
@@ -530,6 +568,8 @@ void Server::stop() {
   drain_requests();
   drain_sessions();
   drain_upstream();
+  // Its connections live on the loops: closed while they still run.
+  if (valkey_) valkey_->shutdown();
   loops_->stop();
   if (trimmer_.joinable()) trimmer_.join();  // started only on loop 0, stopped now
   flush_stores();

@@ -35,6 +35,7 @@
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
 #include "store/store.h"
+#include "store/valkey/valkey_store.h"
 #include "upstream/forwarder.h"
 
 namespace parley::server {
@@ -86,6 +87,7 @@ class Server {
   // The reload worker, for reloads asked over HTTP (a loop must not read files).
   void reload_async(std::function<void(int status, std::string body)> done);
   void stop_reload_worker();
+  Status open_valkey_store();
 
   // Every min(kHubSweepPeriod, channel_idle_s / 2) on loop 0: the shards drop idle
   // channels, the ephemeral store old history and forgotten channels.
@@ -112,6 +114,7 @@ class Server {
   std::unique_ptr<store::Store> durable_;
   std::unique_ptr<store::MemoryStore> ephemeral_;
   store::EmbeddedStore* embedded_ = nullptr;  // durable_, when it is the embedded store
+  store::valkey::ValkeyStore* valkey_ = nullptr;  // durable_, when it is the valkey store
   std::unique_ptr<runtime::LoopGroup> loops_;
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<session::TenantRegistry> tenants_;

@@ -13,6 +13,8 @@
 #include "store/store.h"
 #include "store/store_policy.h"
 #include "store/store_test_util.h"
+#include "store/valkey/valkey_store.h"
+#include "support/redis_server.h"
 
 namespace parley::store {
 namespace {
@@ -35,6 +37,29 @@ struct StoreKind {
 std::unique_ptr<Store> make_embedded(const std::string& dir) {
   auto r = open_embedded_store(EmbeddedOptions{dir + "/db"});
   return r ? std::move(*r) : nullptr;
+}
+
+// A fresh keyspace on the test binary's redis-server (tests/support/redis_server.h).
+std::unique_ptr<Store> make_valkey(const std::string&) {
+  auto& redis = parley::testing::shared_redis();
+  if (!redis.ok() || redis.command({"FLUSHALL"}) != "OK") return nullptr;
+  valkey::ValkeyOptions o;
+  o.nodes = {redis.address()};
+  auto r = valkey::ValkeyStore::open(testing::test_loops(), o);
+  return r ? std::unique_ptr<Store>(std::move(*r)) : nullptr;
+}
+
+// The same on the 3-master cluster: every partition's keys on the master that
+// owns its slot.
+[[maybe_unused]] std::unique_ptr<Store> make_valkey_cluster(const std::string&) {
+  auto& cluster = parley::testing::shared_redis_cluster();
+  if (!cluster.ok()) return nullptr;
+  cluster.flush_all();
+  valkey::ValkeyOptions o;
+  o.nodes = cluster.addresses();
+  o.cluster = true;
+  auto r = valkey::ValkeyStore::open(testing::test_loops(), o);
+  return r ? std::unique_ptr<Store>(std::move(*r)) : nullptr;
 }
 
 class StoreConformance : public ::testing::TestWithParam<StoreKind> {
@@ -315,7 +340,8 @@ TEST_P(StoreConformance, ConcurrentAppendsKeepPerChannelOrder) {
 INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreConformance,
     ::testing::Values(StoreKind{"memory", [](const std::string&) { return make_memory_store(); }},
-                      StoreKind{"embedded", make_embedded}),
+                      StoreKind{"embedded", make_embedded},
+                      StoreKind{"valkey", make_valkey}),
     [](const ::testing::TestParamInfo<StoreKind>& info) { return info.param.name; });
 
 }  // namespace

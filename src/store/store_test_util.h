@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/loop_group.h"
 #include "store/store.h"
 
 namespace parley::store::testing {
@@ -33,6 +34,17 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Two running event loops for the stores that live on the server's loops (valkey),
+// started on first use and kept for the test binary's life.
+inline runtime::LoopGroup& test_loops() {
+  static runtime::LoopGroup* loops = [] {
+    auto* g = new runtime::LoopGroup(2);
+    g->start();
+    return g;
+  }();
+  return *loops;
+}
 
 inline StoredMessage make_msg(uint64_t seq, int64_t ts_ms, std::string from = "u1",
                               std::string id = "", std::string body = "") {

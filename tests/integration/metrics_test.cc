@@ -8,6 +8,7 @@
 #include <string>
 
 #include "metrics/metric_list.h"
+#include "support/redis_server.h"
 #include "support/server_process.h"
 
 namespace parley::testing {
@@ -46,11 +47,18 @@ std::string family_of(const std::string& line, const std::map<std::string, Famil
 TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
   // A namespace with an upstream (nothing listens there) gives the
   // parley_upstream_* families their samples; a topic and a consumer group the
-  // parley_events_* and consumer lag families.
-  ServerProcess server(spec_with_tenants(
+  // parley_events_* and consumer lag families; the valkey store (on the test's
+  // redis-server) the parley_valkey_* ones (the embedded store's are unlabelled
+  // and always present).
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ServerSpec spec = spec_with_tenants(
       default_tenants_toml(
           "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n") +
-      "\n[tenants.demo.topics.hunt]\npartitions = 2\n"));
+      "\n[tenants.demo.topics.hunt]\npartitions = 2\n");
+  spec.store = "valkey";
+  spec.tenants_toml += "\n[valkey]\nnodes = [\"" + redis.address() + "\"]\n";
+  ServerProcess server(spec);
   server.start();
   auto c = connect_as(server.http_port(), "alice");
   c->join("chat:metrics");

@@ -1,0 +1,115 @@
+#include "store/valkey/replies.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "store/store_policy.h"
+#include "store/valkey/scripts.h"
+
+namespace parley::store::valkey {
+namespace {
+
+Error unexpected(const std::string& what) {
+  return Error{ErrorCode::kUnavailable, "store: unexpected reply from valkey (" + what + ")", 1000};
+}
+
+std::string_view text(const redisReply* r) {
+  if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) return {};
+  return std::string_view(r->str, r->len);
+}
+
+template <typename T>
+bool parse_int(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// A node's error reply as the Store reports it: retryable, except a stale seq.
+Error node_error(std::string_view e) {
+  if (e.rfind("STALE", 0) == 0) return Error{ErrorCode::kInternal, std::string(kStaleSeqMessage)};
+  if (e.rfind("GAP", 0) == 0) {
+    return Error{ErrorCode::kUnavailable, "store: append would leave a seq gap; reload the channel", 1000};
+  }
+  return Error{ErrorCode::kUnavailable, "store: valkey: " + std::string(e.substr(0, 200)), 1000};
+}
+
+}  // namespace
+
+std::string error_text(const redisReply* r) {
+  return r && r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : std::string();
+}
+
+AppendOutcome parse_append(const Result<Reply>& r) {
+  if (!r) return AppendOutcome{r.error()};
+  const redisReply* x = r.value().get();
+  if (x->type == REDIS_REPLY_ERROR) return AppendOutcome{node_error(error_text(x))};
+  if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_INTEGER ||
+      x->element[1]->type != REDIS_REPLY_INTEGER || x->element[0]->integer <= 0) {
+    return AppendOutcome{unexpected("append")};
+  }
+  return AppendOutcome{Status::ok(), static_cast<uint64_t>(x->element[0]->integer),
+                       x->element[1]->integer != 0};
+}
+
+Result<ChannelRecovery> parse_recover(const Result<Reply>& r) {
+  if (!r) return r.error();
+  const redisReply* x = r.value().get();
+  if (x->type == REDIS_REPLY_ERROR) return node_error(error_text(x));
+  if (x->type != REDIS_REPLY_ARRAY || x->elements % 2 != 1) return unexpected("recover");
+  ChannelRecovery out;
+  if (!parse_int(text(x->element[0]), out.last_seq)) return unexpected("recover: last seq");
+  for (size_t i = 1; i + 1 < x->elements; i += 2) {
+    DedupeEntry e;
+    const std::string field(text(x->element[i]));
+    const std::string_view v = text(x->element[i + 1]);
+    const size_t colon = v.find(':');
+    if (!split_dedupe_field(field, e.from, e.id) || colon == std::string_view::npos ||
+        !parse_int(v.substr(0, colon), e.seq) || !parse_int(v.substr(colon + 1), e.ts_ms)) {
+      return unexpected("recover: dedupe entry");
+    }
+    out.dedupe.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse) {
+  if (!r) return r.error();
+  const redisReply* x = r.value().get();
+  if (x->type == REDIS_REPLY_ERROR) return node_error(error_text(x));
+  if (x->type != REDIS_REPLY_ARRAY) return unexpected("history");
+  std::vector<StoredMessage> out;
+  out.reserve(x->elements);
+  for (size_t i = 0; i < x->elements; ++i) {
+    const redisReply* e = x->element[i];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[1]->type != REDIS_REPLY_ARRAY) {
+      return unexpected("history entry");
+    }
+    StoredMessage m;
+    const std::string_view id = text(e->element[0]);
+    if (!parse_int(id.substr(0, id.find('-')), m.seq)) return unexpected("history id");
+    const redisReply* f = e->element[1];
+    bool have_ts = false;
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+      const std::string_view name = text(f->element[j]);
+      const std::string_view val = text(f->element[j + 1]);
+      if (name == "f") {
+        m.from = val;
+      } else if (name == "i") {
+        m.id = val;
+      } else if (name == "b") {
+        m.body = val;
+      } else if (name == "t") {
+        have_ts = parse_int(val, m.ts_ms);
+      }
+    }
+    if (!have_ts) return unexpected("history entry without ts");
+    out.push_back(std::move(m));
+  }
+  if (reverse) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace parley::store::valkey

@@ -1,0 +1,122 @@
+#include "store/valkey/scripts.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace parley::store::valkey {
+namespace {
+
+std::string sha1_hex(const std::string& s) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(s.data(), s.size(), md, &n, EVP_sha1(), nullptr);
+  std::string out;
+  char buf[3];
+  for (unsigned int i = 0; i < n; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", md[i]);
+    out += buf;
+  }
+  return out;
+}
+
+Script make(std::string source) {
+  Script s{std::move(source), {}};
+  s.sha1 = sha1_hex(s.source);
+  return s;
+}
+
+// Seqs stay below 2^53, so Lua's doubles hold them exactly; '%d' formats them
+// without an exponent.
+constexpr const char* kAppend = R"lua(
+local proposed = tonumber(ARGV[1])
+local ts = tonumber(ARGV[2])
+local from, id = ARGV[3], ARGV[4]
+local window = tonumber(ARGV[8])
+local field = false
+if id ~= '' then field = string.len(from) .. ':' .. from .. id end
+-- Expire the oldest dedupe entries, a bounded number per call.
+local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', ts - window), 'LIMIT', 0, 64)
+if #old > 0 then
+  redis.call('ZREM', KEYS[4], unpack(old))
+  redis.call('HDEL', KEYS[3], unpack(old))
+end
+if field and proposed == 0 then
+  local v = redis.call('HGET', KEYS[3], field)
+  if v then
+    local s, t = string.match(v, '^(%d+):(-?%d+)$')
+    if s and tonumber(t) >= ts - window then return {tonumber(s), 1} end
+  end
+end
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+if proposed ~= 0 then
+  if proposed <= last then return redis.error_reply('STALE ' .. string.format('%d', last)) end
+  if proposed ~= last + 1 then return redis.error_reply('GAP ' .. string.format('%d', last)) end
+end
+local seq = redis.call('INCR', KEYS[1])
+local sid = string.format('%d', seq)
+redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+local keep = tonumber(ARGV[6])
+if redis.call('XLEN', KEYS[2]) > keep + tonumber(ARGV[7]) then
+  redis.call('XTRIM', KEYS[2], 'MAXLEN', keep)
+end
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
+           'c', ARGV[9], 's', sid, 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+if field then
+  redis.call('HSET', KEYS[3], field, sid .. ':' .. ARGV[2])
+  redis.call('ZADD', KEYS[4], ts, field)
+  redis.call('PEXPIRE', KEYS[3], window * 2 + 60000)
+  redis.call('PEXPIRE', KEYS[4], window * 2 + 60000)
+end
+return {seq, 0}
+)lua";
+
+constexpr const char* kRecover = R"lua(
+local out = {redis.call('GET', KEYS[1]) or '0'}
+local keys = redis.call('ZRANGEBYSCORE', KEYS[3], ARGV[1], '+inf')
+for i = 1, #keys, 512 do
+  local chunk = {}
+  for j = i, math.min(i + 511, #keys) do chunk[#chunk + 1] = keys[j] end
+  local vals = redis.call('HMGET', KEYS[2], unpack(chunk))
+  for j = 1, #chunk do
+    if vals[j] then
+      out[#out + 1] = chunk[j]
+      out[#out + 1] = vals[j]
+    end
+  end
+end
+return out
+)lua";
+
+}  // namespace
+
+const Script& append_script() {
+  static const Script s = make(kAppend);
+  return s;
+}
+
+const Script& recover_script() {
+  static const Script s = make(kRecover);
+  return s;
+}
+
+std::string dedupe_field(const std::string& from, const std::string& id) {
+  return std::to_string(from.size()) + ":" + from + id;
+}
+
+bool split_dedupe_field(const std::string& field, std::string& from, std::string& id) {
+  const size_t colon = field.find(':');
+  if (colon == std::string::npos || colon == 0 || colon > 10) return false;
+  size_t len = 0;
+  for (size_t i = 0; i < colon; ++i) {
+    if (field[i] < '0' || field[i] > '9') return false;
+    len = len * 10 + static_cast<size_t>(field[i] - '0');
+  }
+  if (colon + 1 + len > field.size()) return false;
+  from = field.substr(colon + 1, len);
+  id = field.substr(colon + 1 + len);
+  return true;
+}
+
+}  // namespace parley::store::valkey

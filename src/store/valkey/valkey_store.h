@@ -1,0 +1,91 @@
+// The valkey store: channels in a Valkey (or Redis >= 7) deployment shared by
+// every Parley node (docs/architecture.md, "The valkey store").
+//
+// Each call is one round trip on a pipelined connection of the node that holds
+// the channel's partition: append and recover are EVALSHAs of the scripts in
+// scripts.h, reads are XRANGE / XREVRANGE of the channel's history stream. All
+// commands of one channel use one connection, so they run and complete in the
+// order they were submitted.
+//
+// Threads: calls come from any thread and are posted to the loop of the chosen
+// connection; completions run on that loop (the hub posts them back to its own).
+// No loop ever waits for a reply. flush() and shutdown() block: never on a loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/loop_group.h"
+#include "store/store.h"
+#include "store/valkey/node_pool.h"
+
+namespace parley::store::valkey {
+
+struct ValkeyOptions {
+  std::vector<std::string> nodes;   // host:port; without cluster, partition k -> nodes[k % N]
+  bool cluster = false;             // nodes are seeds; slots come from CLUSTER SLOTS
+  uint32_t partitions = 64;
+  uint32_t pool_size = 2;           // connections per node
+  uint32_t command_timeout_ms = 2000;
+  uint64_t wal_max_len = 100'000;   // per partition stream, trimmed approximately
+};
+
+struct NodeStats {
+  std::string node;  // ip:port
+  size_t queued = 0;
+  size_t in_flight = 0;
+  bool down = false;
+};
+
+class ValkeyStore final : public Store {
+ public:
+  // Checks the options; a cluster is discovered here (blocking, before the loops
+  // run). Connections open on first use.
+  static Result<std::unique_ptr<ValkeyStore>> open(runtime::LoopGroup& loops, ValkeyOptions opts);
+  ~ValkeyStore() override;
+
+  void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override;
+  void append(AppendRequest req, AppendDone done) override;
+  void read_after(const ChannelKey& key, uint64_t after, uint32_t limit, ReadDone done) override;
+  void read_before(const ChannelKey& key, uint64_t before, uint32_t limit, ReadDone done) override;
+  void flush() override;
+  size_t pending() const override { return appends_.load(std::memory_order_relaxed); }
+  StoreHealth health() const override;
+
+  // Waits (at most command_timeout_ms) for what is in flight, then closes every
+  // connection; later calls fail with kUnavailable at once. Before the loops stop.
+  void shutdown();
+
+  std::vector<NodeStats> node_stats() const;
+  // Called on a loop thread with the round-trip time of every append script call.
+  // Set before the first call.
+  void set_script_latency_observer(std::function<void(int64_t ns)> fn) { observe_ = std::move(fn); }
+  uint32_t partitions() const { return opts_.partitions; }
+
+ private:
+  ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts);
+  NodePool& node_for(const std::string& tag);
+  // Sends `cmd` on the connection of (tag's node, channel); `done` on its loop.
+  void call(const std::string& tag, const ChannelKey& key, std::string cmd, ReplyDone done);
+  void begin_op();
+  void end_op();
+
+  runtime::LoopGroup& loops_;
+  ValkeyOptions opts_;
+  std::vector<std::unique_ptr<NodePool>> nodes_;
+  std::function<void(int64_t)> observe_;
+  std::atomic<size_t> appends_{0};
+  std::atomic<bool> closed_{false};
+  std::atomic<int64_t> down_since_ms_{0};
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  size_t outstanding_ = 0;  // every call not yet completed (guarded by mu_)
+};
+
+}  // namespace parley::store::valkey
