@@ -51,7 +51,7 @@ std::unique_ptr<Store> make_valkey(const std::string&) {
 
 // The same on the 3-master cluster: every partition's keys on the master that
 // owns its slot.
-[[maybe_unused]] std::unique_ptr<Store> make_valkey_cluster(const std::string&) {
+std::unique_ptr<Store> make_valkey_cluster(const std::string&) {
   auto& cluster = parley::testing::shared_redis_cluster();
   if (!cluster.ok()) return nullptr;
   cluster.flush_all();
@@ -341,7 +341,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreConformance,
     ::testing::Values(StoreKind{"memory", [](const std::string&) { return make_memory_store(); }},
                       StoreKind{"embedded", make_embedded},
-                      StoreKind{"valkey", make_valkey}),
+                      StoreKind{"valkey", make_valkey},
+                      StoreKind{"valkey_cluster", make_valkey_cluster}),
     [](const ::testing::TestParamInfo<StoreKind>& info) { return info.param.name; });
 
 }  // namespace

@@ -10,6 +10,14 @@
 // Threads: calls come from any thread and are posted to the loop of the chosen
 // connection; completions run on that loop (the hub posts them back to its own).
 // No loop ever waits for a reply. flush() and shutdown() block: never on a loop.
+//
+// Cluster (cluster = true): open() asks a seed for CLUSTER SLOTS; a command goes to
+// the master of its tag's slot. MOVED answers that call `unavailable` (retryable),
+// points the slot at the new master and re-discovers every slot on a background
+// thread; ASK resends the call to the importing node behind ASKING. While a
+// channel has appends in flight they all stay on one connection, even if its
+// slot moves meanwhile (the later ones then see MOVED too), so a channel's appends
+// always complete in submission order.
 #pragma once
 
 #include <atomic>
@@ -19,10 +27,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/loop_group.h"
 #include "store/store.h"
+#include "store/valkey/cluster_map.h"
 #include "store/valkey/node_pool.h"
 
 namespace parley::store::valkey {
@@ -70,15 +81,32 @@ class ValkeyStore final : public Store {
 
  private:
   ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts);
-  NodePool& node_for(const std::string& tag);
-  // Sends `cmd` on the connection of (tag's node, channel); `done` on its loop.
-  void call(const std::string& tag, const ChannelKey& key, std::string cmd, ReplyDone done);
+  // The pool serving `tag` (route_mu_ held).
+  NodePool& route_locked(const std::string& tag);
+  NodePool& route(const std::string& tag);
+  // The pool for a node address, made on first sight (route_mu_ held).
+  size_t pool_index_locked(const HostPort& hp);
+  // Sends `cmd` on the connection of (pool, channel); `done` on its loop.
+  void call(NodePool& pool, const ChannelKey& key, std::string cmd, ReplyDone done);
+  void on_moved(uint16_t slot, const HostPort& to);
+  void rediscover();
+  void apply_slots(const std::vector<SlotRange>& ranges);
   void begin_op();
   void end_op();
 
   runtime::LoopGroup& loops_;
   ValkeyOptions opts_;
+  ConnectionOptions conn_opts_;
+  mutable std::mutex route_mu_;  // guards nodes_ (which only grows), slots_, sticky_
   std::vector<std::unique_ptr<NodePool>> nodes_;
+  std::vector<uint16_t> slots_;  // cluster: slot -> index in nodes_
+  struct Sticky {
+    NodePool* pool;
+    size_t in_flight;
+  };
+  std::unordered_map<std::string, Sticky> sticky_;  // cluster: channels with appends in flight
+  std::atomic<bool> rediscovering_{false};
+  std::thread rediscovery_;
   std::function<void(int64_t)> observe_;
   std::atomic<size_t> appends_{0};
   std::atomic<bool> closed_{false};

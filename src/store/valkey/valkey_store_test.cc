@@ -133,6 +133,121 @@ TEST_F(ValkeyStoreTest, ScriptFlushedOnTheServerIsLoadedAgain) {
   EXPECT_EQ(rec->last_seq, 2u);
 }
 
+// On the 3-master cluster of the test binary (tests/support/redis_server.h).
+class ValkeyClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& c = parley::testing::shared_redis_cluster();
+    ASSERT_TRUE(c.ok()) << c.why();
+    c.flush_all();
+    store_ = open_on(c.addresses(), true);
+    ASSERT_NE(store_, nullptr);
+  }
+  parley::testing::RedisCluster& cluster() { return parley::testing::shared_redis_cluster(); }
+  const int64_t now_ = wall_ms();
+  std::unique_ptr<ValkeyStore> store_;
+};
+
+TEST_F(ValkeyClusterTest, EveryKeyOfAPartitionIsInTheSlotTheServerComputesForItsTag) {
+  auto& node = cluster().node(0);
+  for (const char* tenant : {"demo", "game-1", "a.p1", "x_y@z"}) {
+    for (int c = 0; c < 40; ++c) {
+      const ChannelKey key{tenant, "chat:" + std::to_string(c)};
+      const ChannelKeys k = channel_keys(key, 64);
+      const std::string slot = node.command({"CLUSTER", "KEYSLOT", k.tag});
+      EXPECT_EQ(slot, std::to_string(key_slot(k.tag)));
+      for (const auto& name : {k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal}) {
+        ASSERT_EQ(node.command({"CLUSTER", "KEYSLOT", name}), slot) << name;
+      }
+    }
+  }
+}
+
+TEST_F(ValkeyClusterTest, PartitionsSpreadOverEveryMasterAndEachKeyIsWhereItsSlotIs) {
+  for (int c = 0; c < 60; ++c) {
+    const ChannelKey key{"demo", "room:" + std::to_string(c)};
+    ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
+  }
+  for (size_t i = 0; i < cluster().size(); ++i) {
+    // Each master holds some of the channels, and only keys of slots it serves.
+    EXPECT_NE(cluster().node(i).command({"DBSIZE"}), "0") << cluster().node(i).address();
+  }
+  for (int c = 0; c < 60; ++c) {
+    const ChannelKey key{"demo", "room:" + std::to_string(c)};
+    auto rec = recover_sync(*store_, key, 0);
+    ASSERT_TRUE(rec);
+    EXPECT_EQ(rec->last_seq, 1u);
+  }
+}
+
+// Moves the slot of `tag` to another master the way redis-cli --cluster reshard
+// does: IMPORTING / MIGRATING, MIGRATE of its keys, then (if `finish`) SETSLOT NODE
+// on every master. Returns the index of the new master.
+size_t move_slot(parley::testing::RedisCluster& cluster, const std::string& tag, bool finish) {
+  const std::string slot = std::to_string(key_slot(tag));
+  size_t from = 0;
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.node(i).command({"CLUSTER", "COUNTKEYSINSLOT", slot}) != "0") from = i;
+  }
+  const size_t to = (from + 1) % cluster.size();
+  auto& src = cluster.node(from);
+  auto& dst = cluster.node(to);
+  const std::string src_id = src.command({"CLUSTER", "MYID"});
+  const std::string dst_id = dst.command({"CLUSTER", "MYID"});
+  EXPECT_EQ(dst.command({"CLUSTER", "SETSLOT", slot, "IMPORTING", src_id}), "OK");
+  EXPECT_EQ(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id}), "OK");
+  const std::string keys = src.command({"CLUSTER", "GETKEYSINSLOT", slot, "100"});
+  std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
+  for (size_t p = 0; p < keys.size();) {
+    const size_t nl = keys.find('\n', p);
+    migrate.push_back(keys.substr(p, nl == std::string::npos ? std::string::npos : nl - p));
+    p = nl == std::string::npos ? keys.size() : nl + 1;
+  }
+  EXPECT_EQ(src.command(migrate), "OK");
+  if (finish) {
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      EXPECT_EQ(cluster.node(i).command({"CLUSTER", "SETSLOT", slot, "NODE", dst_id}), "OK");
+    }
+  }
+  return to;
+}
+
+TEST_F(ValkeyClusterTest, SlotMovedToAnotherMasterIsFollowedAfterOneRetryableFailure) {
+  const ChannelKey key{"demo", "moving"};
+  const ChannelKeys k = channel_keys(key, 64);
+  ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
+  auto& dst = cluster().node(move_slot(cluster(), k.tag, true));
+  // The store still sends the slot to its old master: MOVED, a retryable failure
+  // that nothing wrote; the retry goes to the new master.
+  Status st = append_sync(*store_, make_req(key, make_msg(2, now_)));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable) << st.error().msg;
+  EXPECT_NE(st.error().msg.find("MOVED"), std::string::npos) << st.error().msg;
+  st = append_sync(*store_, make_req(key, make_msg(2, now_)));
+  ASSERT_TRUE(st) << st.error().msg;
+  auto stored = read_after_sync(*store_, key, 0, 10);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
+  EXPECT_EQ(dst.command({"GET", k.seq}), "2");
+}
+
+TEST_F(ValkeyClusterTest, SlotBeingMigratedIsReachedThroughAskWithoutAFailure) {
+  const ChannelKey key{"demo", "migrating"};
+  const ChannelKeys k = channel_keys(key, 64);
+  ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
+  const size_t to = move_slot(cluster(), k.tag, false);
+  // The keys are on the importing node, the slot still on the old one: ASK.
+  Status st = append_sync(*store_, make_req(key, make_msg(2, now_)));
+  ASSERT_TRUE(st) << st.error().msg;
+  auto stored = read_after_sync(*store_, key, 0, 10);
+  ASSERT_TRUE(stored) << stored.error().msg;
+  EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
+  const std::string dst_id = cluster().node(to).command({"CLUSTER", "MYID"});
+  for (size_t i = 0; i < cluster().size(); ++i) {
+    EXPECT_EQ(cluster().node(i).command({"CLUSTER", "SETSLOT", std::to_string(key_slot(k.tag)), "NODE", dst_id}), "OK");
+  }
+}
+
 // A server of its own: these tests stop and kill it.
 class ValkeyFaultTest : public ::testing::Test {
  protected:
