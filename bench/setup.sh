@@ -25,5 +25,5 @@ node -e 'require("ws")'
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DPARLEY_TESTS=OFF
 fi
-nice cmake --build "$BUILD_DIR" --target parley-bench
+nice cmake --build "$BUILD_DIR" --target parley-bench parley-floor
 echo "setup: peers in $HERE/node_modules, parley-bench at $BUILD_DIR/tools/bench/parley-bench"
