@@ -1,6 +1,9 @@
 // Micro-benchmarks of Store::append: the embedded store with group commit at several
 // depths of appends in flight (the hub keeps many in flight under load), and the
-// memory store. Not run by the tests: ./store_bench
+// memory store, and the valkey store against a running redis-server named by
+// PARLEY_VALKEY=ip:port (skipped without it). Not run by the tests: ./store_bench
+#include <atomic>
+#include <cstdlib>
 #include <semaphore>
 #include <string>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "common/clock.h"
 #include "store/store.h"
 #include "store/store_test_util.h"
+#include "store/valkey/valkey_store.h"
 
 namespace parley::store {
 namespace {
@@ -59,6 +63,45 @@ BENCHMARK(BM_EmbeddedAppend)
     ->Args({1, 64})
     ->Args({1, 1024})
     ->UseRealTime();
+
+// Args: appends in flight. One pipelined connection per node and loop
+// (pool_size 2 on the two test loops); each channel's appends on one of them.
+void BM_ValkeyAppend(benchmark::State& state) {
+  const char* node = std::getenv("PARLEY_VALKEY");
+  if (node == nullptr || *node == 0) {
+    state.SkipWithError("set PARLEY_VALKEY=ip:port of a redis-server to run");
+    return;
+  }
+  valkey::ValkeyOptions o;
+  o.nodes = {node};
+  auto opened = valkey::ValkeyStore::open(testing::test_loops(), o);
+  if (!opened) {
+    state.SkipWithError(opened.error().msg.c_str());
+    return;
+  }
+  Store& store = **opened;
+  std::counting_semaphore<kMaxInFlight> window(state.range(0));
+  // Seqs continue from what the server holds (a rerun appends after the last).
+  std::vector<uint64_t> seqs(kChannels, 0);
+  for (int c = 0; c < kChannels; ++c) {
+    auto rec = testing::recover_sync(store, ChannelKey{"bench", "chat:room" + std::to_string(c)}, 0);
+    if (rec) seqs[c] = rec->last_seq;
+  }
+  const int64_t ts = wall_ms();
+  uint64_t i = 0;
+  std::atomic<uint64_t> failed{0};
+  for (auto _ : state) {
+    window.acquire();
+    store.append(next_request(seqs, i++, ts), [&window, &failed](AppendOutcome o) {
+      if (!o.status) failed.fetch_add(1);
+      window.release();
+    });
+  }
+  store.flush();
+  if (failed.load() > 0) state.SkipWithError("appends failed");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ValkeyAppend)->ArgNames({"inflight"})->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
 
 void BM_MemoryAppend(benchmark::State& state) {
   auto store = make_memory_store();
