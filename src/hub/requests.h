@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol/client_op.h"
+
 #include "tenant/tenant_config.h"
 #include "common/status.h"
 #include "hub/membership.h"
@@ -84,6 +86,7 @@ struct StateRequest {
   uint64_t conn = 0;
   std::string key;
   std::string body;
+  std::optional<protocol::Position> pos;
 };
 
 using MembersDone = std::function<void(std::vector<std::string>)>;

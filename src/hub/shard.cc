@@ -542,11 +542,17 @@ void Shard::state(StateRequest req) {
   Channel* c = find(req.tenant, req.ch);
   if (!c || !c->members.contains(req.conn)) return;  // the session checked; a leave raced it
   auto json = std::make_shared<std::string>();
-  protocol::encode_state(*json, req.ch, req.from, req.key, req.body);
+  protocol::encode_state(*json, req.ch, req.from, req.key, req.body,
+                         req.pos ? &*req.pos : nullptr);
   std::string coalesce = std::to_string(req.conn);
   coalesce += '\0';
   coalesce += req.key;
-  broadcast(*c, ChannelEvent{std::move(json), req.conn, {}, std::move(coalesce), steady_ns()});
+  std::optional<Cell> cell;
+  // The live config: a reload that changes aoi_cell regrids from the next state on.
+  const double aoi_cell = req.tenant->ns(protocol::channel_namespace(req.ch)).aoi_cell;
+  if (req.pos && aoi_cell > 0) cell = cell_of(*req.pos, aoi_cell);
+  broadcast(*c, ChannelEvent{std::move(json), req.conn, {}, std::move(coalesce), steady_ns(),
+                             cell});
 }
 
 void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,

@@ -25,6 +25,7 @@ void TickBatcher::add_member(const std::string& channel_key, uint32_t tick_ms, S
   for (auto& m : local.members) {
     if (m.sub->conn_id() == sub->conn_id()) return;
   }
+  if (local.grid) local.grid->add_member(sub->conn_id());
   local.members.push_back({std::move(sub), static_cast<uint32_t>(local.pending.size())});
 }
 
@@ -33,6 +34,7 @@ void TickBatcher::remove_member(const std::string& channel_key, uint64_t conn_id
   if (it == channels_.end()) return;
   auto& members = it->second.members;
   std::erase_if(members, [&](const Member& m) { return m.sub->conn_id() == conn_id; });
+  if (it->second.grid) it->second.grid->remove_member(conn_id);
   if (members.empty() && !it->second.ready && !it->second.held) channels_.erase(it);
 }
 
@@ -41,6 +43,14 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   auto it = channels_.find(channel_key);
   if (it == channels_.end() || it->second.members.empty()) return;
   Local& local = it->second;
+  if (ev.cell) {
+    // Moving is this: the sender's cell changes before the batch is encoded.
+    if (!local.grid) {
+      local.grid = std::make_unique<InterestGrid>();
+      for (const auto& m : local.members) local.grid->add_member(m.sub->conn_id());
+    }
+    local.grid->moved(ev.exclude_conn, *ev.cell);
+  }
   if (local.tick_ms == 0) {
     local.pending.push_back(std::move(ev));
     return send_now(&*it);
@@ -193,6 +203,15 @@ size_t TickBatcher::encode_channel(Local& local) {
     if (!ev.exclude_user.empty()) user_excluded_.emplace_back(ev.exclude_user, i);
     metrics_.observe(metrics::Stage::kFanout, now - ev.created_ns);
   }
+  InterestGrid* grid = local.grid.get();
+  if (grid) {
+    grid->begin_batch();
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto& cell = local.pending[i].cell;
+      grid->add_event(i, cell ? &*cell : nullptr);
+    }
+    if (!grid->batch_positioned()) grid = nullptr;
+  }
   std::sort(conn_excluded_.begin(), conn_excluded_.end());
   std::sort(user_excluded_.begin(), user_excluded_.end());
   auto shared = std::make_shared<const std::string>(std::move(buf));
@@ -208,6 +227,13 @@ size_t TickBatcher::encode_channel(Local& local) {
 
   for (auto& m : local.members) {
     if (m.sub->gone()) continue;
+    if (grid && grid->cell_of_member(m.sub->conn_id())) {
+      const uint32_t from = std::min<uint32_t>(m.from_index, n);
+      m.from_index = 0;
+      metrics_.deliveries.fetch_add(append_from_grid(local, m, shared, from),
+                                    std::memory_order_relaxed);
+      continue;
+    }
     const auto [conn_first, conn_last] = excluded(conn_excluded_, m.sub->conn_id());
     const auto [user_first, user_last] =
         excluded(user_excluded_, std::string_view(m.sub->user_id()));
@@ -258,6 +284,37 @@ size_t TickBatcher::encode_channel(Local& local) {
   local.coalesced.clear();
   local.sent_ns = now;
   return local.members.size();
+}
+
+uint64_t TickBatcher::append_from_grid(Local& local, Member& m, const net::SharedBuf& shared,
+                                       uint32_t from) {
+  Subscriber& sub = *m.sub;
+  local.grid->collect(*local.grid->cell_of_member(sub.conn_id()), picked_);
+  // What the general path excludes: before its join, its own state, presence about itself.
+  std::erase_if(picked_, [&](uint32_t i) {
+    const ChannelEvent& ev = local.pending[i];
+    return i < from || ev.exclude_conn == sub.conn_id() ||
+           (!ev.exclude_user.empty() && ev.exclude_user == sub.user_id());
+  });
+  if (picked_.empty()) return 0;
+  Assembly* a = assembly_of(sub);
+  bool wrote = a != nullptr;
+  if (!a) {
+    sub.fanout_flush_ = flush_count_;
+    sub.fanout_slot_ = static_cast<uint32_t>(assemblies_.size());
+    a = &assemblies_.emplace_back(m.sub);
+  }
+  // Runs of consecutive events are one slice each (their commas included).
+  for (size_t k = 0; k < picked_.size();) {
+    size_t j = k;
+    while (j + 1 < picked_.size() && picked_[j + 1] == picked_[j] + 1) ++j;
+    a->frame.add_static(wrote ? kComma : kOpen, 1);
+    wrote = true;
+    const size_t begin = spans_[picked_[k]].first;
+    a->frame.add_shared(shared, begin, spans_[picked_[j]].second - begin);
+    k = j + 1;
+  }
+  return picked_.size();
 }
 
 }  // namespace parley::hub

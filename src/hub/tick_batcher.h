@@ -29,11 +29,14 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "metrics/metrics.h"
+#include "hub/interest_grid.h"
 #include "hub/subscriber.h"
 
 namespace parley::hub {
@@ -44,6 +47,10 @@ struct ChannelEvent {
   std::string exclude_user;      // presence: not sent to the user it is about
   std::string coalesce_key;      // state: latest wins per (sender conn, key) in a tick
   int64_t created_ns = 0;        // for the fan-out stage histogram
+  // state with a position in a namespace with aoi_cell (interest_grid.h):
+  // only members in `cell` and the neighbouring cells receive it, and its
+  // sender (exclude_conn) is now in `cell`.
+  std::optional<Cell> cell = std::nullopt;
 };
 
 class TickBatcher {
@@ -76,6 +83,8 @@ class TickBatcher {
     bool ready = false;  // listed in ready_: the next drain encodes it
     bool held = false;   // listed in its tick class: waits for the tick
     int64_t sent_ns = INT64_MIN / 2;  // when its events last went out
+    // Made by the channel's first positioned event; members' cells from then on.
+    std::unique_ptr<InterestGrid> grid;
   };
   // Node-based: a channel's entry stays put while others come and go, and a
   // listed (ready or held) channel is never erased, so the lists hold pointers.
@@ -110,6 +119,9 @@ class TickBatcher {
   size_t encode_channel(Local& local);
   // This flush's frame for `sub`, or nullptr when it has none yet.
   Assembly* assembly_of(Subscriber& sub);
+  // A member with a cell in a batch with positioned events: its share is read
+  // from the grid. Returns how many events it was given.
+  uint64_t append_from_grid(Local& local, Member& m, const net::SharedBuf& shared, uint32_t from);
 
   unsigned index_;
   boost::asio::io_context& loop_;
@@ -131,6 +143,7 @@ class TickBatcher {
   std::vector<std::pair<uint64_t, uint32_t>> conn_excluded_;   // (conn id, event), sorted
   std::vector<std::pair<std::string_view, uint32_t>> user_excluded_;  // (user id, event), sorted
   std::vector<bool> skip_;
+  std::vector<uint32_t> picked_;  // a positioned member's events (interest_grid.h)
 };
 
 }  // namespace parley::hub

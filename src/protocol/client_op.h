@@ -23,6 +23,17 @@ struct EmitEvent {
   std::string body;  // minified JSON text as written
 };
 
+// A `state`'s optional position (PROTOCOL.md "Interest areas"): 2 or 3
+// finite coordinates in world units; z is 0 when dims == 2.
+struct Position {
+  double v[3] = {0, 0, 0};
+  uint8_t dims = 0;
+  bool operator==(const Position&) const = default;
+};
+// Coordinates beyond this are bad_request: a cell index stays exact in int64
+// down to the smallest aoi_cell (kMinAoiCell).
+inline constexpr double kMaxPositionMagnitude = 1e15;
+
 // Where a `tail` starts.
 enum class TailFrom { kLatest, kEarliest, kOffset };
 
@@ -47,6 +58,7 @@ struct ClientOp {
   std::string key;
   // pub / state / up: the body as minified JSON text, validated.
   std::string body;
+  std::optional<Position> pos;  // state: where its sender is
 
   // history: exactly one of after/before is set.
   std::optional<uint64_t> after;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -22,14 +23,14 @@ enum Field : size_t {
   kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
   // event streams
   kApiKey, kTopic, kEvents, kType, kP, kFrom, kGroup, kGen, kOff, kBoard, kMember, kAround,
-  kRound,
+  kRound, kPos,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
     "key",   "body",  "after",  "before", "limit", "user", "conn",
     "api_key", "topic", "events", "type", "p", "from", "group", "gen", "off", "board",
-    "member", "around", "round"};
+    "member", "around", "round", "pos"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -371,6 +372,28 @@ std::optional<Error> read_rank(const Fields& fields, ClientOp& op) {
   return read_round(fields, op.round);
 }
 
+// pos: [x, y] or [x, y, z], finite numbers of at most kMaxPositionMagnitude.
+std::optional<Error> read_pos(const Fields& fields, std::optional<Position>& out) {
+  static const std::string kMsg = "pos must be an array of 2 or 3 finite numbers";
+  if (!fields.has(kPos)) return std::nullopt;
+  simdjson::dom::array arr;
+  if (fields[kPos].get_array().get(arr)) return bad_request(kMsg);
+  Position p;
+  size_t n = 0;
+  for (element e : arr) {
+    if (n == 3 || !e.is_number()) return bad_request(kMsg);
+    double d = 0;
+    if (e.get_double().get(d) || !std::isfinite(d) || std::fabs(d) > kMaxPositionMagnitude) {
+      return bad_request(kMsg);
+    }
+    p.v[n++] = d;
+  }
+  if (n < 2) return bad_request(kMsg);
+  p.dims = static_cast<uint8_t>(n);
+  out = p;
+  return std::nullopt;
+}
+
 std::optional<OpKind> op_kind(std::string_view name) {
   static constexpr std::pair<std::string_view, OpKind> kOps[] = {
       {"hello", OpKind::kHello}, {"join", OpKind::kJoin},   {"leave", OpKind::kLeave},
@@ -414,6 +437,7 @@ std::optional<Error> read_op(const Fields& fields, std::string_view frame,
     case OpKind::kState:
       if (auto e = read_channel(fields, op.ch)) return e;
       if (auto e = read_id(fields, kKey, op.key)) return e;
+      if (auto e = read_pos(fields, op.pos)) return e;
       return read_body(fields, frame, limits, op.body);
     case OpKind::kUp:
       if (auto e = read_channel(fields, op.ch)) return e;

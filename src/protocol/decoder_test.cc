@@ -593,5 +593,28 @@ TEST(DecodeLeaveTopic, ReadsTopicAndOptionalGroup) {
   expect_bad_request(R"({"op":"leave","topic":"hunt","ch":"c"})", "leave takes ch or topic, not both");
 }
 
+TEST(DecodeState, ReadsAnOptionalPositionOfTwoOrThreeNumbers) {
+  EXPECT_FALSE(decode_ok(R"({"op":"state","ch":"w:1","key":"k","body":1})").pos.has_value());
+  const auto p2 = decode_ok(R"({"op":"state","ch":"w:1","key":"k","pos":[1.5,-2],"body":1})").pos;
+  ASSERT_TRUE(p2.has_value());
+  EXPECT_EQ(p2->dims, 2);
+  EXPECT_EQ(p2->v[0], 1.5);
+  EXPECT_EQ(p2->v[1], -2);
+  EXPECT_EQ(p2->v[2], 0);
+  const auto p3 = decode_ok(R"({"op":"state","ch":"w:1","key":"k","pos":[0,1e15,-1e15],"body":1})").pos;
+  ASSERT_TRUE(p3.has_value());
+  EXPECT_EQ(p3->dims, 3);
+  EXPECT_EQ(p3->v[2], -1e15);
+}
+
+TEST(DecodeState, RejectsAPositionThatIsNotTwoOrThreeFiniteNumbers) {
+  const std::string msg = "pos must be an array of 2 or 3 finite numbers";
+  for (const char* pos : {"[1]", "[]", "[1,2,3,4]", R"(["1",2])", "[1,null]", "{}", "1",
+                          "[1.1e15,0]", "[0,0,-2e15]", "[[1],2]"}) {
+    expect_bad_request(std::string(R"({"op":"state","ch":"a","key":"k","pos":)") + pos + R"(,"body":1})",
+                       msg);
+  }
+}
+
 }  // namespace
 }  // namespace parley::protocol

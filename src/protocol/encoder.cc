@@ -63,15 +63,22 @@ void encode_history_body(std::string& out, std::string_view msgs_json) {
 }
 
 void encode_state(std::string& out, std::string_view ch, std::string_view from,
-                  std::string_view key, std::string_view body) {
+                  std::string_view key, std::string_view body, const Position* pos) {
   out.reserve(out.size() + kFrameOverhead + ch.size() + from.size() + key.size() + body.size());
   JsonWriter w(out);
-  begin(w, "state")
-      .field("ch", ch)
-      .field("from", from)
-      .field("key", key)
-      .field_raw("body", body)
-      .end_object();
+  begin(w, "state").field("ch", ch).field("from", from).field("key", key);
+  if (pos) {
+    std::string coords = "[";
+    for (uint8_t i = 0; i < pos->dims; ++i) {
+      if (i) coords += ',';
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof buf, pos->v[i]);
+      coords.append(buf, r.ptr);
+    }
+    coords += ']';
+    w.field_raw("pos", coords);
+  }
+  w.field_raw("body", body).end_object();
 }
 
 void encode_presence(std::string& out, std::string_view ch, std::span<const std::string> join,

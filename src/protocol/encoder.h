@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "protocol/client_op.h"
 
 namespace parley::protocol {
 
@@ -31,9 +32,10 @@ void append_msg(std::string& list, const MsgView& m);
 void encode_batch(std::string& out, std::string_view msgs_json);
 // {"msgs":[<list>]}: the body of GET /v1/history.
 void encode_history_body(std::string& out, std::string_view msgs_json);
-// {"op":"state","ch","from","key","body"}
+// {"op":"state","ch","from","key","pos"?,"body"}: pos as the sender gave it
+// (its numbers in shortest round-trip form).
 void encode_state(std::string& out, std::string_view ch, std::string_view from,
-                  std::string_view key, std::string_view body);
+                  std::string_view key, std::string_view body, const Position* pos = nullptr);
 // {"op":"presence","ch","join":[...],"leave":[...]} (empty lists omitted)
 void encode_presence(std::string& out, std::string_view ch,
                      std::span<const std::string> join, std::span<const std::string> leave);

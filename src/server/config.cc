@@ -69,6 +69,19 @@ Status read_uint(const toml::node& n, const std::string& path, uint64_t lo, uint
   return Status::ok();
 }
 
+// aoi_cell: 0 (no grid) or an integer or float within [kMinAoiCell, kMaxAoiCell].
+Status read_aoi_cell(const toml::node& n, const std::string& path, double& out) {
+  constexpr double lo = kMinAoiCell, hi = kMaxAoiCell;
+  double x = -1;
+  if (const auto* i = n.as_integer()) x = static_cast<double>(i->get());
+  if (const auto* f = n.as_floating_point()) x = f->get();
+  if (!(x == 0 || (x >= lo && x <= hi))) {
+    return bad(path + " must be 0 or a number between 0.001 and 1e12");
+  }
+  out = x;
+  return Status::ok();
+}
+
 Status read_one_of(const toml::node& n, const std::string& path,
                    std::initializer_list<std::string_view> choices, std::string& out) {
   std::string v;
@@ -246,6 +259,8 @@ Status read_namespace(const toml::table& t, const std::string& ns_path, Namespac
       s = read_uint(v, path, 0, 10'000, ns.tick_ms);
     } else if (key == "presence") {
       s = read_bool(v, path, ns.presence);
+    } else if (key == "aoi_cell") {
+      s = read_aoi_cell(v, path, ns.aoi_cell);
     } else if (key == "dedupe_window_s") {
       s = read_uint(v, path, 0, 86'400, ns.dedupe_window_s);
     } else if (key == "history_ttl_s") {

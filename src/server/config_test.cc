@@ -591,5 +591,21 @@ TEST(ConfigEvents, ValuesAreChecked) {
             "tenants.demo.events_per_sec must be an integer between 0 and 1000000000");
 }
 
+TEST(Config, AoiCellIsZeroByDefaultAndAPositiveNumberOfWorldUnits) {
+  auto none = parse_config(with_demo(""));
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(none.value().tenants.at("demo").ns("world").aoi_cell, 0.0);
+  auto r = parse_config(with_demo("[tenants.demo.namespaces.w]\naoi_cell = 12.5\n"
+                                  "[tenants.demo.namespaces.v]\naoi_cell = 64\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r.value().tenants.at("demo").ns("w").aoi_cell, 12.5);
+  EXPECT_EQ(r.value().tenants.at("demo").ns("v").aoi_cell, 64.0);
+  const std::string msg = "tenants.demo.namespaces.w.aoi_cell must be 0 or a number between 0.001 and 1e12";
+  for (const char* bad : {"-1", "0.0001", "2e12", "\"10\"", "nan", "inf", "true"}) {
+    EXPECT_EQ(error_of(with_demo(std::string("[tenants.demo.namespaces.w]\naoi_cell = ") + bad + "\n")),
+              msg) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace parley::server

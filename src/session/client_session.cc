@@ -562,7 +562,7 @@ void ClientSession::on_state(protocol::ClientOp& op) {
     forward_upstream(hub::UpstreamEventType::kState, kForwardState, op.ch, op.key, op.body);
   }
   gw_.hub().state(hub::StateRequest{&cfg, op.ch, user_, conn_id_, std::move(op.key),
-                                    std::move(op.body)});
+                                    std::move(op.body), op.pos});
 }
 
 void ClientSession::on_up(protocol::ClientOp& op) {

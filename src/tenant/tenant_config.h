@@ -20,6 +20,11 @@ enum ForwardBit : uint8_t {
   kForwardUp = 16,
 };
 
+// aoi_cell bounds: with positions of at most 1e15 units (protocol's
+// kMaxPositionMagnitude), a cell index stays below 2^63.
+inline constexpr double kMinAoiCell = 0.001;
+inline constexpr double kMaxAoiCell = 1e12;
+
 struct NamespaceConfig {
   bool durable = true;
   uint32_t history = 1000;        // latest messages reachable by since/history
@@ -30,6 +35,10 @@ struct NamespaceConfig {
   std::string upstream;           // http://host:port/path of the app server; empty: none
   uint8_t forward = kForwardJoin | kForwardLeave | kForwardUp;  // ForwardBit set
   uint32_t upstream_queue = 100'000;  // events waiting per namespace; overflow drops the oldest
+  // Interest areas (PROTOCOL.md): the side of a grid cell in world units; a
+  // positioned `state` reaches the members in its cell and the neighbouring
+  // ones only. 0: no grid, every state reaches every member.
+  double aoi_cell = 0;
 
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
   bool operator==(const NamespaceConfig&) const = default;
