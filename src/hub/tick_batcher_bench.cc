@@ -1,6 +1,7 @@
 // Micro-benchmarks of the tick batcher (TickBatcher): the cost of one tick of
 // one channel, from the events' arrival on the loop (deliver) to every
 // member's gathered frame being written, for channels of 20 and 100 members.
+// BM_TickWorldBig: one loop of world-big, with and without interest areas.
 // Not run by the tests: see docs/benchmarks.md.
 //
 // Each member is a fake session (as session::ClientSession::send) in front of
@@ -257,6 +258,64 @@ BENCHMARK(BM_TickMsg)->Apply(tick_args);
 BENCHMARK(BM_TickState)->Apply(tick_args);
 BENCHMARK(BM_TickMsgUnix)->ArgNames({"members", "events"})->Args({20, 10})->Args({100, 10});
 BENCHMARK(BM_TickMsgWs)->ArgNames({"members", "events"})->Args({20, 10})->Args({100, 10});
+
+// One loop's tick of world-big (issue 13): 6,000 avatars on 2 loops, so 3,000
+// members here, state at 10 Hz and tick 20 ms, so 1,200 states per tick (from
+// every 5th avatar, either loop). Avatars sit on a 46 x 23 grid of cells, ~5.7
+// per cell, ~51 in a 3 x 3 neighbourhood. Arg grid: 1 with interest areas (the
+// states carry their cell), 0 without (every state to every member).
+void BM_TickWorldBig(benchmark::State& state) {
+  const bool grid = state.range(0) != 0;
+  constexpr int kAvatars = 6000, kMembers = 3000, kEvents = 1200;
+  auto cell_of_avatar = [](int id) { return Cell{(id - 1) % 46, ((id - 1) / 46) % 23, 0}; };
+  on_loop([&] {
+    boost::asio::io_context timers;
+    boost::asio::io_context io;
+    metrics::ThreadMetrics metrics;
+    std::vector<std::shared_ptr<NullConnection>> nulls;
+    TickBatcher fan(0, timers, metrics);
+    const std::string key = std::string("bench") + '\0' + "world:big";
+    for (int i = 1; i <= kMembers; ++i) {
+      nulls.push_back(std::make_shared<NullConnection>(io, metrics));
+      fan.add_member(key, kTickMs, std::make_shared<FakeSession>(i, nulls.back()));
+    }
+    const std::string body = body_of(60);
+    auto make_state = [&](int id, bool positioned) {
+      auto json = std::make_shared<std::string>();
+      protocol::Position pos{{1.0 * id, 2.0 * id, 0}, 2};
+      protocol::encode_state(*json, "world:big", "user-" + std::to_string(id), "pos", body, &pos);
+      std::optional<Cell> cell;
+      if (positioned) cell = cell_of_avatar(id);
+      return ChannelEvent{std::move(json), static_cast<uint64_t>(id), {},
+                          std::to_string(id) + '\0' + "pos", 0, cell};
+    };
+    if (grid) {  // every member positions itself once
+      for (int i = 1; i <= kMembers; ++i) fan.deliver(key, make_state(i, true));
+      TickBatcherTestPeer::flush(fan, kTickMs);
+      io.poll();
+      io.restart();
+    }
+    std::vector<ChannelEvent> tick;
+    for (int e = 0; e < kEvents; ++e) tick.push_back(make_state(e * (kAvatars / kEvents) + 1, grid));
+    const uint64_t before = metrics.deliveries.load();
+    uint64_t bytes_before = 0;
+    for (const auto& c : nulls) bytes_before += c->bytes_written;
+    for (auto _ : state) {
+      for (const auto& ev : tick) fan.deliver(key, ev);
+      TickBatcherTestPeer::flush(fan, kTickMs);
+      io.poll();
+      io.restart();
+    }
+    state.counters["deliveries"] = benchmark::Counter(
+        static_cast<double>(metrics.deliveries.load() - before), benchmark::Counter::kAvgIterations);
+    state.SetItemsProcessed(static_cast<int64_t>(metrics.deliveries.load() - before));
+    uint64_t bytes = 0;
+    for (const auto& c : nulls) bytes += c->bytes_written;
+    state.counters["bytes"] = benchmark::Counter(static_cast<double>(bytes - bytes_before),
+                                                 benchmark::Counter::kAvgIterations);
+  });
+}
+BENCHMARK(BM_TickWorldBig)->ArgName("grid")->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace parley::hub
