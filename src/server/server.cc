@@ -163,7 +163,10 @@ void Server::create_services() {
   gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {
-    api::AdminOptions ao{config_.admin_key, config_.store, loops_->size()};
+    api::AdminOptions ao;
+    ao.key = config_.admin_key;
+    ao.store_kind = config_.store;
+    ao.threads = loops_->size();
     ao.reload = [this](std::function<void(int, std::string)> done) { reload_async(std::move(done)); };
     api_->enable_admin(std::move(ao));
   }

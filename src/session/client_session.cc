@@ -473,8 +473,12 @@ void ClientSession::on_join(protocol::ClientOp& op) {
       self->joined_.erase(it);
       return;
     }
-    if (first) self->forward_upstream(hub::UpstreamEventType::kJoin, kForwardJoin, ch);
-    if (first) self->watch_board(ch);
+    if (first) {
+      self->forward_upstream(hub::UpstreamEventType::kJoin, kForwardJoin, ch);
+      for (auto& ev : it->second.held_upstream) self->gw_.hub().forward_upstream(std::move(ev));
+      std::vector<hub::UpstreamEvent>().swap(it->second.held_upstream);
+      self->watch_board(ch);
+    }
     // The hub sends the backfill right after this returns.
   };
   if (existing != joined_.end()) {
@@ -592,6 +596,19 @@ void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit
   ev.ts_ms = wall_ms();
   ev.key = std::move(key);
   ev.body = std::move(body);
+  if (type != hub::UpstreamEventType::kJoin) {
+    // A client may pipeline `join` and `up`: the join event is forwarded when
+    // the join's reply comes, so what follows it waits until then. Bounded
+    // by the per-connection rate of state and up during one store round trip;
+    // past kMaxHeldUpstream, events go at once rather than pile up.
+    constexpr size_t kMaxHeldUpstream = 1024;
+    auto it = joined_.find(ch);
+    if (it != joined_.end() && it->second.joining && !it->second.joined_once &&
+        it->second.held_upstream.size() < kMaxHeldUpstream) {
+      it->second.held_upstream.push_back(std::move(ev));
+      return;
+    }
+  }
   gw_.hub().forward_upstream(std::move(ev));
 }
 

@@ -64,6 +64,9 @@ class ClientSession final : public net::ConnectionHandler,
     bool joined_once = false;             // a join of it succeeded
     std::vector<std::string> leave_rids;  // leaves asked while the join was in flight
     hub::Membership membership;           // dropping it leaves the channel
+    // Upstream events (state, up) sent while the first join waits for its
+    // reply: the app server hears them after the join event, never before.
+    std::vector<hub::UpstreamEvent> held_upstream;
   };
   // A `history` op waiting for its turn (one in flight per connection).
   struct PendingHistory {

@@ -163,6 +163,25 @@ TEST(Upstream, JoinUpLeaveArriveInOrderWithTheDocumentedFieldsAndHeaders) {
   EXPECT_EQ(wait_metric(server.http_port(), world_series("parley_upstream_events_sent_total"), 8), 8);
 }
 
+// A client that pipelines join, up and state without waiting for `joined`:
+// the app server still hears the join first (the join event waits for the
+// store's answer; what the client sent after it waits with it).
+TEST(Upstream, EventsPipelinedBehindAJoinArriveAfterTheJoinEvent) {
+  AppServer app;
+  ServerProcess server(upstream_spec(app.url("/events"), "forward = [\"join\", \"leave\", \"up\", \"state\"]\n"));
+  server.start();
+  auto a = connect_user(server, "u1");
+  a.client->send(R"({"op":"join","ch":"world:p","rid":2})");
+  a.client->send(up_frame("world:p", R"({"n":1})"));
+  a.client->send(R"({"op":"state","ch":"world:p","key":"pos","body":{"x":1}})");
+  a.client->send(up_frame("world:p", R"({"n":2})"));
+  EXPECT_EQ(op_of(a.client->expect("joined")), "joined");
+  ASSERT_TRUE(app.wait_for([](const auto& evs) { return evs.size() >= 4; })) << server.log();
+  std::vector<std::string> got;
+  for (const auto& e : app.accepted_events()) got.push_back(e.type);
+  EXPECT_EQ(got, (std::vector<std::string>{"join", "up", "state", "up"}));
+}
+
 TEST(Upstream, UpPassthroughKeepsAnyBodyWithItsUserAndConnection) {
   AppServer app;
   ServerProcess server(upstream_spec(app.url()));
