@@ -1,5 +1,7 @@
 #include "connection.h"
 
+#include <algorithm>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -446,10 +448,25 @@ bool Connection::send_state() {
   std::string& s = w_.scratch();
   s.clear();
   ++state_counter_;
-  fmt::format_to(std::back_inserter(s),
-                 R"({{"op":"state","ch":"{}","key":"pos","body":{{"t":{},"x":{},"y":{}}}}})",
-                 w_.channel(members_[0].chan).name, now_ns(), state_counter_ % 1000,
-                 gid_ % 1000);
+  const auto& o = w_.opts();
+  if (o.aoi_cell > 0) {
+    // Cells of ~aoi_neighbours / 9 avatars, in a square; each avatar stays in
+    // its cell (moving within it), so every 3x3 neighbourhood keeps its share.
+    const int cells = std::max(1, o.channel_size * 9 / o.aoi_neighbours);
+    int side = 1;
+    while (side * side < cells) ++side;
+    const int ci = int(gid_ % uint32_t(cells));
+    const double frac = double(state_counter_ % 8 + 1) / 10.0;
+    fmt::format_to(std::back_inserter(s),
+                   R"({{"op":"state","ch":"{}","key":"pos","pos":[{},{}],"body":{{"t":{},"x":{},"y":{}}}}})",
+                   w_.channel(members_[0].chan).name, (ci % side + frac) * o.aoi_cell,
+                   (ci / side + 0.5) * o.aoi_cell, now_ns(), state_counter_ % 1000, gid_ % 1000);
+  } else {
+    fmt::format_to(std::back_inserter(s),
+                   R"({{"op":"state","ch":"{}","key":"pos","body":{{"t":{},"x":{},"y":{}}}}})",
+                   w_.channel(members_[0].chan).name, now_ns(), state_counter_ % 1000,
+                   gid_ % 1000);
+  }
   send_json(s);
   ++w_.counters().state_sent;
   return true;

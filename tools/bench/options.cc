@@ -68,6 +68,21 @@ bool apply_preset(const std::string& name, Options& o) {
     o.churn_per_s = 10;
     o.duration_s = 60;
     o.ramp_s = 10;
+  } else if (name == "world-big") {
+    // Issue 13: one world of 6,000 avatars with interest areas, each seeing ~50
+    // neighbours, state at 10 Hz. The target's namespace "big" needs aoi_cell = 50
+    // (and tick_ms = 20, durable = false): see docs/benchmarks.md.
+    o.scenario = "world";
+    o.ns = "big";
+    o.conns = 6000;
+    o.channel_size = 6000;
+    o.state_hz = 10;
+    o.rate = 60;
+    o.churn_per_s = 10;
+    o.aoi_cell = 50;
+    o.aoi_neighbours = 50;
+    o.duration_s = 60;
+    o.ramp_s = 20;
   } else if (name == "ramp") {
     o.scenario = "ramp";
     o.conns = 1000;
@@ -111,12 +126,14 @@ bool apply_preset(const std::string& name, Options& o) {
 std::string usage() {
   return R"(usage: parley-bench SCENARIO|PRESET [flags]
        parley-bench compare SCENARIO|PRESET [flags]   (Parley and each peer, one by one)
-presets: chat chat-6k broadcast world world-6k soak ccu-soak ramp ramp-world churn
+presets: chat chat-6k broadcast world world-6k world-big soak ccu-soak ramp ramp-world churn
 flags (defaults from the preset):
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
   --state-hz H --churn PER_S --ping-s S --no-reconnect
+  --aoi-cell W --aoi-neighbours N   (world: states carry pos on a grid of W-wide cells,
+                       ~N avatars per 3x3 cells; the namespace needs aoi_cell = W)
   --duration S --ramp-up S --drain S
   --step-s S --step-factor F --max-steps N --max-p99-ms MS --min-accepted PCT
   --ramp-of rate|state   (ramp: step the pub rate, or the state Hz per connection)
@@ -182,6 +199,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--tenant", s(o.tenant)}, {"--secret", s(o.secret)}, {"--src-addrs", n(o.src_addrs)},
       {"--conns", n(o.conns)}, {"--channel-size", n(o.channel_size)}, {"--ns", s(o.ns)},
       {"--rate", d(o.rate)}, {"--body-bytes", n(o.body_bytes)}, {"--state-hz", d(o.state_hz)},
+      {"--aoi-cell", d(o.aoi_cell)}, {"--aoi-neighbours", n(o.aoi_neighbours)},
       {"--churn", d(o.churn_per_s)}, {"--ping-s", d(o.ping_s)},
       {"--duration", d(o.duration_s)}, {"--ramp-up", d(o.ramp_s)}, {"--drain", d(o.drain_s)},
       {"--step-s", d(o.step_s)}, {"--step-factor", d(o.step_factor)},
@@ -212,6 +230,8 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--duration must be in (0, 86400]");
   if (o.transport != "ws" && o.transport != "tcp")
     throw std::runtime_error("--transport is ws or tcp");
+  if (o.aoi_cell < 0 || o.aoi_neighbours < 1)
+    throw std::runtime_error("--aoi-cell wants >= 0, --aoi-neighbours >= 1");
   if (o.ramp_of != "rate" && o.ramp_of != "state")
     throw std::runtime_error("--ramp-of is rate or state");
   if (o.ramp_of == "state" && o.state_hz <= 0)

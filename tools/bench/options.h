@@ -26,6 +26,11 @@ struct Options {
   double rate = 200;              // total pub msgs/s
   int body_bytes = 64;            // padding in each pub body
   double state_hz = 0;            // per connection (world)
+  // Interest areas (PROTOCOL.md): > 0 sends states with "pos", each avatar on a
+  // grid of cells this wide, laid out so that a 3x3 neighbourhood holds about
+  // aoi_neighbours avatars of its channel; the namespace needs the same aoi_cell.
+  double aoi_cell = 0;
+  int aoi_neighbours = 50;
   double churn_per_s = 0;         // leave+rejoin per second, total (world)
   double ping_s = 0;              // app-level ping per connection (soak, tcp)
   bool reconnect = true;          // reconnect + join with since after a drop
