@@ -6,8 +6,8 @@
 
 namespace parley::events {
 
-Engine::Engine(runtime::LoopGroup& loops, store::Store& store)
-    : loops_(loops), store_(store), topics_(loops.size()) {}
+Engine::Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics)
+    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()) {}
 
 Engine::~Engine() = default;
 
@@ -31,7 +31,7 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
       stats_.push_back(stats);
     }
     it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
-                                                               *cfg, std::move(stats)))
+                                                               *cfg, std::move(stats), metrics_))
              .first;
     it->second->rebuild_boards();
   }

@@ -17,6 +17,7 @@
 
 #include "events/topic.h"
 #include "events/topic_stats.h"
+#include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
 #include "session/tenant_registry.h"
@@ -26,7 +27,7 @@ namespace parley::events {
 
 class Engine final : public session::EventService {
  public:
-  Engine(runtime::LoopGroup& loops, store::Store& store);
+  Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics);
   ~Engine() override;
 
   void emit(session::EmitRequest req) override;
@@ -61,6 +62,7 @@ class Engine final : public session::EventService {
 
   runtime::LoopGroup& loops_;
   store::Store& store_;
+  metrics::Metrics& metrics_;
   // Per loop, touched only by that loop: key ChannelId::key_of(tenant, topic).
   std::vector<std::unordered_map<std::string, std::unique_ptr<Topic>>> topics_;
   mutable std::mutex stats_mu_;

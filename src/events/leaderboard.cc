@@ -57,8 +57,13 @@ Leaderboard::Round::Round(const LeaderboardConfig& cfg)
     : board(std::make_unique<OrderBoard>(agg_of(cfg.agg), cfg.order != "asc")) {}
 
 Leaderboard::Leaderboard(unsigned loop, runtime::LoopGroup& loops, std::string name,
-                         const LeaderboardConfig& cfg)
-    : loop_(loop), loops_(loops), name_(std::move(name)), cfg_(cfg), timer_(loops.loop(loop)) {
+                         const LeaderboardConfig& cfg, metrics::Metrics& metrics)
+    : loop_(loop),
+      loops_(loops),
+      name_(std::move(name)),
+      cfg_(cfg),
+      timer_(loops.loop(loop)),
+      metrics_(metrics) {
   next_push_ = std::chrono::steady_clock::now();
   arm();
 }
@@ -197,6 +202,7 @@ void Leaderboard::arm() {
 void Leaderboard::push() {
   if (rebuilding_) return;
   ++pushes_;
+  const int64_t start = steady_ns();
   for (auto wit = watchers_.begin(); wit != watchers_.end();) {
     Round* r = find_round(wit->first);
     push_round(wit->first, r, wit->second);
@@ -207,6 +213,7 @@ void Leaderboard::push() {
     }
   }
   for (auto& [key, r] : rounds_) r.changed = false;
+  metrics_.local().observe(metrics::Stage::kLeaderboard, steady_ns() - start);
 }
 
 void Leaderboard::push_round(const std::string& key, const Round* r,

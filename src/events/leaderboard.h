@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "events/order_board.h"
+#include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
 #include "tenant/tenant_config.h"
@@ -30,7 +31,7 @@ namespace parley::events {
 class Leaderboard {
  public:
   Leaderboard(unsigned loop, runtime::LoopGroup& loops, std::string name,
-              const LeaderboardConfig& cfg);
+              const LeaderboardConfig& cfg, metrics::Metrics& metrics);
   ~Leaderboard();
   Leaderboard(const Leaderboard&) = delete;
   Leaderboard& operator=(const Leaderboard&) = delete;
@@ -92,6 +93,7 @@ class Leaderboard {
   std::chrono::steady_clock::time_point next_push_;
   uint64_t touches_ = 0;
   uint64_t pushes_ = 0;
+  metrics::Metrics& metrics_;
 };
 
 }  // namespace parley::events

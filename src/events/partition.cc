@@ -52,7 +52,8 @@ std::string encode_item(uint64_t off, int64_t ts, std::string_view from, std::st
 }  // namespace
 
 Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
-                     store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg)
+                     store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
+                     metrics::Metrics& metrics)
     : loop_(loop),
       loops_(loops),
       store_(store),
@@ -65,7 +66,8 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
                              cfg.retention > std::numeric_limits<uint32_t>::max() / 2
                          ? std::numeric_limits<uint32_t>::max() / 2
                          : static_cast<uint32_t>(cfg.retention)),
-      dedupe_(int64_t{cfg.dedupe_window_s} * 1000) {}
+      dedupe_(int64_t{cfg.dedupe_window_s} * 1000),
+      metrics_(metrics) {}
 
 void Partition::recover(std::function<void()> then) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
@@ -148,9 +150,9 @@ void Partition::on_appended(store::AppendOutcome out) {
     committed_off_ = f.off;
     if (observer_) observer_(CommittedEvent{p_, f.off, f.type, f.body});
     recent_bytes_ += f.item.size();
-    recent_.emplace_back(f.off, std::move(f.item));
+    recent_.push_back(Recent{f.off, std::move(f.item), steady_ns()});
     while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
-      recent_bytes_ -= recent_.front().second.size();
+      recent_bytes_ -= recent_.front().item.size();
       recent_.pop_front();
     }
     f.done(Landing{f.off, false, Status::ok()});
@@ -201,25 +203,27 @@ void Partition::begin_frame(std::string& f, const Cursor& c) const {
 
 void Partition::pump_one(uint64_t id, Cursor& c) {
   if (c.paced || c.next > committed_off_) return;
-  if (recent_.empty() || recent_.front().first > c.next) return read_page(id, c);
+  if (recent_.empty() || recent_.front().off > c.next) return read_page(id, c);
   auto sink = c.sink.lock();
   if (!sink) return;
   // From the ring: every committed event the cursor has not had, in frames.
-  size_t i = static_cast<size_t>(c.next - recent_.front().first);
+  size_t i = static_cast<size_t>(c.next - recent_.front().off);
   while (i < recent_.size()) {
     std::string frame;
     begin_frame(frame, c);
+    const int64_t oldest_ns = recent_[i].committed_ns;
     size_t k = 0, bytes = 0;
     for (; i < recent_.size() && k < kFrameEvents && bytes < kFrameBytes; ++i, ++k) {
       if (k) frame.push_back(',');
-      frame += recent_[i].second;
-      bytes += recent_[i].second.size();
+      frame += recent_[i].item;
+      bytes += recent_[i].item.size();
     }
     frame += "]}";
-    c.next = recent_[i - 1].first + 1;
+    c.next = recent_[i - 1].off + 1;
     // Posted in order from this one loop: frames reach the connection in offset order.
-    loops_.run_on(sink->loop(), [sink, frame = std::move(frame)]() mutable {
+    loops_.run_on(sink->loop(), [this, sink, oldest_ns, frame = std::move(frame)]() mutable {
       sink->deliver_event_frame(std::move(frame), nullptr);
+      metrics_.local().observe(metrics::Stage::kEventDispatch, steady_ns() - oldest_ns);
     });
   }
 }

@@ -19,6 +19,7 @@
 
 #include "common/status.h"
 #include "protocol/client_op.h"
+#include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
 #include "store/dedupe_table.h"
@@ -47,7 +48,8 @@ using CommitObserver = std::function<void(const CommittedEvent&)>;
 class Partition {
  public:
   Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
-            store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg);
+            store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
+            metrics::Metrics& metrics);
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
 
@@ -123,8 +125,14 @@ class Partition {
   store::DedupeTable dedupe_;
   std::unordered_map<uint64_t, std::vector<Waiter>> dedupe_waiters_;  // by the original's off
   std::deque<InFlight> inflight_;
-  // The newest committed events, encoded as `events` items: (off, item).
-  std::deque<std::pair<uint64_t, std::string>> recent_;
+  // The newest committed events, encoded as `events` items.
+  struct Recent {
+    uint64_t off = 0;
+    std::string item;
+    int64_t committed_ns = 0;  // for the dispatch stage histogram
+  };
+  std::deque<Recent> recent_;
+  metrics::Metrics& metrics_;
   size_t recent_bytes_ = 0;
   std::unordered_map<uint64_t, Cursor> cursors_;
   uint64_t next_cursor_ = 1;

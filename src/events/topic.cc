@@ -62,19 +62,20 @@ bool decode_offsets(std::string_view s, std::vector<std::optional<uint64_t>>& co
 
 Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
              const TenantConfig& tenant, std::string name, const TopicConfig& cfg,
-             std::shared_ptr<TopicStats> stats)
+             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics)
     : loop_(loop),
       loops_(loops),
       store_(store),
       tenant_(tenant),
       name_(std::move(name)),
       cfg_(cfg),
-      stats_(std::move(stats)) {
+      stats_(std::move(stats)),
+      metrics_(metrics) {
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
         loop, loops, store, store::ChannelId{tenant.id, name_ + '\x1f' + std::to_string(p)}, name_,
-        p, cfg);
+        p, cfg, metrics);
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
       stats_->ends[p].store(off, std::memory_order_relaxed);
@@ -87,7 +88,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
   }
   if (cfg.tick_ms > 0) tick_ = std::make_unique<boost::asio::steady_timer>(loops.loop(loop));
   for (const auto& [board, bc] : tenant.leaderboards) {
-    if (bc.topic == name_) boards_.push_back(std::make_unique<Leaderboard>(loop, loops, board, bc));
+    if (bc.topic == name_) boards_.push_back(std::make_unique<Leaderboard>(loop, loops, board, bc, metrics));
   }
 }
 
@@ -293,9 +294,10 @@ void Topic::run_emit(session::EmitRequest req) {
     auto& e = req.events[i];
     const uint32_t p = session::partition_of(e.key, partitions());
     state->out.offs[i].first = p;
-    parts_[p]->append(req.from, e, now, [this, state, i, finish](const Landing& l) {
+    parts_[p]->append(req.from, e, now, [this, state, i, finish, arrived = req.arrived_ns](const Landing& l) {
       --inflight_;
       if (l.status) {
+        if (!l.dup) metrics_.local().observe(metrics::Stage::kEventAppend, steady_ns() - arrived);
         state->out.offs[i].second = l.off;
         state->out.dup[i] = l.dup;
       } else if (state->out.status) {

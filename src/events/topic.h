@@ -23,6 +23,7 @@
 #include "events/leaderboard.h"
 #include "events/partition.h"
 #include "events/topic_stats.h"
+#include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
 #include "store/store.h"
@@ -33,7 +34,8 @@ namespace parley::events {
 class Topic {
  public:
   Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store, const TenantConfig& tenant,
-        std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats);
+        std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats,
+        metrics::Metrics& metrics);
   Topic(const Topic&) = delete;
   Topic& operator=(const Topic&) = delete;
 
@@ -115,6 +117,7 @@ class Topic {
   std::unique_ptr<boost::asio::steady_timer> rebuild_retry_;
   void replay_partition(uint32_t p, uint64_t after, uint64_t cut, std::shared_ptr<size_t> left);
   std::shared_ptr<TopicStats> stats_;
+  metrics::Metrics& metrics_;
   size_t inflight_ = 0;
 };
 

@@ -103,7 +103,8 @@ inline constexpr MetricInfo kAckSeconds{
 inline constexpr MetricInfo kStageSeconds{
     "parley_stage_seconds", Type::kHistogram,
     "Latency of each stage of a message: decode, queue wait before its hub shard, store "
-    "append, fan-out to the tick, socket write."};
+    "append, fan-out to the tick, socket write; of an event: event_append (emit to store ack), "
+    "event_dispatch (ack to a reader's connection queue), leaderboard (a push pass)."};
 inline constexpr MetricInfo kUpstreamRequestSeconds{
     "parley_upstream_request_seconds", Type::kHistogram,
     "Time from sending an upstream request to reading its 2xx answer."};

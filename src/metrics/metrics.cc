@@ -81,7 +81,10 @@ std::string Metrics::render() const {
   static constexpr struct { Stage stage; const char* label; } kStages[] = {
       {Stage::kDecode, "stage=\"decode\""},       {Stage::kQueueWait, "stage=\"queue_wait\""},
       {Stage::kAppend, "stage=\"append\""},       {Stage::kFanout, "stage=\"fanout\""},
-      {Stage::kWrite, "stage=\"write\""}};
+      {Stage::kWrite, "stage=\"write\""},
+      {Stage::kEventAppend, "stage=\"event_append\""},
+      {Stage::kEventDispatch, "stage=\"event_dispatch\""},
+      {Stage::kLeaderboard, "stage=\"leaderboard\""}};
   header(out, kStageSeconds);
   for (const auto& s : kStages) {
     render_histogram(out, kStageSeconds.name, s.label, slots_, stage(s.stage));

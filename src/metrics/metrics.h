@@ -38,8 +38,14 @@ class Histogram {
   std::atomic<uint64_t> sum_ns_{0};
 };
 
-enum class Stage { kAck, kDecode, kQueueWait, kAppend, kFanout, kWrite };
-inline constexpr int kStageCount = 6;
+enum class Stage {
+  kAck, kDecode, kQueueWait, kAppend, kFanout, kWrite,
+  // Event streams: an emit's arrival to its events' store ack (per event), a
+  // committed event to its frame being queued on a reader's connection, and a
+  // leaderboard's recompute-and-push pass.
+  kEventAppend, kEventDispatch, kLeaderboard,
+};
+inline constexpr int kStageCount = 9;
 
 struct ThreadMetrics {
   std::array<Histogram, kStageCount> stages;

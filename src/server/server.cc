@@ -159,7 +159,7 @@ void Server::create_services() {
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
-  events_ = std::make_unique<events::Engine>(*loops_, *durable_);
+  events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_);
   gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {

@@ -104,6 +104,19 @@ TEST_F(EventStreamTest, EmitIsAcknowledgedWithOffsetsAndTailDeliversTheEvents) {
   EXPECT_FALSE(json_str(evs[0], "id")) << evs[0];
   EXPECT_EQ(json_raw(evs[0], "body"), "[1,2]");
 
+  // The stage histograms saw the events: each appended, and dispatched to the
+  // reader (one observation per frame).
+  const std::string m = http_request(server_->http_port(), "GET", "/metrics").body;
+  for (auto [stage, least] : {std::pair{"event_append", 2}, std::pair{"event_dispatch", 1}}) {
+    const std::string key = std::string("parley_stage_seconds_count{stage=\"") + stage + "\"} ";
+    const size_t at = m.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    EXPECT_GE(std::stoll(m.substr(at + key.size())), least) << key;
+  }
+  const std::string events_key = "parley_events_total{topic=\"demo/solo\"} ";
+  ASSERT_NE(m.find(events_key), std::string::npos);
+  EXPECT_GE(std::stoll(m.substr(m.find(events_key) + events_key.size())), 2);
+
   // A player (token) may tail too, and `latest` starts after the log's end.
   auto player = connect_as("p1");
   player->send(R"({"op":"tail","rid":2,"topic":"solo"})");
