@@ -8,6 +8,7 @@
 
 #include "churn.h"
 #include "compare.h"
+#include "events.h"
 #include "options.h"
 #include "report.h"
 #include "runner.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     }
     bench::Options o = bench::parse_options(args);
     o.command_line = command_line;
+    if (o.scenario == "events") return bench::run_events(o).exit_code;  // prints its own summary
     bench::RunResult r = o.scenario == "churn" ? bench::run_churn(o) : bench::run(o);
     if (o.scenario != "churn") bench::print_table(r);  // churn prints its own summary
     if (!o.json_out.empty() && !bench::write_file(o.json_out, bench::to_json(r)))

@@ -106,6 +106,24 @@ bool apply_preset(const std::string& name, Options& o) {
     o.step_factor = 1.5;
     o.max_steps = 10;
     o.ramp_s = 3;
+  } else if (name == "events") {
+    o.scenario = "events";
+    o.transport = "tcp";
+    o.conns = 2;
+    o.rate = 10000;
+  } else if (name == "hunt-20k") {
+    // Issue 12: 20,000 players' events at 35,000 events/s (2.1 M a minute) over the
+    // topic's 16 partitions, two consumer groups; rounds of 2 minutes in the bodies.
+    o.scenario = "events";
+    o.transport = "tcp";
+    o.conns = 4;
+    o.rate = 35000;
+    o.keys = 20000;
+    o.groups = 2;
+    o.members = 2;
+    o.events_batch = 50;
+    o.duration_s = 600;
+    o.drain_s = 30;
   } else if (name == "churn") {
     // Issue 11's soak: a million channels used once and abandoned, bounded in time.
     o.scenario = "churn";
@@ -127,7 +145,11 @@ std::string usage() {
   return R"(usage: parley-bench SCENARIO|PRESET [flags]
        parley-bench compare SCENARIO|PRESET [flags]   (Parley and each peer, one by one)
 presets: chat chat-6k broadcast world world-6k world-big soak ccu-soak ramp ramp-world churn
+         events hunt-20k
 flags (defaults from the preset):
+  events/hunt-20k: --unix PATH | --target HOST:PORT (raw TCP), --api-key K, --topic T,
+    --conns producers, --rate events/s, --batch events per emit, --keys N, --groups G,
+    --members M (per group), --duration S, --drain S, --server-pid PID
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
@@ -211,7 +233,9 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--churn-idle-s", d(o.churn_idle_s)}, {"--history-len", n(o.history_len)},
       {"--json", s(o.json_out)}, {"--html", s(o.html_out)}, {"--server-pid", n(o.server_pid)},
       {"--run-id", s(o.run_id)}, {"--parley-bin", s(o.parley_bin)},
-      {"--peers-dir", s(o.peers_dir)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
+      {"--peers-dir", s(o.peers_dir)}, {"--unix", s(o.unix_path)}, {"--api-key", s(o.api_key)},
+      {"--topic", s(o.topic)}, {"--keys", n(o.keys)}, {"--groups", n(o.groups)},
+      {"--members", n(o.members)}, {"--batch", n(o.events_batch)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];

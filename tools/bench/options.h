@@ -40,6 +40,14 @@ struct Options {
   int churn_depth = 8;            // channels in flight per connection
   double churn_idle_s = 0;        // keep sampling the server this long afterwards
   std::string churn_body = "x";
+  // Events scenario (events.h): producers (--conns) over the Unix socket or TCP.
+  std::string unix_path;          // --unix: connect here instead of --target
+  std::string api_key = "demo-api-key-change-me";
+  std::string topic = "hunt";
+  int keys = 1000;                // distinct event keys (players)
+  int groups = 1;                 // consumer groups
+  int members = 1;                // members per group
+  int events_batch = 50;          // events per emit
   // Time.
   double duration_s = 10;
   double ramp_s = 2;              // connections are opened evenly over this
