@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
 #include <future>
@@ -359,7 +358,7 @@ void Server::sweep_ephemeral(int64_t now_ms, size_t shard) {
   // shard) wait for one sixteenth of the ephemeral channels at most.
   if (shard < store::MemoryStore::shard_count()) {
     ephemeral_->sweep_shard(shard, now_ms);
-    boost::asio::post(loops_->loop(0), [this, now_ms, shard] { sweep_ephemeral(now_ms, shard + 1); });
+    loops_->run_on(0, [this, now_ms, shard] { sweep_ephemeral(now_ms, shard + 1); });
     return;
   }
   ephemeral_->enforce_budget();
