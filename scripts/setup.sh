@@ -18,6 +18,7 @@ packages=(
   libhiredis-dev                # the valkey store's RESP reader (src/store/valkey)
   redis-server                  # the valkey store's tests: standalone and a 3-master cluster
   postgresql                    # the WAL persister's tests (issue 10)
+  libpq-dev                     # the persister and the history fallback talk to PostgreSQL (src/persist, src/store/postgres)
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

@@ -1,0 +1,301 @@
+#include "pg_server.h"
+
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <thread>
+
+namespace parley::testing {
+namespace {
+
+constexpr const char* kBin = "/usr/lib/postgresql/15/bin/";
+
+bool port_free(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// [23000, 25000): below the ephemeral range and clear of the Redis fixture's
+// ports (20000-22699) and their cluster buses (+10000).
+int pick_port() {
+  static std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
+                          static_cast<unsigned>(std::random_device{}()));
+  std::uniform_int_distribution<int> dist(23000, 24999);
+  for (int i = 0; i < 200; ++i) {
+    const int p = dist(rng);
+    if (port_free(p)) return p;
+  }
+  return 0;
+}
+
+// Who runs PostgreSQL: `postgres` when we are root (it refuses root), else us.
+struct Owner {
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+Owner owner() {
+  Owner o;
+  if (::geteuid() != 0) return o;
+  if (const passwd* pw = ::getpwnam("postgres")) {
+    o.switch_user = true;
+    o.uid = pw->pw_uid;
+    o.gid = pw->pw_gid;
+  }
+  return o;
+}
+
+// In a forked child: become the owner, die with the parent (set after the
+// credentials change, which clears it), quiet stdio into `log`.
+void child_setup(const Owner& o, pid_t parent, const std::string& log) {
+  if (o.switch_user) {
+    if (::setgid(o.gid) != 0 || ::setuid(o.uid) != 0) _exit(126);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) _exit(1);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  if (out >= 0) {
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+  }
+}
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
+  std::vector<char*> v;
+  for (auto& a : args) v.push_back(a.data());
+  v.push_back(nullptr);
+  return v;
+}
+
+}  // namespace
+
+PgServer::PgServer(std::string dir) : dir_(std::move(dir)), data_(dir_ + "/data") {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const Owner o = owner();
+  if (o.switch_user && ::chown(dir_.c_str(), o.uid, o.gid) != 0) {
+    why_ = "cannot hand " + dir_ + " to postgres";
+    return;
+  }
+  ::chmod(dir_.c_str(), 0755);
+  // The folders above must be searchable by postgres (mkdtemp makes 0700 ones).
+  if (!run_as_owner({std::string(kBin) + "initdb", "-D", data_, "-A", "trust", "-U", "postgres",
+                     "--no-sync", "-E", "UTF8", "--locale", "C"},
+                    dir_ + "/initdb.log")) {
+    why_ = "initdb failed (see " + dir_ + "/initdb.log)";
+    return;
+  }
+  for (int attempt = 0; attempt < 5 && pid_ <= 0; ++attempt) {
+    port_ = pick_port();
+    if (port_ == 0) {
+      why_ = "no free port";
+      return;
+    }
+    if (spawn() && !wait_ready(30'000)) kill9();
+  }
+  if (pid_ <= 0) {
+    if (why_.empty()) why_ = "postgres did not answer (see " + dir_ + "/log)";
+    return;
+  }
+  const std::string made = query_in("postgres", "CREATE DATABASE parley", 5);
+  if (made != "CREATE DATABASE") {
+    why_ = "CREATE DATABASE parley: " + made;
+    kill9();
+  }
+}
+
+PgServer::~PgServer() {
+  if (pid_ > 0) kill9();
+}
+
+std::string PgServer::url() const {
+  return "postgresql://postgres@127.0.0.1:" + std::to_string(port_) + "/parley";
+}
+
+bool PgServer::run_as_owner(const std::vector<std::string>& argv, const std::string& log) const {
+  std::vector<std::string> args = argv;
+  const Owner o = owner();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    child_setup(o, parent, log);
+    auto v = argv_of(args);
+    ::execv(v[0], v.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool PgServer::spawn() {
+  std::vector<std::string> args = {std::string(kBin) + "postgres", "-D", data_, "-p",
+                                   std::to_string(port_), "-k", data_, "-c",
+                                   "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
+                                   "max_connections=200", "-c", "shared_buffers=32MB"};
+  // Backends orphaned by a kill9 become our children, so kill9 reaps them
+  // (pid 1 of a container may never do it).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const Owner o = owner();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    why_ = "fork failed";
+    return false;
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group: kill9/pause reach the backends too
+    child_setup(o, parent, dir_ + "/log");
+    auto v = argv_of(args);
+    ::execv(v[0], v.data());
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so no signal can race the child's own call
+  pid_ = pid;
+  return true;
+}
+
+bool PgServer::wait_ready(int timeout_ms) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_) return false;
+    const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+                                 " user=postgres dbname=postgres connect_timeout=2";
+    PGconn* c = PQconnectdb(conninfo.c_str());
+    const bool up = PQstatus(c) == CONNECTION_OK;
+    PQfinish(c);
+    if (up) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void PgServer::stop() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGCONT);
+  ::kill(pid_, SIGQUIT);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill9();
+}
+
+void PgServer::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGCONT);
+  ::kill(-pid_, SIGKILL);
+  // The whole group: the postmaster, then its backends as they are reparented here.
+  while (::waitpid(-pid_, nullptr, 0) > 0) {
+  }
+  pid_ = -1;
+}
+
+bool PgServer::start() {
+  if (pid_ > 0) return true;
+  // Backends of a killed postmaster leave once they notice it gone; until then
+  // the new one refuses (shared memory still in use): try for a while.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!spawn()) return false;
+    if (wait_ready(15'000)) return true;
+    kill9();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+void PgServer::pause() {
+  if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+}
+
+void PgServer::resume() {
+  if (pid_ > 0) ::kill(-pid_, SIGCONT);
+}
+
+std::string PgServer::query(const std::string& sql, int timeout_s) const {
+  return query_in("parley", sql, timeout_s);
+}
+
+std::string PgServer::query_in(const std::string& db, const std::string& sql, int timeout_s) const {
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+                               " user=postgres dbname=" + db +
+                               " connect_timeout=" + std::to_string(timeout_s);
+  PGconn* c = PQconnectdb(conninfo.c_str());
+  if (PQstatus(c) != CONNECTION_OK) {
+    PQfinish(c);
+    return {};
+  }
+  PGresult* r = PQexec(c, sql.c_str());
+  std::string out;
+  const ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_TUPLES_OK) {
+    for (int i = 0; i < PQntuples(r); ++i) {
+      if (i) out += '\n';
+      for (int j = 0; j < PQnfields(r); ++j) {
+        if (j) out += '|';
+        out += PQgetvalue(r, i, j);
+      }
+    }
+  } else if (st == PGRES_COMMAND_OK) {
+    out = PQcmdStatus(r);
+  } else {
+    out = "ERROR: " + std::string(PQresultErrorMessage(r));
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+  }
+  PQclear(r);
+  PQfinish(c);
+  return out;
+}
+
+namespace {
+struct SharedPg {
+  std::string dir;
+  std::unique_ptr<PgServer> server;
+  SharedPg() {
+    const char* base = getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/parley-pg-XXXXXX";
+    if (mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
+  }
+  ~SharedPg() {
+    server.reset();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+};
+}  // namespace
+
+PgServer& shared_pg() {
+  static SharedPg s;
+  if (!s.server) s.server = std::make_unique<PgServer>(s.dir);
+  return *s.server;
+}
+
+}  // namespace parley::testing
