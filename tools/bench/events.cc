@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -22,7 +23,10 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "event_shape.h"
+#include "events_ledger.h"
 #include "histogram.h"
+#include "redis_streams.h"
 #include "procstat.h"
 
 namespace bench {
@@ -114,28 +118,48 @@ class Wire {
   size_t at_ = 0;
 };
 
-// Every acknowledged event: (p, off) -> sent at.
+struct Pending {
+  int64_t t = 0;
+  std::string round;
+  std::vector<uint32_t> keys;
+  std::vector<uint8_t> points;
+};
+
+// Every acknowledged event and the board recomputed from them.
 struct Ledger {
   std::mutex mu;
-  std::map<std::pair<int64_t, int64_t>, int64_t> acked;
-  uint64_t errors = 0;
+  OffsetSet acked;
+  BoardTally tally;
+  uint64_t errors = 0, dups = 0;
+  double producer_cpu_s = 0;
 };
 
 struct GroupAudit {
   std::mutex mu;
-  std::set<std::pair<int64_t, int64_t>> got;
+  OffsetSet got;
   uint64_t deliveries = 0, order_violations = 0, commits = 0, stale = 0;
   Histogram latency;
+  double cpu_s = 0;
 };
 
-void produce(const Options& o, int index, std::atomic<bool>& stop, Ledger& ledger,
+// Board pushes as a watcher of lb:<board>:<round> saw them.
+struct PushLog {
+  std::mutex mu;
+  std::map<std::string, std::vector<int64_t>> at;  // round -> arrival (steady ns)
+  std::string error;
+};
+
+std::string round_name(const Options& o, int64_t i) { return fmt::format("{}-{}", o.run_id, i); }
+
+void produce(const Options& o, int index, int64_t t0, std::atomic<bool>& stop, Ledger& ledger,
              std::atomic<uint64_t>& sent_events) {
   Wire w(o);
   const double per_s = o.rate / o.conns;
   const int batch = std::max(1, o.events_batch);
   std::atomic<int> inflight{0};
   std::mutex mu;
-  std::unordered_map<int64_t, int64_t> sent_at;  // rid -> ns
+  std::unordered_map<int64_t, Pending> pending;  // by rid
+  double reader_cpu = 0;
   std::thread reader([&] {
     thread_local simdjson::dom::parser parser;
     std::string f;
@@ -146,26 +170,40 @@ void produce(const Options& o, int index, std::atomic<bool>& stop, Ledger& ledge
       if (root["op"].get_string().get(op)) continue;
       int64_t rid = 0;
       if (root["rid"].get_int64().get(rid)) rid = 0;
-      int64_t at = 0;
+      Pending sent;
       {
         std::lock_guard lock(mu);
-        at = sent_at[rid];
-        sent_at.erase(rid);
+        auto it = pending.find(rid);
+        if (it != pending.end()) {
+          sent = std::move(it->second);
+          pending.erase(it);
+        }
       }
       --inflight;
-      if (op != "emitted") {
+      simdjson::dom::array offs, dup;
+      if (op != "emitted" || root["offs"].get_array().get(offs) || root["dup"].get_array().get(dup)) {
         std::lock_guard lock(ledger.mu);
         ++ledger.errors;
         continue;
       }
-      simdjson::dom::array offs;
-      if (root["offs"].get_array().get(offs)) continue;
       std::lock_guard lock(ledger.mu);
+      size_t i = 0;
+      auto d = dup.begin();
       for (auto pair : offs) {
-        int64_t p = pair.at(0).get_int64().value_unsafe(), off = pair.at(1).get_int64().value_unsafe();
-        ledger.acked.emplace(std::make_pair(p, off), at);
+        const int64_t p = pair.at(0).get_int64().value_unsafe();
+        const int64_t off = pair.at(1).get_int64().value_unsafe();
+        const bool is_dup = d != dup.end() && (*d).get_bool().value_unsafe();
+        if (d != dup.end()) ++d;
+        if (ledger.acked.add(static_cast<uint32_t>(p), static_cast<uint64_t>(off)) && !is_dup &&
+            i < sent.keys.size()) {
+          ledger.tally.add(sent.round, fmt::format("player-{}", sent.keys[i]), sent.points[i]);
+        } else {
+          ++ledger.dups;
+        }
+        ++i;
       }
     }
+    reader_cpu = thread_cpu_s();
   });
   const auto start = Clock::now();
   int64_t rid = 0;
@@ -181,19 +219,26 @@ void produce(const Options& o, int index, std::atomic<bool>& stop, Ledger& ledge
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       continue;
     }
-    std::string f = fmt::format(R"({{"op":"emit","rid":{},"topic":"{}","events":[)", ++rid, o.topic);
     const int64_t t = now_ns();
+    Pending pend;
+    pend.t = t;
+    pend.round = round_name(o, static_cast<int64_t>(double(t - t0) / 1e9 / o.round_s));
+    std::string f = fmt::format(R"({{"op":"emit","rid":{},"topic":"{}","events":[)", ++rid, o.topic);
     for (int i = 0; i < batch; ++i, ++n) {
-      const uint64_t k = (n * 7919 + static_cast<uint64_t>(index) * 104729) % static_cast<uint64_t>(o.keys);
+      const uint32_t k = event_key(n, index, o.keys);
+      const int points = event_points(n);
+      pend.keys.push_back(k);
+      pend.points.push_back(static_cast<uint8_t>(points));
       if (i) f.push_back(',');
-      f += fmt::format(
-          R"({{"key":"player-{}","type":"score","id":"g{}-{}","body":{{"player":"player-{}","points":{},"round":"r{}","t":{}}}}})",
-          k, index, n, k, n % 10, static_cast<int64_t>(std::chrono::duration<double>(Clock::now() - start).count() / 120), t);
+      fmt::format_to(std::back_inserter(f), R"({{"key":"player-{}","type":"score","id":"g{}-{}","body":)", k,
+                     index, n);
+      append_body(f, k, points, pend.round, t);
+      f.push_back('}');
     }
     f += "]}";
     {
       std::lock_guard lock(mu);
-      sent_at[rid] = t;
+      pending[rid] = std::move(pend);
     }
     ++inflight;
     if (!w.send(f)) break;
@@ -203,6 +248,8 @@ void produce(const Options& o, int index, std::atomic<bool>& stop, Ledger& ledge
   while (inflight > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   w.shutdown_read();
   reader.join();
+  std::lock_guard lock(ledger.mu);
+  ledger.producer_cpu_s += thread_cpu_s() + reader_cpu;
 }
 
 void consume(const Options& o, int group, std::atomic<bool>& stop, GroupAudit& audit) {
@@ -246,7 +293,7 @@ void consume(const Options& o, int group, std::atomic<bool>& stop, GroupAudit& a
         if (it != expected.end()) it->second = off + 1;
         int64_t t = 0;
         if (!e["body"]["t"].get_int64().get(t)) audit.latency.record(now - t);
-        audit.got.emplace(p, off);
+        audit.got.add(static_cast<uint32_t>(p), static_cast<uint64_t>(off));
         ++audit.deliveries;
         last = off;
       }
@@ -263,6 +310,150 @@ void consume(const Options& o, int group, std::atomic<bool>& stop, GroupAudit& a
     }
   }
   closer.join();
+  std::lock_guard lock(audit.mu);
+  audit.cpu_s += thread_cpu_s();
+}
+
+// Joins lb:<board>:<round> of every round the run will have and notes when
+// each board push arrives.
+void watch_boards(const Options& o, int rounds, std::atomic<bool>& stop, PushLog& log) {
+  Wire w(o);
+  for (int r = 0; r < rounds; ++r) {
+    w.send(fmt::format(R"({{"op":"join","rid":{},"ch":"lb:{}:{}"}})", r + 1, o.board, round_name(o, r)));
+  }
+  std::thread closer([&] {
+    while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    w.shutdown_read();
+  });
+  simdjson::dom::parser parser;
+  std::string f;
+  while (w.read(f)) {
+    const int64_t now = now_ns();
+    simdjson::dom::element root;
+    if (parser.parse(f).get(root)) continue;
+    std::string_view op, round;
+    if (root["op"].get_string().get(op)) continue;
+    if (op == "board" && !root["round"].get_string().get(round)) {
+      std::lock_guard lock(log.mu);
+      log.at[std::string(round)].push_back(now);
+    } else if (op == "error") {
+      std::lock_guard lock(log.mu);
+      if (log.error.empty()) log.error = f;
+    }
+  }
+  closer.join();
+}
+
+struct BoardAudit {
+  uint64_t checked = 0, wrong_score = 0, wrong_rank = 0, absent = 0;
+  std::string first_mismatch, error;
+};
+
+// Reads every recomputed member's entry back with `rank` (around 0, pipelined)
+// and compares score and rank.
+BoardAudit audit_board(const Options& o, const BoardTally& tally) {
+  BoardAudit a;
+  Wire w(o);
+  simdjson::dom::parser parser;
+  std::string f;
+  for (const auto& [round, members] : tally.rounds) {
+    const auto want = tally.ranked(round);
+    std::vector<const std::string*> names;
+    for (const auto& [m, sr] : want) names.push_back(&m);
+    constexpr size_t kWindow = 512;
+    size_t sent = 0, got = 0;
+    while (got < names.size()) {
+      while (sent < names.size() && sent - got < kWindow) {
+        w.send(fmt::format(R"({{"op":"rank","rid":{},"board":"{}","member":"{}","around":0,"round":"{}"}})",
+                           sent, o.board, *names[sent], round));
+        ++sent;
+      }
+      if (!w.read(f)) {
+        a.error = "connection closed during the board audit";
+        return a;
+      }
+      simdjson::dom::element root;
+      std::string_view op;
+      int64_t rid = 0;
+      if (parser.parse(f).get(root) || root["op"].get_string().get(op) || root["rid"].get_int64().get(rid) ||
+          rid < 0 || static_cast<size_t>(rid) >= names.size()) {
+        continue;
+      }
+      ++got;
+      if (op != "ranks") {
+        a.error = f;
+        return a;
+      }
+      const std::string& m = *names[static_cast<size_t>(rid)];
+      const auto& [score, rank] = want.at(m);
+      ++a.checked;
+      bool found = false;
+      simdjson::dom::array entries;
+      if (!root["entries"].get_array().get(entries)) {
+        for (auto e : entries) {
+          std::string_view em;
+          if (e["m"].get_string().get(em) || em != m) continue;
+          found = true;
+          double s = 0;
+          int64_t r = 0;
+          if (e["s"].get_double().get(s)) s = e["s"].get_int64().value_unsafe();
+          r = e["r"].get_int64().value_unsafe();
+          if (s != score) ++a.wrong_score;
+          if (static_cast<uint64_t>(r) != rank) ++a.wrong_rank;
+          if ((s != score || static_cast<uint64_t>(r) != rank) && a.first_mismatch.empty()) {
+            a.first_mismatch = fmt::format("round {} {}: server s={} r={}, recomputed s={} r={}", round, m, s,
+                                           r, score, rank);
+          }
+        }
+      }
+      if (!found) {
+        ++a.absent;
+        if (a.first_mismatch.empty()) a.first_mismatch = fmt::format("round {} {}: absent ({})", round, m, f);
+      }
+    }
+  }
+  return a;
+}
+
+void print_intervals(const Options& o, double t0_s, const PushLog& log) {
+  // Intervals between consecutive pushes of a round while producers were
+  // emitting into it (a watcher joined at the start gets one push per round
+  // at once: the gap from it to the round's start is not an interval).
+  Histogram h;
+  uint64_t inside = 0, n = 0;
+  for (const auto& [round, at] : log.at) {
+    const auto dash = round.rfind('-');
+    const double r = std::stod(round.substr(dash + 1));
+    const double from = t0_s + r * o.round_s, to = std::min(t0_s + (r + 1) * o.round_s, t0_s + o.duration_s);
+    for (size_t i = 1; i < at.size(); ++i) {
+      const double a = double(at[i - 1]) / 1e9, b = double(at[i]) / 1e9;
+      if (a < from || b > to) continue;
+      const int64_t d = at[i] - at[i - 1];
+      h.record(d);
+      ++n;
+      if (d >= 180'000'000 && d <= 220'000'000) ++inside;
+    }
+  }
+  if (!log.error.empty()) fmt::print("  board pushes: {}\n", log.error);
+  if (n == 0) {
+    fmt::print("  board pushes: no intervals seen (board {} configured?)\n", o.board);
+    return;
+  }
+  fmt::print(
+      "  board push intervals ({} pushes' gaps over {} rounds): min {:.1f} p1 {:.1f} p50 {:.1f} p99 {:.1f} "
+      "max {:.1f} ms; {} of {} ({:.2f} %) within 200 +/- 20 ms\n",
+      n, log.at.size(), 0.0 + double(h.percentile(0.0001)) / 1e6, double(h.percentile(1)) / 1e6,
+      double(h.percentile(50)) / 1e6, double(h.percentile(99)) / 1e6, double(h.max()) / 1e6, inside, n,
+      100.0 * double(inside) / double(n));
+}
+
+void print_figures(const PipelineFigures& f) {
+  fmt::print(
+      "  {}: acked {:.0f}/s, missing {}, order violations {}, emit->receive p50 {:.2f} ms p99 {:.2f} ms "
+      "max {:.2f} ms; cpu: server {:.2f} s ({:.0f} %), workers {:.2f} s, producers {:.2f} s; peak rss {:.1f} MiB\n",
+      f.name, double(f.acked) / f.load_s, f.missing, f.order_violations, f.latency.percentile(50) / 1e6,
+      f.latency.percentile(99) / 1e6, double(f.latency.max()) / 1e6, f.server_cpu_s,
+      100 * f.server_cpu_s / f.load_s, f.worker_cpu_s, f.producer_cpu_s, double(f.server_peak_rss) / (1 << 20));
 }
 
 }  // namespace
@@ -272,6 +463,7 @@ RunResult run_events(const Options& o) {
   r.o = o;
   Ledger ledger;
   std::vector<std::unique_ptr<GroupAudit>> audits;
+  PushLog pushes;
   std::atomic<bool> stop_producers{false}, stop_consumers{false};
   std::atomic<uint64_t> sent{0};
   std::vector<std::thread> consumers, producers;
@@ -281,14 +473,19 @@ RunResult run_events(const Options& o) {
       consumers.emplace_back([&, g] { consume(o, g, stop_consumers, *audits[g]); });
     }
   }
+  const int rounds = static_cast<int>(std::ceil(o.duration_s / o.round_s)) + 1;
+  std::thread watcher;
+  if (!o.board.empty()) watcher = std::thread([&] { watch_boards(o, rounds, stop_consumers, pushes); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // assignments settle
   const ProcStat s0 = o.server_pid ? read_proc(o.server_pid) : ProcStat{};
   const double cpu0 = self_cpu_s();
   const auto t0 = Clock::now();
+  const int64_t t0_ns = now_ns();
+  fmt::print("events: {}\n", machine_summary());
   for (int i = 0; i < o.conns; ++i) {
     producers.emplace_back([&, i] {
       try {
-        produce(o, i, stop_producers, ledger, sent);
+        produce(o, i, t0_ns, stop_producers, ledger, sent);
       } catch (const std::exception& e) {
         fmt::print(stderr, "producer {}: {}\n", i, e.what());
       }
@@ -298,10 +495,12 @@ RunResult run_events(const Options& o) {
   for (int s = 0; s < static_cast<int>(o.duration_s); ++s) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     if (o.server_pid) peak_rss = std::max(peak_rss, read_proc(o.server_pid).rss);
-    if (o.progress) fmt::print(stderr, "t={}s sent={} acked={}\n", s + 1, sent.load(), [&] {
-      std::lock_guard lock(ledger.mu);
-      return ledger.acked.size();
-    }());
+    if (o.progress && (s < 10 || s % 10 == 9)) {
+      fmt::print(stderr, "t={}s sent={} acked={}\n", s + 1, sent.load(), [&] {
+        std::lock_guard lock(ledger.mu);
+        return ledger.acked.distinct();
+      }());
+    }
   }
   stop_producers = true;
   for (auto& t : producers) t.join();
@@ -312,38 +511,88 @@ RunResult run_events(const Options& o) {
   auto complete = [&] {
     for (auto& a : audits) {
       std::lock_guard lock(a->mu);
-      if (a->got.size() < ledger.acked.size()) return false;
+      if (a->got.distinct() < ledger.acked.distinct()) return false;
     }
     return true;
   };
   while (!complete() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // One more interval so that the final pushes land before the watcher stops.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop_consumers = true;
   for (auto& t : consumers) t.join();
+  if (watcher.joinable()) watcher.join();
 
-  const size_t acked = ledger.acked.size();
-  fmt::print("events: {} producers, {} groups x {} members, {:.0f} events/s asked, topic {}\n",
-             o.conns, o.groups, o.members, o.rate, o.topic);
-  fmt::print("  sent {}  acked {} ({:.0f}/s)  emit errors {}\n", sent.load(), acked,
-             double(acked) / load_s, ledger.errors);
+  const uint64_t acked = ledger.acked.distinct();
+  fmt::print("events: {} producers, {} groups x {} members, {:.0f} events/s asked for {:.0f} s, topic {}\n",
+             o.conns, o.groups, o.members, o.rate, o.duration_s, o.topic);
+  fmt::print("  sent {}  acked {} ({:.0f}/s)  emit errors {}  duplicates {}\n", sent.load(), acked,
+             double(acked) / load_s, ledger.errors, ledger.dups);
   bool ok = ledger.errors == 0 && acked > 0;
+  PipelineFigures parley;
+  parley.name = "parley";
+  parley.ran = true;
+  parley.load_s = load_s;
+  parley.sent = sent.load();
+  parley.acked = acked;
   for (size_t g = 0; g < audits.size(); ++g) {
     auto& a = *audits[g];
-    size_t missing = 0;
-    for (const auto& [po, at] : ledger.acked) missing += a.got.count(po) ? 0 : 1;
+    uint64_t missing = 0;
+    ledger.acked.for_each([&](uint32_t p, uint64_t off) { missing += a.got.has(p, off) ? 0 : 1; });
     fmt::print(
         "  group {}: received {} distinct, {} deliveries ({} redelivered), missing {}, order "
         "violations {}, commits {} (refused {}); emit->receive p50 {:.2f} ms p99 {:.2f} ms max {:.2f} ms\n",
-        g, a.got.size(), a.deliveries, a.deliveries - a.got.size(), missing, a.order_violations,
+        g, a.got.distinct(), a.deliveries, a.deliveries - a.got.distinct(), missing, a.order_violations,
         a.commits, a.stale, a.latency.percentile(50) / 1e6, a.latency.percentile(99) / 1e6,
         double(a.latency.max()) / 1e6);
     ok = ok && missing == 0 && a.order_violations == 0;
+    parley.missing += missing;
+    parley.order_violations += a.order_violations;
+    parley.redelivered += a.deliveries - a.got.distinct();
+    parley.latency.merge(a.latency);
+    parley.worker_cpu_s += a.cpu_s;
+  }
+  parley.producer_cpu_s = ledger.producer_cpu_s;
+  if (!o.board.empty()) {
+    print_intervals(o, double(t0_ns) / 1e9, pushes);
+    const BoardAudit b = audit_board(o, ledger.tally);
+    fmt::print("  leaderboard {}: {} members over {} rounds read back with rank: {} wrong scores, {} wrong ranks, "
+               "{} absent{}{}\n",
+               o.board, b.checked, ledger.tally.rounds.size(), b.wrong_score, b.wrong_rank, b.absent,
+               b.first_mismatch.empty() ? "" : "; first: " + b.first_mismatch,
+               b.error.empty() ? "" : "; error: " + b.error);
+    ok = ok && b.error.empty() && b.checked > 0 && b.wrong_score == 0 && b.wrong_rank == 0 && b.absent == 0;
   }
   if (o.server_pid) {
+    parley.server_cpu_s = s1.cpu_s - s0.cpu_s;
+    parley.server_peak_rss = std::max(peak_rss, s1.rss);
     fmt::print("  server: cpu {:.2f} s over {:.1f} s load ({:.0f} %), rss {:.1f} MiB now, peak {:.1f} MiB\n",
                s1.cpu_s - s0.cpu_s, load_s, 100 * (s1.cpu_s - s0.cpu_s) / load_s,
-               double(s1.rss) / (1 << 20), double(std::max(peak_rss, s1.rss)) / (1 << 20));
+               double(s1.rss) / (1 << 20), double(parley.server_peak_rss) / (1 << 20));
   }
-  fmt::print("  generator cpu {:.2f} s; audit {}\n", self_cpu_s() - cpu0, ok ? "clean" : "FAILED");
+  fmt::print("  generator cpu {:.2f} s (producers {:.2f}, consumers {:.2f}); audit {}\n", self_cpu_s() - cpu0,
+             parley.producer_cpu_s, parley.worker_cpu_s, ok ? "clean" : "FAILED");
+  if (!o.redis_bin.empty()) {
+    fmt::print("redis streams, the same load:\n");
+    const PipelineFigures redis = run_redis_streams(o, o.partitions);
+    if (!redis.ran) {
+      fmt::print("  redis streams: not run: {}\n", redis.error);
+      ok = false;
+    } else {
+      print_figures(parley);
+      print_figures(redis);
+      auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+      fmt::print(
+          "  redis / parley: p50 {:.2f}x, p99 {:.2f}x; cpu per event {:.2f}x (redis-server + workers {:.2f} s "
+          "vs parley server {:.2f} s + consumers {:.2f} s)\n",
+          ratio(redis.latency.percentile(50), parley.latency.percentile(50)),
+          ratio(redis.latency.percentile(99), parley.latency.percentile(99)),
+          ratio((redis.server_cpu_s + redis.worker_cpu_s) / double(std::max<uint64_t>(redis.acked, 1)),
+                (parley.server_cpu_s + parley.worker_cpu_s) / double(std::max<uint64_t>(parley.acked, 1))),
+          redis.server_cpu_s + redis.worker_cpu_s, parley.server_cpu_s, parley.worker_cpu_s);
+      ok = ok && redis.missing == 0 && redis.order_violations == 0 && redis.errors == 0;
+    }
+  }
+  fmt::print("events: audit {}\n", ok ? "clean" : "FAILED");
   r.exit_code = ok ? 0 : 1;
   return r;
 }

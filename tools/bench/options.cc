@@ -122,6 +122,7 @@ bool apply_preset(const std::string& name, Options& o) {
     o.groups = 2;
     o.members = 2;
     o.events_batch = 50;
+    o.board = "hunt";
     o.duration_s = 600;
     o.drain_s = 30;
   } else if (name == "churn") {
@@ -149,7 +150,10 @@ presets: chat chat-6k broadcast world world-6k world-big soak ccu-soak ramp ramp
 flags (defaults from the preset):
   events/hunt-20k: --unix PATH | --target HOST:PORT (raw TCP), --api-key K, --topic T,
     --conns producers, --rate events/s, --batch events per emit, --keys N, --groups G,
-    --members M (per group), --duration S, --drain S, --server-pid PID
+    --members M (per group), --duration S, --drain S, --server-pid PID,
+    --board B (audit leaderboard B: sum of body.points per body.player per round; hunt-20k: hunt),
+    --round-s S (rounds in the bodies, 120), --partitions P (16),
+    --redis PATH (then the same load through Redis Streams on a redis-server it starts)
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
@@ -235,7 +239,9 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--run-id", s(o.run_id)}, {"--parley-bin", s(o.parley_bin)},
       {"--peers-dir", s(o.peers_dir)}, {"--unix", s(o.unix_path)}, {"--api-key", s(o.api_key)},
       {"--topic", s(o.topic)}, {"--keys", n(o.keys)}, {"--groups", n(o.groups)},
-      {"--members", n(o.members)}, {"--batch", n(o.events_batch)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
+      {"--members", n(o.members)}, {"--batch", n(o.events_batch)},
+      {"--board", s(o.board)}, {"--round-s", d(o.round_s)}, {"--partitions", n(o.partitions)},
+      {"--redis", s(o.redis_bin)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -260,6 +266,7 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--ramp-of is rate or state");
   if (o.ramp_of == "state" && o.state_hz <= 0)
     throw std::runtime_error("--ramp-of state wants --state-hz > 0");
+  if (o.round_s <= 0 || o.partitions < 1) throw std::runtime_error("--round-s and --partitions want > 0");
   if (o.churn_channels > 0) o.scenario = "churn";
   if (o.scenario == "churn" && (o.churn_msgs < 0 || o.churn_depth < 1 || o.transport != "ws"))
     throw std::runtime_error("churn wants --churn-msgs >= 0, --churn-depth >= 1, --transport ws");

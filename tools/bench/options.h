@@ -48,6 +48,10 @@ struct Options {
   int groups = 1;                 // consumer groups
   int members = 1;                // members per group
   int events_batch = 50;          // events per emit
+  std::string board;              // leaderboard to audit (sum of body.points per body.player, per round)
+  double round_s = 120;           // the body's round changes this often
+  int partitions = 16;            // the topic's (the Redis Streams run uses as many streams)
+  std::string redis_bin;          // --redis PATH: also run the Redis Streams pipeline
   // Time.
   double duration_s = 10;
   double ramp_s = 2;              // connections are opened evenly over this
