@@ -158,6 +158,18 @@ TEST(Options, NumbersAreParsedWhole) {
   EXPECT_EQ(o.port, 7700);
 }
 
+TEST(Options, LoadXMultipliesThePresetsRatesWhereverItStands) {
+  auto o = bench::parse_options({"world", "--load-x", "5"});
+  EXPECT_DOUBLE_EQ(o.state_hz, 50);
+  EXPECT_DOUBLE_EQ(o.rate, 25);
+  EXPECT_EQ(o.conns, 500);
+  EXPECT_DOUBLE_EQ(o.churn_per_s, 2);
+  // Before an explicit rate it still applies to that rate, once.
+  o = bench::parse_options({"broadcast", "--load-x", "5", "--rate", "2000"});
+  EXPECT_DOUBLE_EQ(o.rate, 10000);
+  EXPECT_THROW(bench::parse_options({"broadcast", "--load-x", "0"}), std::runtime_error);
+}
+
 TEST(Options, ABadValueIsAnErrorNamingTheFlag) {
   auto message = [](std::vector<std::string> args) {
     try {

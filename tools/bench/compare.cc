@@ -150,9 +150,10 @@ int compare(const Options& base) {
   if (results.empty()) return exit_code ? exit_code : 2;
 
   const RunResult& ref = *results.front();
-  fmt::print("\ncompare {} ({} connections, channels of {}): ratios are target / {}\n",
-             base.preset.empty() ? base.scenario : base.preset, base.conns, base.channel_size,
-             ref.o.target_name);
+  fmt::print("\ncompare {}{} ({} connections, channels of {}, {:g} msg/s, state {:g} Hz): ratios are target / {}\n",
+             base.preset.empty() ? base.scenario : base.preset,
+             base.load_x != 1 ? fmt::format(" at {:g}x load", base.load_x) : "", base.conns,
+             base.channel_size, base.rate, base.state_hz, ref.o.target_name);
   fmt::print("  {:<9} {:>13} {:>10} {:>13} {:>8} {:>10} {:>8} {:>9} {:>8} {:>8} {:>6}\n", "target",
              "deliveries/s", "srv CPU s", "deliv/CPU-s", "ratio", "p99 ms", "ratio", "RSS MiB",
              "ratio", "own CPU", "audit");

@@ -487,6 +487,19 @@ bool Connection::churn() {
   return true;
 }
 
+bool Connection::send_up() {
+  if (st_ != St::kReady || members_.empty() || members_[0].st != Membership::St::kJoined)
+    return false;
+  std::string& s = w_.scratch();
+  s.clear();
+  fmt::format_to(std::back_inserter(s),
+                 R"({{"op":"up","ch":"{}","body":{{"type":"move","x":{},"y":{}}}}})",
+                 w_.channel(members_[0].chan).name, state_counter_ % 1000, gid_ % 1000);
+  send_json(s);
+  ++w_.counters().up_sent;
+  return true;
+}
+
 void Connection::send_ping() {
   if (st_ != St::kReady) return;
   send_json(R"({"op":"ping","rid":0})");

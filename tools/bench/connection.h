@@ -33,6 +33,7 @@ class Connection {
   // is full or the connection is not ready.
   bool publish(size_t m, int64_t scheduled_ns);
   bool send_state();
+  bool send_up();  // a move request for the app server behind upstream forwarding
   void send_ping();
   void send_history(uint32_t chan, uint64_t after, int limit);
   // World churn: leave the first joined channel, rejoin it when `left` arrives.

@@ -158,6 +158,10 @@ flags (defaults from the preset):
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
   --state-hz H --churn PER_S --ping-s S --no-reconnect
+  --up-hz H            (world: each avatar also sends `up` H times a second, the move
+                       requests an app server behind upstream forwarding receives)
+  --load-x F           (multiply --rate and --state-hz by F, e.g. compare at 5x the
+                       preset's offered load; connections and churn unchanged)
   --aoi-cell W --aoi-neighbours N   (world: states carry pos on a grid of W-wide cells,
                        ~N avatars per 3x3 cells; the namespace needs aoi_cell = W)
   --duration S --ramp-up S --drain S
@@ -225,6 +229,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--tenant", s(o.tenant)}, {"--secret", s(o.secret)}, {"--src-addrs", n(o.src_addrs)},
       {"--conns", n(o.conns)}, {"--channel-size", n(o.channel_size)}, {"--ns", s(o.ns)},
       {"--rate", d(o.rate)}, {"--body-bytes", n(o.body_bytes)}, {"--state-hz", d(o.state_hz)},
+      {"--load-x", d(o.load_x)}, {"--up-hz", d(o.up_hz)},
       {"--aoi-cell", d(o.aoi_cell)}, {"--aoi-neighbours", n(o.aoi_neighbours)},
       {"--churn", d(o.churn_per_s)}, {"--ping-s", d(o.ping_s)},
       {"--duration", d(o.duration_s)}, {"--ramp-up", d(o.ramp_s)}, {"--drain", d(o.drain_s)},
@@ -260,6 +265,9 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--duration must be in (0, 86400]");
   if (o.transport != "ws" && o.transport != "tcp")
     throw std::runtime_error("--transport is ws or tcp");
+  if (!(o.load_x > 0 && o.load_x <= 1000)) throw std::runtime_error("--load-x must be in (0, 1000]");
+  o.rate *= o.load_x;
+  o.state_hz *= o.load_x;
   if (o.aoi_cell < 0 || o.aoi_neighbours < 1)
     throw std::runtime_error("--aoi-cell wants >= 0, --aoi-neighbours >= 1");
   if (o.ramp_of != "rate" && o.ramp_of != "state")

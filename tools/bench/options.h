@@ -26,6 +26,11 @@ struct Options {
   double rate = 200;              // total pub msgs/s
   int body_bytes = 64;            // padding in each pub body
   double state_hz = 0;            // per connection (world)
+  double up_hz = 0;               // `up` ops per connection per second (world; the
+                                  // namespace needs an upstream that forwards up)
+  // --load-x: the offered load as a multiple of the preset's (rate and state_hz are
+  // multiplied once all flags are read; connections, channels and churn stay).
+  double load_x = 1;
   // Interest areas (PROTOCOL.md): > 0 sends states with "pos", each avatar on a
   // grid of cells this wide, laid out so that a 3x3 neighbourhood holds about
   // aoi_neighbours avatars of its channel; the namespace needs the same aoi_cell.

@@ -98,6 +98,7 @@ void print_table(const RunResult& r) {
   if (c.state_deliveries)
     line("  {:<26}{:>14.1f}  (sent {:.1f}/s)\n", "state deliveries/s",
          r.per_s(&Counters::state_deliveries), r.per_s(&Counters::state_sent));
+  if (c.up_sent) line("  {:<26}{:>14.1f}\n", "up sent/s", r.per_s(&Counters::up_sent));
   line("  {:<26}{:>14.1f}\n", "bytes in/s", r.per_s(&Counters::bytes_in));
   line("  {:<26}{:>14.1f}\n", "bytes out/s", r.per_s(&Counters::bytes_out));
   line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} gave up, {} unacked)\n",

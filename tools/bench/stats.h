@@ -22,7 +22,7 @@ namespace bench {
   X(presence_frames) X(pongs) X(frames_in) X(bytes_in) X(bytes_out)               \
   X(bad_frames) X(stray_msgs) X(joins) X(leaves) X(lost) X(duplicates)            \
   X(reorders) X(mismatches) X(history_checked) X(history_missing)                 \
-  X(history_mismatch) X(sched_skipped) X(gaps)
+  X(history_mismatch) X(sched_skipped) X(gaps) X(up_sent)
 
 struct Counters {
 #define BENCH_FIELD(name) uint64_t name = 0;

@@ -155,7 +155,7 @@ void Worker::set_publishing(bool on) {
   asio::post(io_, [this, on] {
     publishing_ = on;
     int64_t now = now_ns();
-    next_pub_ = next_state_ = next_churn_ = now;
+    next_pub_ = next_state_ = next_churn_ = next_up_ = now;
   });
 }
 
@@ -177,6 +177,9 @@ void Worker::on_tick() {
     if (state_hz_ > 0)
       pace(now, state_hz_ * double(conns_.size()), next_state_, state_cursor_,
            [](Connection& c, int64_t) { return c.send_state(); }, false);
+    if (o_.up_hz > 0)
+      pace(now, o_.up_hz * double(conns_.size()), next_up_, up_cursor_,
+           [](Connection& c, int64_t) { return c.send_up(); }, false);
     if (o_.churn_per_s > 0 && !conns_.empty()) {
       size_t cursor = random() % conns_.size();
       pace(now, o_.churn_per_s * share_, next_churn_, cursor,

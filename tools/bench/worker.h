@@ -135,8 +135,8 @@ class Worker {
   bool shutting_down_ = false;
   double pub_rate_ = 0;  // this worker's share, msgs/s
   double state_hz_ = 0;  // per connection
-  int64_t next_pub_ = 0, next_state_ = 0, next_churn_ = 0, next_ping_ = 0;
-  size_t pub_cursor_ = 0, state_cursor_ = 0, ping_cursor_ = 0;
+  int64_t next_pub_ = 0, next_state_ = 0, next_churn_ = 0, next_ping_ = 0, next_up_ = 0;
+  size_t pub_cursor_ = 0, state_cursor_ = 0, ping_cursor_ = 0, up_cursor_ = 0;
   int64_t next_timeout_check_ = 0;
   uint64_t rng_;
   std::string padding_;  // body filler, --body-bytes of it
