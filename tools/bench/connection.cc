@@ -408,15 +408,18 @@ void Connection::on_error(const Event& ev) {
     if (c.other_errors <= 3) fmt::print(stderr, "server error: {}\n", ev.code);
     return;
   }
+  // The retryable rejections of PROTOCOL.md: unavailable is the store's (a Valkey
+  // node unreachable, a slot moving), retried like the others and counted apart.
   bool rate = ev.code == "rate_limited", bp = ev.code == "backpressure";
-  if (!rate && !bp) {
+  bool down = ev.code == "unavailable";
+  if (!rate && !bp && !down) {
     ++c.pub_errors;
     if (c.pub_errors <= 3) fmt::print(stderr, "pub rejected: {}\n", ev.code);
     p->live = false;
     --inflight_;
     return;
   }
-  ++(rate ? c.rate_limited : c.backpressure);
+  ++(rate ? c.rate_limited : bp ? c.backpressure : c.unavailable);
   if (p->attempts >= w_.opts().retry_max) {
     ++c.gave_up;
     p->live = false;

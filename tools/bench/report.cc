@@ -60,7 +60,7 @@ std::vector<TimelinePoint> timeline(const RunResult& r) {
     p.states_per_s = double(d.state_deliveries) / dt;
     p.bytes_in_per_s = double(d.bytes_in) / dt;
     p.bytes_out_per_s = double(d.bytes_out) / dt;
-    p.rejected_per_s = double(d.rate_limited + d.backpressure) / dt;
+    p.rejected_per_s = double(d.rate_limited + d.backpressure + d.unavailable) / dt;
     p.ack_p50_ms = ms(s.interval.ack.percentile(50));
     p.ack_p99_ms = ms(s.interval.ack.percentile(99));
     p.delivery_p50_ms = ms(s.interval.delivery.percentile(50));
@@ -101,9 +101,9 @@ void print_table(const RunResult& r) {
   if (c.up_sent) line("  {:<26}{:>14.1f}\n", "up sent/s", r.per_s(&Counters::up_sent));
   line("  {:<26}{:>14.1f}\n", "bytes in/s", r.per_s(&Counters::bytes_in));
   line("  {:<26}{:>14.1f}\n", "bytes out/s", r.per_s(&Counters::bytes_out));
-  line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} gave up, {} unacked)\n",
+  line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} unavailable, {} gave up, {} unacked)\n",
        "accepted", r.accepted_pct(), c.acked, c.pub_attempted, c.rate_limited, c.backpressure,
-       c.gave_up, c.unacked_at_end);
+       c.unavailable, c.gave_up, c.unacked_at_end);
   line("  {:<26}{:>14}  (ready {}, failed {}, disconnects {}, reconnects {}, failed reconnects {})\n",
        "connections held at end", r.at_load_end.held(), c.conn_ready, c.conn_failed,
        c.disconnects, c.reconnects, c.reconnect_failed);

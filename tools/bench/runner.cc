@@ -72,7 +72,7 @@ StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, i
   r.state_p99_ms = ms(lat.state.percentile(99));
   // Accepted at first try: acks trail their pubs, so acked/attempted inside a short
   // window would read as loss at every step boundary; rejections do not.
-  uint64_t rejected = d.rate_limited + d.backpressure + d.pub_errors;
+  uint64_t rejected = d.rate_limited + d.backpressure + d.unavailable + d.pub_errors;
   r.accepted_pct = d.pub_sent ? 100.0 * (1.0 - double(rejected) / double(d.pub_sent)) : 100;
   r.held = true;
   // The state ramp schedules rate x connections states/s; sending under 95 % of that
@@ -258,7 +258,7 @@ void print_progress(const Options& o, const Sample& s, const Sample* prev) {
              s.t, s.total.held(), double(d.pub_sent) / dt, double(d.acked) / dt,
              double(d.deliveries) / dt, double(d.state_deliveries) / dt,
              ms(s.interval.ack.percentile(99)), ms(s.interval.delivery.percentile(99)),
-             s.total.rate_limited + s.total.backpressure, s.total.gaps, s.total.disconnects,
+             s.total.rate_limited + s.total.backpressure + s.total.unavailable, s.total.gaps, s.total.disconnects,
              own, srv);
 }
 

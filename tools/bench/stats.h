@@ -17,7 +17,7 @@ namespace bench {
   X(conn_attempts) X(conn_ready) X(conn_failed) X(disconnects) X(reconnects)      \
   X(reconnect_failed) X(unrecovered_joins) X(byes)                                \
   X(pub_attempted) X(pub_sent) X(acked) X(dup_acks) X(rate_limited)               \
-  X(backpressure) X(gave_up) X(unacked_at_end) X(pub_blocked) X(pub_errors)       \
+  X(backpressure) X(unavailable) X(gave_up) X(unacked_at_end) X(pub_blocked) X(pub_errors)       \
   X(other_errors) X(deliveries) X(state_sent) X(state_deliveries)                 \
   X(presence_frames) X(pongs) X(frames_in) X(bytes_in) X(bytes_out)               \
   X(bad_frames) X(stray_msgs) X(joins) X(leaves) X(lost) X(duplicates)            \

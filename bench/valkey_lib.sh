@@ -1,0 +1,132 @@
+# Shell helpers shared by the valkey store benchmarks (store_path.sh, ccu_two_nodes.sh,
+# scaleup.sh): redis-server cluster nodes on loopback, Parley nodes on the valkey
+# store, CPU seconds of a process. Sourced, not run. Debian's redis-server 7.0
+# speaks the protocol of Valkey; TESTING.md says how these machines run it.
+
+# Ports: the cluster bus of a node listens on port + 10000, so nodes take ports
+# below 55536 (TESTING.md). A port is free when neither it nor its bus is bound.
+vk_port_free() {
+  ! ss -Htan "( sport = :$1 or sport = :$(($1 + 10000)) )" | grep -q .
+}
+
+# First of N consecutive free ports at or above $1.
+vk_free_ports() {
+  local p=$1 n=$2 i ok
+  while :; do
+    ok=1
+    for ((i = 0; i < n; i++)); do
+      vk_port_free $((p + i)) || { ok=0; p=$((p + i + 1)); break; }
+    done
+    [ $ok = 1 ] && { echo "$p"; return; }
+  done
+}
+
+# vk_start_node DIR PORT [APPENDFSYNC]: a cluster-enabled redis-server, AOF on,
+# daemonized; its pid in DIR/pid once it answers PING.
+vk_start_node() {
+  local dir=$1 port=$2 fsync=${3:-everysec}
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --dir "$dir" \
+    --pidfile "$dir/pid" --logfile "$dir/log" --save "" --appendonly yes \
+    --appendfsync "$fsync" --maxmemory-policy noeviction \
+    --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 >/dev/null
+  for _ in $(seq 100); do
+    [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ] && [ -s "$dir/pid" ] && return 0
+    sleep 0.05
+  done
+  echo "redis-server on $port did not start (see $dir/log)" >&2
+  return 1
+}
+
+vk_pid() { cat "$1/pid"; }
+
+# vk_wait_ok PORT...: until every node says cluster_state:ok (30 s at most).
+vk_wait_ok() {
+  local p
+  for _ in $(seq 300); do
+    local all=1
+    for p in "$@"; do
+      redis-cli -p "$p" CLUSTER INFO 2>/dev/null | grep -q "cluster_state:ok" || { all=0; break; }
+    done
+    [ $all = 1 ] && return 0
+    sleep 0.1
+  done
+  echo "cluster not ok on $*" >&2
+  return 1
+}
+
+# vk_create_cluster PORT...: the masters (no replicas) joined and every slot served.
+vk_create_cluster() {
+  local args=() p
+  for p in "$@"; do args+=("127.0.0.1:$p"); done
+  redis-cli --cluster create "${args[@]}" --cluster-replicas 0 --cluster-yes >/dev/null
+  vk_wait_ok "$@"
+}
+
+# vk_stop DIR...: SHUTDOWN NOSAVE each node started under DIR (its pid file).
+vk_stop() {
+  local d pid
+  for d in "$@"; do
+    [ -s "$d/pid" ] || continue
+    pid=$(cat "$d/pid")
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+}
+
+# CPU seconds (user + system) a live process has used so far; "0" once it is gone.
+cpu_s() {
+  local f
+  f=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+  # After the command name: state is field 1, utime 12, stime 13.
+  echo "$f" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'
+}
+
+# parley_config FILE PORT STORE DATA_DIR [VALKEY_NODES (comma separated)] [CLUSTER]
+# A node's config: the bench's demo tenant with publish limits off (the load is
+# the bench's), history of 1,000, the store asked for.
+parley_config() {
+  local file=$1 port=$2 store=$3 data=$4 nodes=${5:-} cluster=${6:-true}
+  {
+    echo "[server]"
+    echo "listen = \"127.0.0.1:$port\""
+    echo "store = \"$store\""
+    echo "data_dir = \"$data\""
+    echo "max_connections = 30000"
+    if [ "$store" = valkey ]; then
+      echo "[valkey]"
+      printf 'nodes = [%s]\n' "$(echo "$nodes" | sed 's/[^,][^,]*/"&"/g')"
+      echo "cluster = $cluster"
+    fi
+    echo "[tenants.demo]"
+    echo "secret = \"demo-secret-change-me-0123456789\""
+    echo "api_key = \"demo-api-key\""
+    echo "max_connections = 50000"
+    echo "publish_per_sec = 0"
+    echo "publish_per_conn_sec = 0"
+  } > "$file"
+}
+
+# parley_start BIN CONFIG LOG: the server in the background at nice -n -15 when
+# root; echoes its pid once its log says ready (10 s at most).
+parley_start() {
+  local bin=$1 conf=$2 log=$3 pid
+  if [ "$(id -u)" = 0 ]; then
+    nice -n -15 "$bin" serve --config "$conf" > "$log" 2>&1 &
+  else
+    "$bin" serve --config "$conf" > "$log" 2>&1 &
+  fi
+  pid=$!
+  for _ in $(seq 100); do
+    grep -q "parley ready" "$log" && { echo "$pid"; return 0; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "parley did not start (see $log)" >&2
+  cat "$log" >&2
+  return 1
+}
+
+# Runs a command at nice -n -15 when root (RULES.md: benchmarks at -15).
+run_nice() {
+  if [ "$(id -u)" = 0 ]; then nice -n -15 "$@"; else "$@"; fi
+}
