@@ -36,12 +36,6 @@ local from, id = ARGV[3], ARGV[4]
 local window = tonumber(ARGV[8])
 local field = false
 if id ~= '' then field = string.len(from) .. ':' .. from .. id end
--- Expire the oldest dedupe entries, a bounded number per call.
-local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', ts - window), 'LIMIT', 0, 64)
-if #old > 0 then
-  redis.call('ZREM', KEYS[4], unpack(old))
-  redis.call('HDEL', KEYS[3], unpack(old))
-end
 if field and proposed == 0 then
   local v = redis.call('HGET', KEYS[3], field)
   if v then
@@ -68,6 +62,15 @@ if field then
   redis.call('ZADD', KEYS[4], ts, field)
   redis.call('PEXPIRE', KEYS[3], window * 2 + 60000)
   redis.call('PEXPIRE', KEYS[4], window * 2 + 60000)
+end
+-- Expire the oldest dedupe entries, a bounded number per call. Last, so that no
+-- key this call deletes is written again by it: in a slot being migrated, a
+-- write to a key the node no longer has fails the script half-way (Redis does
+-- not undo the writes before it), which would leave a seq without its dedupe entry.
+local old = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. string.format('%d', ts - window), 'LIMIT', 0, 64)
+if #old > 0 then
+  redis.call('ZREM', KEYS[4], unpack(old))
+  redis.call('HDEL', KEYS[3], unpack(old))
 end
 return {seq, 0}
 )lua";

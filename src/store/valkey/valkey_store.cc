@@ -2,6 +2,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdlib>
 
@@ -114,39 +116,116 @@ void ValkeyStore::end_op() {
   if (--outstanding_ == 0) idle_.notify_all();
 }
 
-void ValkeyStore::call(NodePool& pool, const ChannelKey& key, std::string cmd, ReplyDone done) {
-  const size_t h = std::hash<std::string>{}(key.key());
-  // Kept for an ASK redirection (cluster only).
-  std::string again = opts_.cluster ? cmd : std::string();
-  pool.run(h, [this, h, cmd = std::move(cmd), again = std::move(again),
-               done = std::move(done)](RespConnection& c) mutable {
-    c.send(std::move(cmd), [this, h, &c, again = std::move(again),
-                            done = std::move(done)](Result<Reply> r) mutable {
-      const std::string err = r ? error_text(r.value().get()) : std::string();
-      if (err.empty()) return done(std::move(r));
+struct ValkeyStore::Call {
+  std::string tag;
+  size_t hash;           // picks the connection of a node: one per channel
+  std::string cmd;
+  ReplyDone done;
+  bool resend;           // may be sent again after MOVED / TRYAGAIN
+  int64_t deadline_ns;   // no attempt starts after it
+  int tries = 0;         // TRYAGAIN answers so far (the backoff doubles)
+  int hops = 0;          // MOVED / ASK followed so far
+};
+
+namespace {
+// Redirections one call follows: a resharding moves a slot once; nodes that keep
+// sending a call back and forth disagree about the map, and the call fails.
+constexpr int kMaxHops = 5;
+}  // namespace
+
+void ValkeyStore::call(NodePool& pool, const ChannelKey& key, const std::string& tag, std::string cmd,
+                       bool resend, ReplyDone done) {
+  auto c = std::make_shared<Call>(Call{tag, std::hash<std::string>{}(key.key()), std::move(cmd),
+                                       std::move(done), resend && opts_.cluster,
+                                       steady_ns() + int64_t{opts_.command_timeout_ms} * 1'000'000});
+  attempt(pool, std::move(c), false);
+}
+
+void ValkeyStore::attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking) {
+  const size_t h = call->hash;
+  pool.run(h, [this, asking, call = std::move(call)](RespConnection& conn) mutable {
+    if (asking) conn.send(format_command({"ASKING"}), nullptr);
+    // Without a cluster nothing redirects: the command moves into the send.
+    std::string cmd = opts_.cluster ? call->cmd : std::move(call->cmd);
+    conn.send(std::move(cmd), [this, &conn, call = std::move(call)](Result<Reply> r) mutable {
       // The node lost its scripts (SCRIPT FLUSH, a failover to a replica that never
       // loaded them): this call fails retryably and the next finds them loaded.
-      if (err.rfind("NOSCRIPT", 0) == 0) c.send_hello();
-      auto redirect = opts_.cluster ? parse_redirect(err) : std::nullopt;
-      if (redirect && redirect->ask) {
-        // The slot is being imported by another node: ask it, this once. Sent from
-        // this loop, in reply order, so a channel's redirected calls stay in order.
-        NodePool* target;
-        {
-          std::lock_guard lock(route_mu_);
-          target = nodes_[pool_index_locked(redirect->to)].get();
-        }
-        return target->run(h, [again = std::move(again), done = std::move(done)](RespConnection& t) mutable {
-          t.send(format_command({"ASKING"}), nullptr);
-          t.send(std::move(again), std::move(done));
-        });
-      }
-      // MOVED: this call fails retryably (its completion runs first, so nothing of
-      // the channel can overtake it), then the slot points at its new master.
-      done(std::move(r));
-      if (redirect) on_moved(redirect->slot, redirect->to);
+      if (r && error_text(r.value().get()).rfind("NOSCRIPT", 0) == 0) conn.send_hello();
+      on_reply(std::move(call), std::move(r));
     });
   });
+}
+
+// On the loop of the connection that answered.
+void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
+  const std::string err = r ? error_text(r.value().get()) : std::string();
+  auto redirect = opts_.cluster && !err.empty() ? parse_redirect(err) : std::nullopt;
+  const bool tryagain = opts_.cluster && err.rfind("TRYAGAIN", 0) == 0;
+  if (!redirect && !tryagain) return call->done(std::move(r));
+  if (redirect && ++call->hops > kMaxHops) return call->done(std::move(r));
+  if (redirect && redirect->ask) {
+    // The slot is being imported by another node: ask it. Sent from this loop, in
+    // reply order, so a channel's redirected calls stay in order.
+    NodePool* target;
+    {
+      std::lock_guard lock(route_mu_);
+      target = nodes_[pool_index_locked(redirect->to)].get();
+    }
+    return attempt(*target, std::move(call), true);
+  }
+  if (redirect) {
+    // MOVED: the slot now points at its new master (and the whole map is read
+    // again in the background). Nothing was written: send it there, or fail
+    // retryably; the completion runs first so nothing of the channel overtakes it.
+    const bool resend = call->resend && !closed_.load() && steady_ns() < call->deadline_ns;
+    if (!resend) call->done(std::move(r));
+    on_moved(redirect->slot, redirect->to);
+    if (resend) {
+      NodePool& pool = route(call->tag);  // before `call` moves into the argument
+      attempt(pool, std::move(call), false);
+    }
+    return;
+  }
+  // TRYAGAIN: a multi-key call met a slot whose keys are half migrated (some on
+  // each node); nothing ran. It settles within a MIGRATE batch or two.
+  const int64_t backoff_ns = std::min<int64_t>(int64_t{5'000'000} << std::min(call->tries, 5), 100'000'000);
+  const int loop = runtime::LoopGroup::current();
+  if (!call->resend || closed_.load() || loop < 0 || steady_ns() + backoff_ns >= call->deadline_ns) {
+    return call->done(std::move(r));
+  }
+  ++call->tries;
+  auto timer = std::make_shared<boost::asio::steady_timer>(loops_.loop(static_cast<unsigned>(loop)),
+                                                           std::chrono::nanoseconds(backoff_ns));
+  timer->async_wait([this, timer, call = std::move(call)](const boost::system::error_code&) mutable {
+    if (closed_.load()) return call->done(closed_error());
+    NodePool& pool = route(call->tag);
+    attempt(pool, std::move(call), false);
+  });
+}
+
+void ValkeyStore::complete_in_order(const std::string& key, uint64_t ticket, std::function<void()> fire) {
+  std::unique_lock lock(route_mu_);
+  Sticky& st = sticky_.find(key)->second;  // a reference survives other inserts
+  st.ready.emplace(ticket, std::move(fire));
+  if (st.delivering) return;  // the thread handing out will find it
+  st.delivering = true;
+  std::vector<std::function<void()>> batch;
+  for (;;) {
+    for (auto r = st.ready.begin(); r != st.ready.end() && r->first == st.next_done;
+         r = st.ready.erase(r)) {
+      batch.push_back(std::move(r->second));
+      ++st.next_done;
+    }
+    if (batch.empty()) break;
+    // Outside the lock: a completion may append again (to this channel too).
+    lock.unlock();
+    for (auto& f : batch) f();
+    batch.clear();
+    lock.lock();
+  }
+  st.delivering = false;
+  // By key: another channel's insert may have rehashed the map meanwhile.
+  if (st.next_done == st.next_ticket) sticky_.erase(key);
 }
 
 void ValkeyStore::append(AppendRequest req, AppendDone done) {
@@ -163,31 +242,34 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   begin_op();
   NodePool* pool;
   std::string sticky_key;
+  uint64_t ticket = 0;
   {
     std::lock_guard lock(route_mu_);
     if (opts_.cluster) {
-      // A channel's appends in flight share one connection, whatever moves.
+      // A channel's appends in flight start on one connection, whatever moves.
       sticky_key = req.key.key();
       Sticky& st = sticky_[sticky_key];
-      if (st.in_flight++ == 0) st.pool = &route_locked(k.tag);
+      if (st.next_ticket == st.next_done) st.pool = &route_locked(k.tag);
+      ticket = st.next_ticket++;
       pool = st.pool;
     } else {
       pool = &route_locked(k.tag);
     }
   }
   const int64_t start = steady_ns();
-  call(*pool, req.key, std::move(cmd),
-       [this, start, sticky_key = std::move(sticky_key), done = std::move(done)](Result<Reply> r) mutable {
+  // Sent again only with the hub's seq: the script refuses it out of turn, so a
+  // resend can never put two appends of a channel in the other order.
+  const bool resend = m.seq != 0;
+  call(*pool, req.key, k.tag, std::move(cmd), resend,
+       [this, start, ticket, sticky_key = std::move(sticky_key), done = std::move(done)](Result<Reply> r) mutable {
          if (r && observe_) observe_(steady_ns() - start);
-         AppendOutcome out = parse_append(r);
-         if (!sticky_key.empty()) {
-           std::lock_guard lock(route_mu_);
-           auto it = sticky_.find(sticky_key);
-           if (it != sticky_.end() && --it->second.in_flight == 0) sticky_.erase(it);
-         }
-         appends_.fetch_sub(1, std::memory_order_relaxed);
-         done(std::move(out));
-         end_op();
+         auto fire = [this, out = parse_append(r), done = std::move(done)]() mutable {
+           appends_.fetch_sub(1, std::memory_order_relaxed);
+           done(std::move(out));
+           end_op();
+         };
+         if (sticky_key.empty()) return fire();
+         complete_in_order(sticky_key, ticket, std::move(fire));
        });
 }
 
@@ -197,7 +279,7 @@ void ValkeyStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, Recov
   std::string cmd = format_command({"EVALSHA", recover_script().sha1, "3", k.seq, k.dedupe,
                                     k.dedupe_by_time, std::to_string(dedupe_cutoff_ms)});
   begin_op();
-  call(route(k.tag), key, std::move(cmd), [this, done = std::move(done)](Result<Reply> r) mutable {
+  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
     done(parse_recover(r));
     end_op();
   });
@@ -210,7 +292,7 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
   std::string cmd = format_command(
       {"XRANGE", k.history, std::to_string(after + 1), "+", "COUNT", std::to_string(limit)});
   begin_op();
-  call(route(k.tag), key, std::move(cmd), [this, done = std::move(done)](Result<Reply> r) mutable {
+  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
     done(parse_entries(r, false));
     end_op();
   });
@@ -224,7 +306,7 @@ void ValkeyStore::read_before(const ChannelKey& key, uint64_t before, uint32_t l
   const std::string end = before == UINT64_MAX ? "+" : std::to_string(before - 1);
   std::string cmd = format_command({"XREVRANGE", k.history, end, "-", "COUNT", std::to_string(limit)});
   begin_op();
-  call(route(k.tag), key, std::move(cmd), [this, done = std::move(done)](Result<Reply> r) mutable {
+  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
     done(parse_entries(r, true));
     end_op();
   });

@@ -12,18 +12,25 @@
 // No loop ever waits for a reply. flush() and shutdown() block: never on a loop.
 //
 // Cluster (cluster = true): open() asks a seed for CLUSTER SLOTS; a command goes to
-// the master of its tag's slot. MOVED answers that call `unavailable` (retryable),
-// points the slot at the new master and re-discovers every slot on a background
-// thread; ASK resends the call to the importing node behind ASKING. While a
-// channel has appends in flight they all stay on one connection, even if its
-// slot moves meanwhile (the later ones then see MOVED too), so a channel's appends
-// always complete in submission order.
+// the master of its tag's slot. MOVED points the slot at the new master and
+// re-discovers every slot on a background thread; ASK resends the call to the
+// importing node behind ASKING; TRYAGAIN (a multi-key call meeting a slot whose
+// keys are half migrated) waits a backoff (5 ms doubling to 100 ms). After MOVED
+// or TRYAGAIN a call is sent again, routed afresh, until command_timeout_ms from
+// its first send, if sending it twice cannot reorder a channel: reads, recover,
+// and appends that carry the hub's seq (the script refuses a seq out of turn).
+// An append whose seq the script assigns fails `unavailable` instead (retryable:
+// the client sends it again). While a channel has appends in flight they all
+// start on one connection, even if its slot moves meanwhile, and their
+// completions are handed out in submission order whichever node answered
+// (a redirected call can be answered after a later one).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -86,8 +93,10 @@ class ValkeyStore final : public Store {
   NodePool& route(const std::string& tag);
   // The pool for a node address, made on first sight (route_mu_ held).
   size_t pool_index_locked(const HostPort& hp);
-  // Sends `cmd` on the connection of (pool, channel); `done` on its loop.
-  void call(NodePool& pool, const ChannelKey& key, std::string cmd, ReplyDone done);
+  // Sends `cmd` on the connection of (pool, channel); `done` on a loop. `resend`:
+  // the call may be sent again after MOVED / TRYAGAIN (see the header).
+  void call(NodePool& pool, const ChannelKey& key, const std::string& tag, std::string cmd,
+            bool resend, ReplyDone done);
   void on_moved(uint16_t slot, const HostPort& to);
   void rediscover();
   void apply_slots(const std::vector<SlotRange>& ranges);
@@ -101,9 +110,18 @@ class ValkeyStore final : public Store {
   std::vector<std::unique_ptr<NodePool>> nodes_;
   std::vector<uint16_t> slots_;  // cluster: slot -> index in nodes_
   struct Sticky {
-    NodePool* pool;
-    size_t in_flight;
+    NodePool* pool = nullptr;  // where the channel's appends start meanwhile
+    uint64_t next_ticket = 0;  // given to the channel's next append
+    uint64_t next_done = 0;    // the ticket whose completion goes out next
+    std::map<uint64_t, std::function<void()>> ready;  // finished, behind an earlier one
+    bool delivering = false;   // a thread is handing completions out
   };
+  // One command and where it stands; shared by its attempts.
+  struct Call;
+  void attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking);
+  void on_reply(std::shared_ptr<Call> call, Result<Reply> r);
+  // Runs `fire` once every earlier append of the channel has had its completion.
+  void complete_in_order(const std::string& key, uint64_t ticket, std::function<void()> fire);
   std::unordered_map<std::string, Sticky> sticky_;  // cluster: channels with appends in flight
   std::atomic<bool> rediscovering_{false};
   std::thread rediscovery_;

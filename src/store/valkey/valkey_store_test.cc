@@ -7,11 +7,13 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "common/clock.h"
 #include "store/store_test_util.h"
 #include "store/valkey/partition_map.h"
+#include "store/valkey/scripts.h"
 #include "support/redis_server.h"
 
 namespace parley::store::valkey {
@@ -180,72 +182,154 @@ TEST_F(ValkeyClusterTest, PartitionsSpreadOverEveryMasterAndEachKeyIsWhereItsSlo
   }
 }
 
-// Moves the slot of `tag` to another master the way redis-cli --cluster reshard
-// does: IMPORTING / MIGRATING, MIGRATE of its keys, then (if `finish`) SETSLOT NODE
-// on every master. Returns the index of the new master.
-size_t move_slot(parley::testing::RedisCluster& cluster, const std::string& tag, bool finish) {
-  const std::string slot = std::to_string(key_slot(tag));
-  size_t from = 0;
-  for (size_t i = 0; i < cluster.size(); ++i) {
-    if (cluster.node(i).command({"CLUSTER", "COUNTKEYSINSLOT", slot}) != "0") from = i;
+// A slot on its way from one master to another, moved the way redis-cli
+// --cluster reshard does: IMPORTING / MIGRATING, MIGRATE of its keys (all, or
+// some first), then SETSLOT NODE on every master.
+struct SlotMove {
+  parley::testing::RedisCluster& cluster;
+  std::string slot;
+  size_t from = 0, to = 0;
+  std::string src_id, dst_id;
+
+  SlotMove(parley::testing::RedisCluster& c, const std::string& tag) : cluster(c), slot(std::to_string(key_slot(tag))) {
+    for (size_t i = 0; i < cluster.size(); ++i) {
+      if (cluster.node(i).command({"CLUSTER", "COUNTKEYSINSLOT", slot}) != "0") from = i;
+    }
+    to = (from + 1) % cluster.size();
+    src_id = cluster.node(from).command({"CLUSTER", "MYID"});
+    dst_id = cluster.node(to).command({"CLUSTER", "MYID"});
+    EXPECT_EQ(cluster.node(to).command({"CLUSTER", "SETSLOT", slot, "IMPORTING", src_id}), "OK");
+    EXPECT_EQ(cluster.node(from).command({"CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id}), "OK");
   }
-  const size_t to = (from + 1) % cluster.size();
-  auto& src = cluster.node(from);
-  auto& dst = cluster.node(to);
-  const std::string src_id = src.command({"CLUSTER", "MYID"});
-  const std::string dst_id = dst.command({"CLUSTER", "MYID"});
-  EXPECT_EQ(dst.command({"CLUSTER", "SETSLOT", slot, "IMPORTING", src_id}), "OK");
-  EXPECT_EQ(src.command({"CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id}), "OK");
-  const std::string keys = src.command({"CLUSTER", "GETKEYSINSLOT", slot, "100"});
-  std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(dst.port()), "", "0", "5000", "KEYS"};
-  for (size_t p = 0; p < keys.size();) {
-    const size_t nl = keys.find('\n', p);
-    migrate.push_back(keys.substr(p, nl == std::string::npos ? std::string::npos : nl - p));
-    p = nl == std::string::npos ? keys.size() : nl + 1;
+  std::vector<std::string> keys_left() {
+    const std::string keys = cluster.node(from).command({"CLUSTER", "GETKEYSINSLOT", slot, "100"});
+    std::vector<std::string> out;
+    for (size_t p = 0; p < keys.size();) {
+      const size_t nl = keys.find('\n', p);
+      out.push_back(keys.substr(p, nl == std::string::npos ? std::string::npos : nl - p));
+      p = nl == std::string::npos ? keys.size() : nl + 1;
+    }
+    return out;
   }
-  EXPECT_EQ(src.command(migrate), "OK");
-  if (finish) {
+  void migrate(const std::vector<std::string>& keys) {
+    std::vector<std::string> cmd = {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(to).port()), "", "0", "5000", "KEYS"};
+    cmd.insert(cmd.end(), keys.begin(), keys.end());
+    EXPECT_EQ(cluster.node(from).command(cmd), "OK");
+  }
+  void finish() {
     for (size_t i = 0; i < cluster.size(); ++i) {
       EXPECT_EQ(cluster.node(i).command({"CLUSTER", "SETSLOT", slot, "NODE", dst_id}), "OK");
     }
   }
-  return to;
-}
+  // Back to no migration, the keys where they are (only when none has moved).
+  void cancel() {
+    EXPECT_EQ(cluster.node(from).command({"CLUSTER", "SETSLOT", slot, "STABLE"}), "OK");
+    EXPECT_EQ(cluster.node(to).command({"CLUSTER", "SETSLOT", slot, "STABLE"}), "OK");
+  }
+};
 
-TEST_F(ValkeyClusterTest, SlotMovedToAnotherMasterIsFollowedAfterOneRetryableFailure) {
+TEST_F(ValkeyClusterTest, SlotMovedToAnotherMasterIsFollowedWithoutAFailureWhenTheHubGivesTheSeq) {
   const ChannelKey key{"demo", "moving"};
   const ChannelKeys k = channel_keys(key, 64);
   ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
-  auto& dst = cluster().node(move_slot(cluster(), k.tag, true));
-  // The store still sends the slot to its old master: MOVED, a retryable failure
-  // that nothing wrote; the retry goes to the new master.
+  SlotMove move(cluster(), k.tag);
+  move.migrate(move.keys_left());
+  move.finish();
+  // The store still sends the slot to its old master: MOVED, nothing written; the
+  // call goes again to the new master, since the script refuses seq 2 out of turn.
   Status st = append_sync(*store_, make_req(key, make_msg(2, now_)));
-  ASSERT_FALSE(st);
-  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable) << st.error().msg;
-  EXPECT_NE(st.error().msg.find("MOVED"), std::string::npos) << st.error().msg;
-  st = append_sync(*store_, make_req(key, make_msg(2, now_)));
   ASSERT_TRUE(st) << st.error().msg;
   auto stored = read_after_sync(*store_, key, 0, 10);
   ASSERT_TRUE(stored);
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
-  EXPECT_EQ(dst.command({"GET", k.seq}), "2");
+  EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), "2");
+}
+
+TEST_F(ValkeyClusterTest, AppendWhoseSeqTheScriptAssignsFailsRetryablyOnceWhenItsSlotMoved) {
+  const ChannelKey key{"demo", "moving-assigned"};
+  const ChannelKeys k = channel_keys(key, 64);
+  ASSERT_TRUE(append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "a"))).status);
+  SlotMove move(cluster(), k.tag);
+  move.migrate(move.keys_left());
+  move.finish();
+  // Sent twice, it could land after a later append: it fails instead (retryable).
+  auto out = append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "b")));
+  ASSERT_FALSE(out.status);
+  EXPECT_EQ(out.status.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(out.status.error().msg.find("MOVED"), std::string::npos) << out.status.error().msg;
+  out = append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "b")));
+  ASSERT_TRUE(out.status) << out.status.error().msg;
+  EXPECT_EQ(out.seq, 2u);
+  EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), "2");
 }
 
 TEST_F(ValkeyClusterTest, SlotBeingMigratedIsReachedThroughAskWithoutAFailure) {
   const ChannelKey key{"demo", "migrating"};
   const ChannelKeys k = channel_keys(key, 64);
   ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
-  const size_t to = move_slot(cluster(), k.tag, false);
+  SlotMove move(cluster(), k.tag);
+  move.migrate(move.keys_left());
   // The keys are on the importing node, the slot still on the old one: ASK.
   Status st = append_sync(*store_, make_req(key, make_msg(2, now_)));
   ASSERT_TRUE(st) << st.error().msg;
   auto stored = read_after_sync(*store_, key, 0, 10);
   ASSERT_TRUE(stored) << stored.error().msg;
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
-  const std::string dst_id = cluster().node(to).command({"CLUSTER", "MYID"});
-  for (size_t i = 0; i < cluster().size(); ++i) {
-    EXPECT_EQ(cluster().node(i).command({"CLUSTER", "SETSLOT", std::to_string(key_slot(k.tag)), "NODE", dst_id}), "OK");
+  move.finish();
+}
+
+TEST_F(ValkeyClusterTest, HalfMigratedSlotAnswersTryAgainAndTheAppendsLandInOrderOnceItSettles) {
+  const ChannelKey key{"demo", "half-migrated"};
+  const ChannelKeys k = channel_keys(key, 64);
+  ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_))));
+  SlotMove move(cluster(), k.tag);
+  // Only the seq counter moves: the script's keys are now on two nodes, and either
+  // node answers TRYAGAIN until the migration ends.
+  move.migrate({k.seq});
+  ASSERT_EQ(cluster().node(move.from).command({"EVAL", "return 1", "2", k.seq, k.history}).rfind("TRYAGAIN", 0), 0u);
+  std::mutex mu;
+  std::vector<uint64_t> order;
+  std::vector<std::string> errors;
+  std::promise<void> all;
+  const uint64_t n = 5;
+  const int64_t start = wall_ms();
+  for (uint64_t s = 2; s < 2 + n; ++s) {
+    store_->append(make_req(key, make_msg(s, now_)), [&, s](AppendOutcome o) {
+      std::lock_guard lock(mu);
+      order.push_back(s);
+      if (!o.status) errors.push_back(o.status.error().msg);
+      if (order.size() == n) all.set_value();
+    });
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  move.migrate(move.keys_left());
+  move.finish();
+  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  // Retried with backoff, each call landed: nothing failed, in submission order.
+  EXPECT_GE(wall_ms() - start, 150);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(order, seq_range(2, 1 + n));
+  auto stored = read_after_sync(*store_, key, 0, 10);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(seqs_of(*stored), seq_range(1, 1 + n));
+  EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), std::to_string(1 + n));
+}
+
+TEST_F(ValkeyClusterTest, AppendThatExpiresEveryDedupeEntryInAMigratingSlotWritesItsOwnEntry) {
+  const ChannelKey key{"demo", "old-ids"};
+  const ChannelKeys k = channel_keys(key, 64);
+  // Seq 1's id is past the 120 s window by now: the next append expires it.
+  ASSERT_TRUE(append_sync(*store_, make_req(key, make_msg(1, now_ - 600'000, "u1", "old"))));
+  SlotMove move(cluster(), k.tag);
+  // All keys still on the old master, which now refuses a write to a key it lacks
+  // (ASK): the script must not delete a key and write it again.
+  auto out = append_outcome(*store_, make_req(key, make_msg(2, now_, "u1", "new")));
+  EXPECT_TRUE(out.status) << out.status.error().msg;
+  auto& src = cluster().node(move.from);
+  EXPECT_EQ(src.command({"GET", k.seq}), "2");
+  EXPECT_EQ(src.command({"HGET", k.dedupe, dedupe_field("u1", "new")}), "2:" + std::to_string(now_));
+  EXPECT_EQ(src.command({"HGET", k.dedupe, dedupe_field("u1", "old")}), "(nil)");
+  move.cancel();
 }
 
 // A server of its own: these tests stop and kill it.
