@@ -2,7 +2,10 @@
 
 #include <simdjson.h>
 
+#include <atomic>
 #include <charconv>
+#include <memory>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/json_writer.h"
@@ -57,6 +60,35 @@ std::variant<protocol::ApiPost, Error> parse_post(std::string_view text,
   limits.max_message_bytes = max_message_bytes;
   return protocol::decode_api_post(text, kind, limits);
 }
+
+// The answers of a batched request, one slot per element, sent as one JSON array
+// once the last is known. Slots are filled by completions that may run on other
+// loops; the counter orders the last fill before the answer.
+struct BatchAnswer {
+  explicit BatchAnswer(size_t n, std::function<void(net::HttpResponse)> r)
+      : slots(n), pending(n), respond(std::move(r)) {}
+  std::vector<std::string> slots;
+  std::atomic<size_t> pending;
+  std::function<void(net::HttpResponse)> respond;
+
+  void fill(size_t i, std::string json) {
+    slots[i] = std::move(json);
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    size_t len = 2;
+    for (const auto& s : slots) len += s.size() + 1;
+    std::string body;
+    body.reserve(len);
+    body += '[';
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (k) body += ',';
+      body += slots[k];
+    }
+    body += ']';
+    respond({200, "application/json", std::move(body)});
+  }
+};
+
+std::string error_json(const Error& e) { return error_response(e).body; }
 
 }  // namespace
 
@@ -184,6 +216,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
 void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                       Respond respond) {
   const int64_t arrived = steady_ns();
+  if (protocol::is_api_batch(req.body())) return publish_batch(t, req, loop, std::move(respond));
   auto parsed = parse_post(req.body(), protocol::ApiPostKind::kPublish, t.config().max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);
@@ -215,8 +248,87 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
   hub_.publish(std::move(p));
 }
 
+// A batch is published element by element in array order, from this loop, as a
+// connection's pipelined pubs are: messages of one channel get seqs in that order.
+// Each element takes its own token from the tenant's publish rate and gets its own
+// answer ({"seq","dup"} or an error object) in its slot.
+void HttpApi::publish_batch(const session::TenantRuntime& t, const net::HttpRequest& req,
+                            unsigned loop, Respond respond) {
+  const int64_t arrived = steady_ns();
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes = t.config().max_message_bytes;
+  auto parsed = protocol::decode_api_post_batch(req.body(), protocol::ApiPostKind::kPublish, limits);
+  if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
+  auto& posts = std::get<std::vector<protocol::ApiPost>>(parsed);
+  auto answer = std::make_shared<BatchAnswer>(posts.size(), std::move(respond));
+  auto* rt = const_cast<session::TenantRuntime*>(&t);
+  for (size_t i = 0; i < posts.size(); ++i) {
+    if (int wait = rt->publish_bucket.take(arrived)) {
+      metrics_.local().reject(ErrorCode::kRateLimited);
+      rt->reject(ErrorCode::kRateLimited);
+      answer->fill(i, error_json(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
+      continue;
+    }
+    hub::PublishRequest p;
+    p.tenant = &t.config();
+    p.ch = std::move(posts[i].ch);
+    p.from = std::string(protocol::kServerUser);
+    p.id = std::move(posts[i].id);
+    p.body = std::move(posts[i].body);
+    p.arrived_ns = arrived;
+    p.reply_loop = loop;
+    p.done = [answer, i, rt, this](hub::PublishOutcome out) {
+      if (!out.status) {
+        metrics_.local().reject(out.status.error().code);
+        rt->reject(out.status.error().code);
+        return answer->fill(i, error_json(out.status.error()));
+      }
+      if (!out.dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
+      std::string body;
+      JsonWriter(body).begin_object().field_unum("seq", out.seq).field_bool("dup", out.dup).end_object();
+      answer->fill(i, std::move(body));
+    };
+    hub_.publish(std::move(p));
+  }
+}
+
+// Each element is sent as a single /v1/send would be; its slot answers
+// {"delivered":N} (or bad_request for a malformed conn id).
+void HttpApi::send_batch(const session::TenantRuntime& t, const net::HttpRequest& req,
+                         unsigned loop, Respond respond) {
+  protocol::DecodeLimits limits;
+  limits.max_message_bytes = t.config().max_message_bytes;
+  auto parsed = protocol::decode_api_post_batch(req.body(), protocol::ApiPostKind::kSend, limits);
+  if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
+  auto& posts = std::get<std::vector<protocol::ApiPost>>(parsed);
+  // Conn ids are checked before anything is sent: an invalid one fails the batch
+  // as any other malformed element does.
+  std::vector<std::optional<uint64_t>> conns(posts.size());
+  for (size_t i = 0; i < posts.size(); ++i) {
+    if (posts[i].conn.empty()) continue;
+    conns[i] = hub::parse_connection_name(posts[i].conn);
+    if (!conns[i]) {
+      return respond(bad("[" + std::to_string(i) + "]: conn must be a connection id as welcome gives it"));
+    }
+  }
+  auto answer = std::make_shared<BatchAnswer>(posts.size(), std::move(respond));
+  for (size_t i = 0; i < posts.size(); ++i) {
+    auto done = [answer, i](size_t n) {
+      std::string body;
+      JsonWriter(body).begin_object().field_unum("delivered", n).end_object();
+      answer->fill(i, std::move(body));
+    };
+    if (!conns[i]) {
+      gateway_.send_direct(&t, std::move(posts[i].user), std::move(posts[i].body), loop, std::move(done));
+    } else {
+      gateway_.send_direct_to_conn(&t, *conns[i], std::move(posts[i].body), loop, std::move(done));
+    }
+  }
+}
+
 void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                    Respond respond) {
+  if (protocol::is_api_batch(req.body())) return send_batch(t, req, loop, std::move(respond));
   auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config().max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);

@@ -42,6 +42,12 @@ class HttpApi final : public net::HttpHandler {
                Respond respond);
   void send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
             Respond respond);
+  // Batched bodies (protocol-notes.md): a JSON array of single bodies, one
+  // answer slot each, in order.
+  void publish_batch(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+                     Respond respond);
+  void send_batch(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+                  Respond respond);
   void history(const session::TenantRuntime& t, std::string_view query, unsigned loop,
                Respond respond);
   void presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,

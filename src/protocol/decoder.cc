@@ -501,6 +501,42 @@ std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind 
   return post;
 }
 
+bool is_api_batch(std::string_view json) {
+  const size_t i = json.find_first_not_of(" \t\r\n");
+  return i != std::string_view::npos && json[i] == '[';
+}
+
+std::variant<std::vector<ApiPost>, Error> decode_api_post_batch(std::string_view json,
+                                                                ApiPostKind kind,
+                                                                const DecodeLimits& limits) {
+  if (json.size() > hard_frame_limit(limits)) return too_large("request", limits.max_message_bytes);
+  // Validated whole first (the element scanner trusts its input), then each
+  // element's raw text goes through the single-body decoder.
+  thread_local simdjson::dom::parser parser;
+  element root;
+  simdjson::dom::array arr;
+  if (parser.parse(json.data(), json.size()).get(root) || root.get_array().get(arr)) {
+    return bad_request("body must be a JSON object or an array of them");
+  }
+  const size_t n = arr.size();
+  if (n == 0 || n > kMaxApiBatch) return bad_request("a batch must hold 1-1000 requests");
+  thread_local std::vector<std::string_view> raw;
+  if (!raw_array_elements(json, raw) || raw.size() != n) {
+    return Error{ErrorCode::kInternal, "batch elements not found in a validated body"};
+  }
+  std::vector<ApiPost> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto one = decode_api_post(raw[i], kind, limits);
+    if (auto* e = std::get_if<Error>(&one)) {
+      e->msg = "[" + std::to_string(i) + "]: " + e->msg;
+      return std::move(*e);
+    }
+    out.push_back(std::move(std::get<ApiPost>(one)));
+  }
+  return out;
+}
+
 std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
                                                        const DecodeLimits& limits) {
   const bool oversized = frame.size() > limits.max_message_bytes;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "common/status.h"
 #include "protocol/client_op.h"
@@ -65,6 +66,18 @@ struct ApiPost {
 };
 std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind kind,
                                              const DecodeLimits& limits);
+
+// A batched body (protocol-notes.md "HTTP API"): a JSON array of 1-kMaxApiBatch
+// request objects, each decoded exactly as decode_api_post decodes a single body
+// (each within max_message_bytes). One invalid element fails the whole batch, and
+// the error names it ("[3]: missing body"); the array as a whole is bounded by the
+// HTTP body limit (4 x max_message_bytes).
+inline constexpr size_t kMaxApiBatch = 1000;
+std::variant<std::vector<ApiPost>, Error> decode_api_post_batch(std::string_view json,
+                                                                ApiPostKind kind,
+                                                                const DecodeLimits& limits);
+// True when an API body is a batch: its first non-whitespace byte is '['.
+bool is_api_batch(std::string_view json);
 
 // True when `name` is a valid channel name: 1-128 chars of [A-Za-z0-9_.:@-].
 bool is_valid_channel(std::string_view name);

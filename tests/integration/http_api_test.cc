@@ -12,6 +12,7 @@ namespace parley::testing {
 namespace {
 
 constexpr const char* kLimitedApiKey = "key-limited";
+constexpr const char* kLimitedBatchApiKey = "key-limited-batch";
 
 class HttpApiTest : public SharedServerTest<HttpApiTest> {
  public:
@@ -19,7 +20,10 @@ class HttpApiTest : public SharedServerTest<HttpApiTest> {
     return spec_with_tenants(default_tenants_toml() +
                              "\n[tenants.limited]\n"
                              "secret = \"test-secret-limited-0123456789abcdef\"\n"
-                             "api_key = \"" + kLimitedApiKey + "\"\npublish_per_sec = 2\n");
+                             "api_key = \"" + kLimitedApiKey + "\"\npublish_per_sec = 2\n" +
+                             "\n[tenants.limited-batch]\n"
+                             "secret = \"test-secret-limited-batch-0123456789\"\n"
+                             "api_key = \"" + kLimitedBatchApiKey + "\"\npublish_per_sec = 2\n");
   }
 
  protected:
@@ -121,6 +125,86 @@ TEST_F(HttpApiTest, SendToAUserWithoutConnectionsDeliversNothing) {
 
 TEST_F(HttpApiTest, SendWithoutUserIsBadRequest) {
   expect_error(post("/v1/send", R"({"body":1})"), 400, "bad_request");
+}
+
+// ---- batched bodies (protocol-notes.md "HTTP API") ----
+
+TEST_F(HttpApiTest, APublishBatchIsSequencedInArrayOrderAndAnsweredPerElement) {
+  auto c = connect_as("batch-reader");
+  c->join("chat:http-batch");
+  std::string body = "\n [";
+  for (int i = 0; i < 200; ++i) {
+    body += (i ? "," : "") + std::string(R"({"ch":"chat:http-batch","id":"b)") +
+            std::to_string(i) + R"(","body":{"i":)" + std::to_string(i) + "}}";
+  }
+  body += R"(,{"ch":"chat:http-batch-2","body":1.50},{"ch":"chat:http-batch","id":"b7","body":7}])";
+  auto r = post("/v1/publish", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto items = json_array_items(r.body);
+  ASSERT_EQ(items.size(), 202u) << r.body;
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(items[i], R"({"seq":)" + std::to_string(i + 1) + R"(,"dup":false})");
+  EXPECT_EQ(items[200], R"({"seq":1,"dup":false})");  // another channel, its own seqs
+  EXPECT_EQ(items[201], R"({"seq":8,"dup":true})");   // b7 again: deduplicated
+  // The member sees them in seq order, each body as written, b7 once.
+  for (int i = 0; i < 200; ++i) {
+    auto m = c->expect("msg");
+    ASSERT_EQ(json_int(m, "seq"), i + 1) << m;
+    EXPECT_EQ(json_raw(m, "body"), R"({"i":)" + std::to_string(i) + "}");
+    EXPECT_EQ(json_str(m, "from"), "server");
+  }
+  EXPECT_EQ(c->expect("msg", std::chrono::milliseconds(300)), "");
+}
+
+TEST_F(HttpApiTest, ABatchWithOneBadElementPublishesNothingAndNamesIt) {
+  auto c = connect_as("batch-bad-reader");
+  c->join("chat:http-batch-bad");
+  auto r = post("/v1/publish", R"([{"ch":"chat:http-batch-bad","body":1},{"ch":"chat:http-batch-bad"}])");
+  expect_error(r, 400, "bad_request");
+  EXPECT_EQ(json_str(r.body, "msg"), "[1]: missing body") << r.body;
+  expect_error(post("/v1/publish", "[]"), 400, "bad_request");
+  expect_error(post("/v1/publish", "[1]"), 400, "bad_request");
+  expect_error(post("/v1/publish", R"([{"ch":"chat:x","body":1})"), 400, "bad_request");
+  std::string big = "[";
+  for (int i = 0; i < 1001; ++i) big += std::string(i ? "," : "") + "{}";
+  expect_error(post("/v1/publish", big + "]"), 400, "bad_request");
+  EXPECT_EQ(c->expect("msg", std::chrono::milliseconds(300)), "");
+  // The channel's seqs start at 1: nothing of the failed batches was written.
+  EXPECT_EQ(post("/v1/publish", R"({"ch":"chat:http-batch-bad","body":1})").body,
+            R"({"seq":1,"dup":false})");
+}
+
+TEST_F(HttpApiTest, ABatchOverTheTenantsRateIsRefusedPerElement) {
+  // publish_per_sec = 2, so a bucket of 2.
+  auto r = post("/v1/publish", R"([{"ch":"chat:rl","body":1},{"ch":"chat:rl","body":2},{"ch":"chat:rl","body":3}])",
+                kLimitedBatchApiKey);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto items = json_array_items(r.body);
+  ASSERT_EQ(items.size(), 3u) << r.body;
+  EXPECT_EQ(items[0], R"({"seq":1,"dup":false})");
+  EXPECT_EQ(items[1], R"({"seq":2,"dup":false})");
+  EXPECT_EQ(json_str(items[2], "code"), "rate_limited") << items[2];
+  EXPECT_GT(json_int(items[2], "retry_ms").value_or(0), 0) << items[2];
+}
+
+TEST_F(HttpApiTest, ASendBatchReachesUsersAndConnectionsInOrder) {
+  auto g1 = Client::connect(port());
+  const std::string conn = json_str(g1->hello(server_->token("gina")), "conn").value_or("");
+  auto g2 = connect_as("gina");
+  auto h = connect_as("hank");
+  auto r = post("/v1/send", R"([{"user":"gina","body":1},{"conn":")" + conn +
+                                R"(","body":2},{"user":"hank","body":3},{"user":"nobody-here","body":4},{"user":"hank","body":5}])");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"([{"delivered":2},{"delivered":1},{"delivered":1},{"delivered":0},{"delivered":1}])");
+  EXPECT_EQ(json_raw(g1->expect("direct"), "body"), "1");
+  EXPECT_EQ(json_raw(g1->expect("direct"), "body"), "2");
+  EXPECT_EQ(json_raw(g2->expect("direct"), "body"), "1");
+  EXPECT_EQ(json_raw(h->expect("direct"), "body"), "3");
+  EXPECT_EQ(json_raw(h->expect("direct"), "body"), "5");
+  EXPECT_EQ(g2->expect("direct", std::chrono::milliseconds(300)), "");
+  // A malformed conn fails the whole batch before anything is sent.
+  expect_error(post("/v1/send", R"([{"user":"hank","body":6},{"conn":"nope","body":7}])"), 400,
+               "bad_request");
+  EXPECT_EQ(h->expect("direct", std::chrono::milliseconds(300)), "");
 }
 
 // ---- GET /v1/history ----
