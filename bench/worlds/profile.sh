@@ -2,14 +2,15 @@
 # Where Parley's CPU goes in the compare shapes (issue 13, item 5): Parley alone with
 # the compare's config (room/world not durable, tick 20 ms), the preset's load from
 # parley-bench, and `perf record` on the server for PERF_S seconds of the load phase.
-#   bench/worlds/profile.sh PARLEY_BIN BENCH_BIN OUT_DIR broadcast|world [LOAD_X]
+#   bench/worlds/profile.sh PARLEY_BIN BENCH_BIN OUT_DIR broadcast|world|world-big [LOAD_X]
+# (world-big: WAIT=22 for its 20 s connection ramp)
 # Writes OUT_DIR/profile-SHAPE-Xx.{txt,report.txt} (flat self time by symbol, and by
 # DSO: kernel vs Parley vs libc).
 set -eu
 [ -n "${PARLEY_PRIO:-}" ] || exec "$(dirname "$0")/prio.sh" bash "$0" "$@"
 PARLEY=$(realpath "$1"); BENCH=$(realpath "$2"); OUT=$3; SHAPE=$4; X=${5:-1}
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
-PORT=${PORT:-7987}; PERF_S=${PERF_S:-10}
+PORT=${PORT:-7987}; PERF_S=${PERF_S:-10}; WAIT=${WAIT:-6}
 TMP=$(mktemp -d /tmp/profile.XXXXXX)
 cat > "$TMP/parley.toml" <<EOT
 [server]
@@ -29,6 +30,11 @@ tick_ms = 20
 durable = false
 tick_ms = 20
 presence = true
+[tenants.demo.namespaces.big]
+durable = false
+tick_ms = 20
+presence = true
+aoi_cell = 50
 EOT
 "$PARLEY" serve --config "$TMP/parley.toml" > "$TMP/parley.log" 2>&1 &
 PID=$!
@@ -38,7 +44,7 @@ name="profile-$SHAPE-${X}x"
 "$BENCH" "$SHAPE" --load-x "$X" --target "127.0.0.1:$PORT" --threads 2 --duration $((PERF_S + 12)) \
   --server-pid "$PID" --no-progress > "$OUT/$name.txt" 2>&1 &
 BP=$!
-sleep 6   # connections ramped and settled
+sleep "$WAIT"   # connections ramped and settled
 perf record -F 499 -p "$PID" -o "$TMP/perf.data" -- sleep "$PERF_S" 2> /dev/null
 # System calls per second of the server (5 s), beside the deliveries the bench counts.
 EV=""
