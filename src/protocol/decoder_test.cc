@@ -616,5 +616,54 @@ TEST(DecodeState, RejectsAPositionThatIsNotTwoOrThreeFiniteNumbers) {
   }
 }
 
+TEST(DecodeApiBatch, IsABatchWhenTheFirstNonBlankByteIsABracket) {
+  EXPECT_TRUE(is_api_batch("[]"));
+  EXPECT_TRUE(is_api_batch(" \r\n\t[{}]"));
+  EXPECT_FALSE(is_api_batch(R"({"ch":"a","body":[1]})"));
+  EXPECT_FALSE(is_api_batch(""));
+  EXPECT_FALSE(is_api_batch("   "));
+}
+
+TEST(DecodeApiBatch, DecodesEachElementAsASingleBodyKeepingBodiesAsWritten) {
+  DecodeLimits limits;
+  auto r = decode_api_post_batch(R"( [ {"ch":"w:1","body": 1.50 ,"id":"a"} , {"ch":"w:2","body":{"s":"\u00e9"}} ] )",
+                                 ApiPostKind::kPublish, limits);
+  auto* posts = std::get_if<std::vector<ApiPost>>(&r);
+  ASSERT_NE(posts, nullptr);
+  ASSERT_EQ(posts->size(), 2u);
+  EXPECT_EQ((*posts)[0].ch, "w:1");
+  EXPECT_EQ((*posts)[0].id, "a");
+  EXPECT_EQ((*posts)[0].body, "1.50");
+  EXPECT_EQ((*posts)[1].ch, "w:2");
+  EXPECT_EQ((*posts)[1].body, R"({"s":"\u00e9"})");
+  auto s = decode_api_post_batch(R"([{"user":"u1","body":1},{"conn":"c1f","body":2}])", ApiPostKind::kSend, limits);
+  auto* sends = std::get_if<std::vector<ApiPost>>(&s);
+  ASSERT_NE(sends, nullptr);
+  EXPECT_EQ((*sends)[0].user, "u1");
+  EXPECT_EQ((*sends)[1].conn, "c1f");
+}
+
+TEST(DecodeApiBatch, OneBadElementFailsTheBatchAndIsNamed) {
+  DecodeLimits limits;
+  limits.max_message_bytes = 64;
+  auto error_of = [&](const std::string& json) {
+    auto r = decode_api_post_batch(json, ApiPostKind::kPublish, limits);
+    auto* e = std::get_if<Error>(&r);
+    return e ? std::string(wire_name(e->code)) + ": " + e->msg : std::string("accepted");
+  };
+  EXPECT_EQ(error_of(R"([{"ch":"a","body":1},{"ch":"a"}])"), "bad_request: [1]: missing body");
+  EXPECT_EQ(error_of(R"([{"ch":"a","body":1},{"ch":"a","body":1,"body":2}])"),
+            "bad_request: [1]: duplicate field body");
+  EXPECT_EQ(error_of("[]").substr(0, 11), "bad_request");
+  EXPECT_EQ(error_of("[1]").substr(0, 11), "bad_request");
+  EXPECT_EQ(error_of("{").substr(0, 11), "bad_request");
+  // Each element within max_message_bytes; the whole within 4x.
+  const std::string big_body(80, 'x');
+  EXPECT_EQ(error_of(R"([{"ch":"a","body":")" + big_body + R"("}])").substr(0, 13), "too_large: [0");
+  std::string many = "[";
+  for (int i = 0; i < 20; ++i) many += std::string(i ? "," : "") + R"({"ch":"a","body":1})";
+  EXPECT_EQ(error_of(many + "]").substr(0, 9), "too_large");
+}
+
 }  // namespace
 }  // namespace parley::protocol
