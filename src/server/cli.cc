@@ -87,6 +87,18 @@ Result<CheckConfigArgs> parse_check_config_args(const std::vector<std::string>& 
   return CheckConfigArgs{args[0]};
 }
 
+Result<PersistArgs> parse_persist_args(const std::vector<std::string>& args) {
+  PersistArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--config") return usage("persist: unknown argument \"" + args[i] + "\"");
+    auto v = value_of(args, i);
+    if (!v) return v.error();
+    out.config_path = std::move(*v);
+  }
+  if (out.config_path.empty()) return usage("persist needs --config FILE");
+  return out;
+}
+
 Result<ReloadArgs> parse_reload_args(const std::vector<std::string>& args) {
   ReloadArgs out;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -41,6 +41,10 @@ struct ReloadArgs {
   std::string key;          // the admin key, instead of the file's server.admin_key
 };
 
+struct PersistArgs {
+  std::string config_path;  // required: [valkey], [postgres] url, [tenants.*], [persist]
+};
+
 // A whole decimal number in [lo, hi] given to `flag`.
 Result<int64_t> parse_int_arg(std::string_view flag, std::string_view text, int64_t lo,
                               int64_t hi);
@@ -48,6 +52,7 @@ Result<int64_t> parse_int_arg(std::string_view flag, std::string_view text, int6
 Result<ServeArgs> parse_serve_args(const std::vector<std::string>& args);
 Result<TokenArgs> parse_token_args(const std::vector<std::string>& args);
 Result<CheckConfigArgs> parse_check_config_args(const std::vector<std::string>& args);
+Result<PersistArgs> parse_persist_args(const std::vector<std::string>& args);
 // Needs --config, or both --server and --key.
 Result<ReloadArgs> parse_reload_args(const std::vector<std::string>& args);
 

@@ -238,6 +238,56 @@ Status read_valkey(const toml::table& t, ValkeyConfig& c) {
       s = read_uint(v, path, 50, 600'000, c.command_timeout_ms);
     } else if (key == "wal_max_len") {
       s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_max_len);
+    } else if (key == "wal_hard_cap") {
+      s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_hard_cap);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_postgres(const toml::table& t, PostgresConfig& c) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join("postgres", key);
+    Status s;
+    if (key == "url") {
+      s = read_nonempty(v, path, c.url);
+    } else if (key == "readers") {
+      s = read_uint(v, path, 1, 64, c.readers);
+    } else if (key == "timeout_ms") {
+      s = read_uint(v, path, 100, 600'000, c.timeout_ms);
+    } else {
+      s = unknown_key(path);
+    }
+    if (!s) return s;
+  }
+  return Status::ok();
+}
+
+Status read_persist(const toml::table& t, PersistConfig& c) {
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join("persist", key);
+    Status s;
+    if (key == "listen") {
+      s = read_address(v, path, false, c.listen);
+    } else if (key == "group") {
+      s = read_nonempty(v, path, c.group);
+    } else if (key == "consumer") {
+      s = read_nonempty(v, path, c.consumer);
+    } else if (key == "batch") {
+      s = read_uint(v, path, 1, 10'000, c.batch);
+    } else if (key == "threads") {
+      s = read_uint(v, path, 1, 64, c.threads);
+    } else if (key == "poll_ms") {
+      s = read_uint(v, path, 1, 10'000, c.poll_ms);
+    } else if (key == "claim_idle_ms") {
+      s = read_uint(v, path, 100, 86'400'000, c.claim_idle_ms);
+    } else if (key == "trim_interval_ms") {
+      s = read_uint(v, path, 10, 600'000, c.trim_interval_ms);
     } else {
       s = unknown_key(path);
     }
@@ -498,8 +548,9 @@ Status read_document(const toml::table& doc, ServerConfig& c) {
     } else if (key == "valkey") {
       if ((t = as_table(v, path, s))) s = read_valkey(*t, c.valkey);
     } else if (key == "postgres") {
-      // Settings of the persister (issue 10), accepted so one file serves both.
-      as_table(v, path, s);
+      if ((t = as_table(v, path, s))) s = read_postgres(*t, c.postgres);
+    } else if (key == "persist") {
+      if ((t = as_table(v, path, s))) s = read_persist(*t, c.persist);
     } else {
       s = unknown_key(path);
     }

@@ -19,6 +19,31 @@ struct ValkeyConfig {
   uint32_t pool_size = 2;             // pipelined connections per node
   uint32_t command_timeout_ms = 2000; // a node silent this long is unreachable
   uint64_t wal_max_len = 100'000;     // entries kept per partition's WAL stream (approx.)
+  // With [postgres] url set the persister trims the WAL below what it has
+  // acknowledged; the append script then only caps each stream at this many
+  // entries (approx.), a safety valve for Valkey's memory while no persister runs.
+  uint64_t wal_hard_cap = 1'000'000;
+};
+
+// [postgres]: the persister's database. With store = "valkey" and url set, the
+// nodes read history older than Valkey keeps from it and leave WAL trimming to
+// the persister (docs/operations.md, "The persister").
+struct PostgresConfig {
+  std::string url;              // libpq URI or key=value string; empty: none
+  uint32_t readers = 2;         // per node: history reader threads and connections
+  uint32_t timeout_ms = 5000;   // per connect and per statement
+};
+
+// [persist]: read by `parley persist` only.
+struct PersistConfig {
+  std::string listen = "127.0.0.1:7710";  // GET /metrics and /healthz
+  std::string group = "parley-persister"; // the consumer group on every WAL stream
+  std::string consumer;                   // empty: <hostname>-<pid>
+  uint32_t batch = 500;                   // entries read per stream and round
+  uint32_t threads = 1;
+  uint32_t poll_ms = 50;                  // wait after a round that read nothing
+  uint32_t claim_idle_ms = 30'000;        // another consumer's pending entry is taken after
+  uint32_t trim_interval_ms = 1000;
 };
 
 struct ServerConfig {
@@ -60,6 +85,8 @@ struct ServerConfig {
   std::string log_format = "text";        // text | json (one object per line, server/json_log.h)
   std::map<std::string, TenantConfig, std::less<>> tenants;
   ValkeyConfig valkey;
+  PostgresConfig postgres;
+  PersistConfig persist;
 };
 
 // Parses a TOML document. Unknown keys are errors (a typo must not silently

@@ -320,6 +320,39 @@ TEST(Config, ValkeyStoreAndItsSection) {
   EXPECT_EQ(error_of(with_demo("[valkey]\nreplicas = 2\n")), "unknown key valkey.replicas");
 }
 
+TEST(Config, PostgresAndPersistSections) {
+  auto r = parse_config(with_demo("[valkey]\nwal_hard_cap = 5000\n"
+                                  "[postgres]\nurl = \"postgresql://p@127.0.0.1:5432/parley\"\n"
+                                  "readers = 3\ntimeout_ms = 800\n"
+                                  "[persist]\nlisten = \"127.0.0.1:0\"\ngroup = \"g\"\nconsumer = \"c1\"\n"
+                                  "batch = 64\nthreads = 2\npoll_ms = 5\nclaim_idle_ms = 1500\n"
+                                  "trim_interval_ms = 250\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->valkey.wal_hard_cap, 5000u);
+  EXPECT_EQ(r->postgres.url, "postgresql://p@127.0.0.1:5432/parley");
+  EXPECT_EQ(r->postgres.readers, 3u);
+  EXPECT_EQ(r->postgres.timeout_ms, 800u);
+  EXPECT_EQ(r->persist.listen, "127.0.0.1:0");
+  EXPECT_EQ(r->persist.group, "g");
+  EXPECT_EQ(r->persist.consumer, "c1");
+  EXPECT_EQ(r->persist.batch, 64u);
+  EXPECT_EQ(r->persist.threads, 2u);
+  EXPECT_EQ(r->persist.poll_ms, 5u);
+  EXPECT_EQ(r->persist.claim_idle_ms, 1500u);
+  EXPECT_EQ(r->persist.trim_interval_ms, 250u);
+  auto d = parse_config(kDemo);
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->postgres.url, "");
+  EXPECT_EQ(d->valkey.wal_hard_cap, 1000000u);
+  EXPECT_EQ(d->persist.listen, "127.0.0.1:7710");
+  EXPECT_EQ(d->persist.group, "parley-persister");
+  EXPECT_EQ(d->persist.claim_idle_ms, 30000u);
+  EXPECT_EQ(error_of(with_demo("[postgres]\nurl = \"\"\n")), "postgres.url must not be empty");
+  EXPECT_EQ(error_of(with_demo("[postgres]\nhost = \"x\"\n")), "unknown key postgres.host");
+  EXPECT_EQ(error_of(with_demo("[persist]\nbatch = 0\n")),
+            "persist.batch must be an integer between 1 and 10000");
+}
+
 TEST(Config, AddressesAreChecked) {
   EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"7700\"\n")),
             "server.listen must be host:port: expected host:port");

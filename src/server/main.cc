@@ -1,6 +1,7 @@
 // parley: `serve` runs the server, `token` mints a client token, `check-config`
-// validates a configuration file, `reload` asks a running server to re-read
-// its configuration file. Arguments are parsed in server/cli.h; exit
+// validates a configuration file, `persist` runs the WAL persister (valkey store
+// to PostgreSQL), `reload` asks a running server to re-read its configuration
+// file. Arguments are parsed in server/cli.h; exit
 // codes: 0 ok, 1 failed while running, 2 bad usage or configuration.
 #include <signal.h>
 #include <spdlog/details/os.h>
@@ -16,6 +17,7 @@
 #include "server/cli.h"
 #include "server/config.h"
 #include "server/json_log.h"
+#include "server/persist_command.h"
 #include "server/reload_command.h"
 #include "server/server.h"
 
@@ -26,6 +28,7 @@ constexpr const char* kUsage =
     "  parley serve [--config FILE] [--accept-data-loss]\n"
     "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
     "  parley check-config FILE\n"
+    "  parley persist --config FILE\n"
     "  parley reload [--config FILE] [--server HOST:PORT] [--key ADMIN_KEY]\n"
     "  parley version\n";
 
@@ -146,6 +149,11 @@ int dispatch(int argc, char** argv) {
   if (cmd == "serve") return serve(args);
   if (cmd == "token") return token(args);
   if (cmd == "check-config") return check_config(args);
+  if (cmd == "persist") {
+    auto p = parley::server::parse_persist_args(args);
+    if (!p) return usage_error(p.error());
+    return parley::server::run_persist(*p);
+  }
   if (cmd == "reload") {
     auto r = parley::server::parse_reload_args(args);
     if (!r) return usage_error(r.error());

@@ -118,7 +118,12 @@ Status Server::open_valkey_store() {
   vo.partitions = config_.valkey.partitions;
   vo.pool_size = config_.valkey.pool_size;
   vo.command_timeout_ms = config_.valkey.command_timeout_ms;
-  vo.wal_max_len = config_.valkey.wal_max_len;
+  // With a persister (postgres.url) the WAL waits for its acknowledgements; the
+  // script keeps only the hard cap (docs/operations.md, "The persister").
+  vo.wal_max_len = config_.postgres.url.empty() ? config_.valkey.wal_max_len : config_.valkey.wal_hard_cap;
+  vo.postgres_url = config_.postgres.url;
+  vo.postgres_readers = config_.postgres.readers;
+  vo.postgres_timeout_ms = config_.postgres.timeout_ms;
   auto opened = store::valkey::ValkeyStore::open(*loops_, vo);
   if (!opened) return opened.error();
   valkey_ = opened->get();

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -80,6 +82,37 @@ void child_setup(const Owner& o, pid_t parent, const std::string& log) {
     ::dup2(out, 1);
     ::dup2(out, 2);
   }
+}
+
+// The postmaster's children (backends, checkpointer, ...): each calls setsid(), so
+// a signal to the postmaster's process group does not reach them.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    FILE* f = std::fopen((e.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after the last ')'.
+    const char* close = std::strrchr(buf, ')');
+    int ppid = 0;
+    char state = 0;
+    if (close && std::sscanf(close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent) {
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// The postmaster and every child of it.
+void signal_instance(pid_t postmaster, int sig) {
+  ::kill(postmaster, sig);
+  for (pid_t c : children_of(postmaster)) ::kill(c, sig);
 }
 
 std::vector<char*> argv_of(std::vector<std::string>& args) {
@@ -167,13 +200,11 @@ bool PgServer::spawn() {
     return false;
   }
   if (pid == 0) {
-    ::setpgid(0, 0);  // its own group: kill9/pause reach the backends too
     child_setup(o, parent, dir_ + "/log");
     auto v = argv_of(args);
     ::execv(v[0], v.data());
     _exit(127);
   }
-  ::setpgid(pid, pid);  // also here, so no signal can race the child's own call
   pid_ = pid;
   return true;
 }
@@ -195,7 +226,7 @@ bool PgServer::wait_ready(int timeout_ms) const {
 
 void PgServer::stop() {
   if (pid_ <= 0) return;
-  ::kill(-pid_, SIGCONT);
+  signal_instance(pid_, SIGCONT);
   ::kill(pid_, SIGQUIT);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -210,11 +241,17 @@ void PgServer::stop() {
 
 void PgServer::kill9() {
   if (pid_ <= 0) return;
-  ::kill(-pid_, SIGCONT);
-  ::kill(-pid_, SIGKILL);
-  // The whole group: the postmaster, then its backends as they are reparented here.
-  while (::waitpid(-pid_, nullptr, 0) > 0) {
+  // Children first (the postmaster would notice and act), then the postmaster;
+  // the children are reparented here (subreaper) and reaped.
+  const std::vector<pid_t> kids = children_of(pid_);
+  for (pid_t c : kids) {
+    ::kill(c, SIGCONT);
+    ::kill(c, SIGKILL);
   }
+  ::kill(pid_, SIGCONT);
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  for (pid_t c : kids) ::waitpid(c, nullptr, 0);
   pid_ = -1;
 }
 
@@ -233,11 +270,11 @@ bool PgServer::start() {
 }
 
 void PgServer::pause() {
-  if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+  if (pid_ > 0) signal_instance(pid_, SIGSTOP);
 }
 
 void PgServer::resume() {
-  if (pid_ > 0) ::kill(-pid_, SIGCONT);
+  if (pid_ > 0) signal_instance(pid_, SIGCONT);
 }
 
 std::string PgServer::query(const std::string& sql, int timeout_s) const {
@@ -253,6 +290,7 @@ std::string PgServer::query_in(const std::string& db, const std::string& sql, in
     PQfinish(c);
     return {};
   }
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
   PGresult* r = PQexec(c, sql.c_str());
   std::string out;
   const ExecStatusType st = PQresultStatus(r);

@@ -5,9 +5,11 @@
 // PostgreSQL refuses to run as root, so when the tests run as root (CI) initdb and
 // the postmaster run as the `postgres` user (the folder is handed to it); as any
 // other user they run as that user. The postmaster is a child process (not
-// daemonized, like pg_ctl would) leading its own process group, so a test can
-// pause every process of the instance (SIGSTOP: a hung database), crash it whole
-// (SIGKILL to the group) and start it again on the same port and data. It dies
+// daemonized, like pg_ctl would), so a test can pause every process of the
+// instance (SIGSTOP to the postmaster and each of its children, found in /proc:
+// each backend calls setsid(), so a process group would not reach them: a hung
+// database), crash it whole (SIGKILL to all of them) and start it again on the
+// same port and data. It dies
 // with the test process (PR_SET_PDEATHSIG). Start it once per test binary:
 // shared_pg() does, and stops it at exit.
 //

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/clock.h"
+#include "store/postgres/pg_history.h"
 #include "store/store_policy.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/replies.h"
@@ -40,6 +41,10 @@ Result<std::unique_ptr<ValkeyStore>> ValkeyStore::open(runtime::LoopGroup& loops
 ValkeyStore::ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts)
     : loops_(loops), opts_(std::move(opts)) {
   conn_opts_.command_timeout_ms = opts_.command_timeout_ms;
+  if (!opts_.postgres_url.empty()) {
+    archive_ = std::make_unique<postgres::PgHistory>(opts_.postgres_url, opts_.postgres_readers,
+                                                     opts_.postgres_timeout_ms);
+  }
   conn_opts_.hello = {format_command({"SCRIPT", "LOAD", append_script().source}),
                       format_command({"SCRIPT", "LOAD", recover_script().source})};
   if (opts_.cluster) return;  // the pools come from CLUSTER SLOTS
@@ -292,10 +297,38 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
   std::string cmd = format_command(
       {"XRANGE", k.history, std::to_string(after + 1), "+", "COUNT", std::to_string(limit)});
   begin_op();
-  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
-    done(parse_entries(r, false));
-    end_op();
-  });
+  call(route(k.tag), key, k.tag, std::move(cmd), true,
+       [this, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
+         auto got = parse_entries(r, false);
+         if (got && archive_) {
+           fill_after(key, after, limit, std::move(*got), std::move(done));
+         } else {
+           done(std::move(got));
+         }
+         end_op();
+       });
+}
+
+// The stream always keeps the channel's latest message, so an empty answer means
+// nothing was written after `after`; an answer starting above after + 1 means the
+// start was trimmed, and the archive has it (as far as the persister got).
+void ValkeyStore::fill_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                             std::vector<StoredMessage> recent, ReadDone done) {
+  if (recent.empty() || recent.front().seq == after + 1) return done(std::move(recent));
+  const uint64_t hi = recent.front().seq;
+  begin_op();
+  archive_->read(key, after + 1, hi, limit,
+                 false, [this, limit, recent = std::move(recent), done = std::move(done)](
+                            Result<std::vector<StoredMessage>> old) mutable {
+                   if (old) {
+                     for (auto& m : recent) {
+                       if (old->size() >= limit) break;
+                       old->push_back(std::move(m));
+                     }
+                   }
+                   done(std::move(old));
+                   end_op();
+                 });
 }
 
 void ValkeyStore::read_before(const ChannelKey& key, uint64_t before, uint32_t limit, ReadDone done) {
@@ -306,10 +339,55 @@ void ValkeyStore::read_before(const ChannelKey& key, uint64_t before, uint32_t l
   const std::string end = before == UINT64_MAX ? "+" : std::to_string(before - 1);
   std::string cmd = format_command({"XREVRANGE", k.history, end, "-", "COUNT", std::to_string(limit)});
   begin_op();
-  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
-    done(parse_entries(r, true));
-    end_op();
-  });
+  call(route(k.tag), key, k.tag, std::move(cmd), true,
+       [this, key, before, limit, done = std::move(done)](Result<Reply> r) mutable {
+         auto got = parse_entries(r, true);
+         if (got && archive_) {
+           fill_before(key, before, limit, std::move(*got), std::move(done));
+         } else {
+           done(std::move(got));
+         }
+         end_op();
+       });
+}
+
+// Fewer than `limit` below `before` in the stream, and the oldest of them above
+// seq 1: the rest was trimmed to the archive. Nothing at all below `before`:
+// either the channel is empty (the stream is, too: it always keeps the latest)
+// or everything below `before` was trimmed; one more XRANGE tells which.
+void ValkeyStore::fill_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                              std::vector<StoredMessage> recent, ReadDone done) {
+  if (recent.size() >= limit || (!recent.empty() && recent.front().seq <= 1)) {
+    return done(std::move(recent));
+  }
+  auto from_archive = [this, key, limit, done](uint64_t hi, std::vector<StoredMessage> recent) mutable {
+    begin_op();
+    const uint32_t want = limit - static_cast<uint32_t>(recent.size());
+    archive_->read(key, 1, hi, want, true,
+                   [this, recent = std::move(recent), done = std::move(done)](
+                       Result<std::vector<StoredMessage>> old) mutable {
+                     if (old) {
+                       for (auto& m : recent) old->push_back(std::move(m));
+                     }
+                     done(std::move(old));
+                     end_op();
+                   });
+  };
+  if (!recent.empty()) return from_archive(recent.front().seq, std::move(recent));
+  const ChannelKeys k = channel_keys(key, opts_.partitions);
+  begin_op();
+  call(route(k.tag), key, k.tag, format_command({"XRANGE", k.history, "-", "+", "COUNT", "1"}), true,
+       [this, before, done, from_archive = std::move(from_archive)](Result<Reply> r) mutable {
+         auto first = parse_entries(r, false);
+         if (!first) {
+           done(std::move(first));
+         } else if (first->empty()) {
+           done(std::vector<StoredMessage>{});
+         } else {
+           from_archive(std::min(before, first->front().seq), {});
+         }
+         end_op();
+       });
 }
 
 void ValkeyStore::flush() {

@@ -24,6 +24,12 @@
 // start on one connection, even if its slot moves meanwhile, and their
 // completions are handed out in submission order whichever node answered
 // (a redirected call can be answered after a later one).
+//
+// History older than a channel's stream keeps (the namespace's `history` latest)
+// comes from PostgreSQL when postgres_url is set: the persister (src/persist)
+// archives every WAL entry there. A read whose Valkey answer does not reach down
+// to what was asked is completed from it on the archive's reader threads, so the
+// callback then runs on one of those.
 #pragma once
 
 #include <atomic>
@@ -43,6 +49,10 @@
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/node_pool.h"
 
+namespace parley::store::postgres {
+class PgHistory;
+}
+
 namespace parley::store::valkey {
 
 struct ValkeyOptions {
@@ -52,6 +62,11 @@ struct ValkeyOptions {
   uint32_t pool_size = 2;           // connections per node
   uint32_t command_timeout_ms = 2000;
   uint64_t wal_max_len = 100'000;   // per partition stream, trimmed approximately
+  // The persister's database: history older than a channel's stream keeps is read
+  // there (postgres/pg_history.h). Empty: Valkey's history is all there is.
+  std::string postgres_url;
+  unsigned postgres_readers = 2;     // threads (and connections) reading it
+  uint32_t postgres_timeout_ms = 5000;
 };
 
 struct NodeStats {
@@ -102,6 +117,12 @@ class ValkeyStore final : public Store {
   void apply_slots(const std::vector<SlotRange>& ranges);
   void begin_op();
   void end_op();
+  // After a history read from Valkey: the part of [lo, hi) its stream no longer
+  // holds, from PostgreSQL (see read_after / read_before).
+  void fill_after(const ChannelKey& key, uint64_t after, uint32_t limit,
+                  std::vector<StoredMessage> recent, ReadDone done);
+  void fill_before(const ChannelKey& key, uint64_t before, uint32_t limit,
+                   std::vector<StoredMessage> recent, ReadDone done);
 
   runtime::LoopGroup& loops_;
   ValkeyOptions opts_;
@@ -132,6 +153,7 @@ class ValkeyStore final : public Store {
   mutable std::mutex mu_;
   std::condition_variable idle_;
   size_t outstanding_ = 0;  // every call not yet completed (guarded by mu_)
+  std::unique_ptr<postgres::PgHistory> archive_;  // with postgres_url only
 };
 
 }  // namespace parley::store::valkey

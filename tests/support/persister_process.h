@@ -1,0 +1,45 @@
+// Runs the real `parley persist` (the WAL persister) for integration tests:
+// writes its config into a temporary folder, starts it, waits for its
+// "parley persist ready http=" line and reads the /metrics port from it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace parley::testing {
+
+struct PersisterSpec {
+  std::string tenants_toml;  // the same tenants as the servers (default_tenants_toml())
+  std::string valkey_toml;   // the [valkey] section
+  std::string postgres_url;
+  std::string persist_extra; // more [persist] keys, one per line (consumer = "a", ...)
+};
+
+class PersisterProcess {
+ public:
+  explicit PersisterProcess(PersisterSpec spec);
+  ~PersisterProcess();  // SIGKILLs a persister still running, removes the folder
+
+  void start();  // asserts (gtest) on failure
+  void kill9();
+  void terminate();
+  int wait_exit(std::chrono::milliseconds timeout);
+  bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  uint16_t http_port() const { return http_port_; }
+  std::string log() const;
+
+  // The value of an unlabelled sample in GET /metrics; -1 when absent.
+  double metric(const std::string& name) const;
+
+ private:
+  PersisterSpec spec_;
+  std::string dir_;
+  pid_t pid_ = -1;
+  uint16_t http_port_ = 0;
+};
+
+}  // namespace parley::testing
