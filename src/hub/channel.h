@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -59,8 +60,27 @@ struct Channel {
     // Upstream events of this channel that arrived while this append was in
     // flight (a connection's `up` after its `pub`): forwarded right after it.
     std::vector<UpstreamEvent> after;
+    // A store that assigns seqs (Store::assigns_seq): the message, encoded once
+    // the answer names its seq.
+    std::unique_ptr<store::StoredMessage> unsequenced;
   };
   std::deque<InFlight> inflight;
+
+  // A store that assigns seqs, several nodes writing (docs/architecture.md
+  // "Cross-node fan-out"): committed messages that arrived ahead of
+  // committed_seq + 1 (this node's own answers and other nodes' pushes), by seq,
+  // delivered once contiguous. A gap that outlives fanout_gap_ms is read from
+  // the store.
+  struct Held {
+    net::SharedBuf json;
+    std::unique_ptr<UpstreamEvent> upstream;
+    std::vector<UpstreamEvent> after;
+  };
+  std::map<uint64_t, Held> held;
+  bool gap_timer = false;  // a gap check is scheduled
+  bool filling = false;    // a gap fill read is in flight
+  uint32_t fill_misses = 0;  // fills in a row that did not close the gap
+  bool watched = false;    // Store::watch made for this channel
 
   struct Member {
     std::string user;

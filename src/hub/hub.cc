@@ -24,6 +24,22 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, Sh
   for (unsigned i = 0; i < loops.size(); ++i) {
     shards_.push_back(std::make_unique<Shard>(i, loops, views, stores, metrics, opts));
   }
+  if (stores.durable && stores.durable->assigns_seq()) {
+    // Several nodes write the same channels: what each commits comes back
+    // through the store, to the shard owning the channel here.
+    store::Store::Feed feed;
+    feed.message = [this](const store::ChannelId& id, store::StoredMessage msg) {
+      const unsigned i = shard_of(id.tenant, id.channel);
+      loops_.run_on(i, [s = shards_[i].get(), id, msg = std::move(msg)]() mutable {
+        s->on_feed(id, std::move(msg));
+      });
+    };
+    feed.resync = [this](const store::ChannelId& id) {
+      const unsigned i = shard_of(id.tenant, id.channel);
+      loops_.run_on(i, [s = shards_[i].get(), id] { s->on_resync(id); });
+    };
+    stores.durable->set_feed(std::move(feed));
+  }
 }
 
 unsigned Hub::shard_of(std::string_view tenant, std::string_view ch) const {

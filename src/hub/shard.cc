@@ -1,6 +1,8 @@
 #include "hub/shard.h"
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -79,6 +81,11 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
     fresh->fanout_key = key;
     fresh->loop_members.assign(loops_.size(), 0);
     fresh->idle_since_ms = wall_ms();
+    if (fresh->store->assigns_seq()) {
+      // Before the recovery reads the counter: a push committed after it is held.
+      fresh->store->watch(fresh->id);
+      fresh->watched = true;
+    }
     it = channels_.emplace(key, std::move(fresh)).first;
     channel_count_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -112,8 +119,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
     auto again = channels_.find(key);
     if (again != channels_.end() && again->second.get() == c && !c->loading &&
         c->members.empty() && c->inflight.empty() && c->backfills == 0) {
-      channels_.erase(again);
-      channel_count_.fetch_sub(1, std::memory_order_relaxed);
+      forget(again);
     }
     return;
   }
@@ -126,7 +132,15 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
   for (const auto& e : entries) c->dedupe.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
+  // Pushes that came while the counter was read: the newer ones go out now.
+  if (!c->held.empty()) deliver_held(*c);
   for (auto& fn : waiting) fn(c, nullptr);
+}
+
+void Shard::forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it) {
+  if (it->second->watched) it->second->store->unwatch(it->second->id);
+  channels_.erase(it);
+  channel_count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Shard::join(JoinRequest req) {
@@ -392,6 +406,32 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
     return reply({Error{ErrorCode::kForbidden, "join the channel before publishing"}});
   }
   const int64_t now_ms = wall_ms();
+  if (c->store->assigns_seq()) {
+    // The store's script sequences and dedupes for every node: seq 0 asks it to.
+    if (inflight() >= opts_.append_queue_limit) {
+      return reply({Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms}});
+    }
+    std::unique_ptr<UpstreamEvent> upstream;
+    if (upstream_ && req.conn != 0 && c->ns->forwards(kForwardMsg)) {
+      upstream = std::make_unique<UpstreamEvent>(UpstreamEvent{
+          UpstreamEventType::kMsg, req.tenant, c->ns, req.ch, req.from, req.conn, now_ms, 0,
+          req.id, {}, req.body});
+    }
+    auto msg = std::make_unique<store::StoredMessage>(
+        store::StoredMessage{0, now_ms, req.from, req.id, req.body});
+    c->inflight.push_back(Channel::InFlight{0, {}, nullptr, req.arrived_ns, steady_ns(),
+                                            req.reply_loop, std::move(req.done),
+                                            std::move(upstream), {}, std::move(msg)});
+    inflight_total_.fetch_add(1, std::memory_order_relaxed);
+    store::AppendRequest append{c->id,
+                                store::StoredMessage{0, now_ms, std::move(req.from),
+                                                     std::move(req.id), std::move(req.body)},
+                                c->ns->history, c->ns->dedupe_window_s, 0u};
+    c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
+      committed_.push(Committed{c, std::move(out)});
+    });
+    return;
+  }
   expire_dedupe(*c, now_ms);
   store::DedupeKey dedupe_key;
   if (!req.id.empty()) {
@@ -446,10 +486,11 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
   const Status& status = outcome.status;
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Channel::InFlight f = std::move(c->inflight.front());
-  // This store takes the shard's seq and completes in order: it echoes it.
-  PARLEY_CHECK(!status || outcome.seq == f.seq);
   c->inflight.pop_front();
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
+  if (f.unsequenced) return on_committed_shared(c, std::move(f), std::move(outcome));
+  // This store takes the shard's seq and completes in order: it echoes it.
+  PARLEY_CHECK(!status || outcome.seq == f.seq);
   auto& m = metrics_.local();
   m.observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
 
@@ -476,6 +517,167 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
   for (auto& w : waiters) {
     to_loop(w.loop, [done = std::move(w.done), again]() mutable { done(again); });
   }
+}
+
+void Shard::on_committed_shared(Channel* c, Channel::InFlight f, store::AppendOutcome outcome) {
+  metrics_.local().observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
+  auto reply = [this, &f](PublishOutcome out) {
+    to_loop(f.reply_loop, [done = std::move(f.done), out = std::move(out)]() mutable {
+      done(std::move(out));
+    });
+  };
+  if (!outcome.status || outcome.dup) {
+    // A failure marks nothing: the store assigned no seq, or (an answer lost) it
+    // did and the message reaches every node like any other; a retry of the
+    // same id is then answered as a duplicate with that seq.
+    for (auto& ev : f.after) upstream_->forward(std::move(ev));
+    if (!outcome.status) return reply({outcome.status.error()});
+    return reply({Status::ok(), outcome.seq, true});
+  }
+  const uint64_t seq = outcome.seq;
+  store::StoredMessage& m = *f.unsequenced;
+  auto json = std::make_shared<std::string>();
+  protocol::encode_msg(*json, {c->id.channel, seq, m.from, m.id, m.ts_ms, m.body});
+  if (f.upstream) f.upstream->seq = seq;
+  c->last_seq = std::max(c->last_seq, seq);
+  // The ack comes from the store's answer and does not wait for delivery.
+  reply({Status::ok(), seq, false});
+  hold(*c, seq, Channel::Held{std::move(json), std::move(f.upstream), std::move(f.after)});
+}
+
+void Shard::hold(Channel& c, uint64_t seq, Channel::Held h) {
+  if (seq <= c.committed_seq) {
+    // Delivered already (its push came first): only what rides with it is left.
+    if (h.upstream) upstream_->forward(std::move(*h.upstream));
+    for (auto& ev : h.after) upstream_->forward(std::move(ev));
+    return;
+  }
+  auto [it, inserted] = c.held.try_emplace(seq, std::move(h));
+  if (!inserted) {
+    // The push came first and is waiting: this node's own answer brings the
+    // upstream events that go out with it.
+    Channel::Held& was = it->second;
+    if (h.upstream && !was.upstream) was.upstream = std::move(h.upstream);
+    for (auto& ev : h.after) was.after.push_back(std::move(ev));
+    return;
+  }
+  if (seq != c.committed_seq + 1) metrics::ThreadMetrics::inc(metrics_.local().fanout_held);
+  if (!c.loading) deliver_held(c);
+}
+
+void Shard::deliver_held(Channel& c) {
+  while (!c.held.empty()) {
+    auto it = c.held.begin();
+    if (it->first > c.committed_seq + 1) break;
+    Channel::Held h = std::move(it->second);
+    const uint64_t seq = it->first;
+    c.held.erase(it);
+    if (seq == c.committed_seq + 1) {
+      c.committed_seq = seq;
+      c.last_seq = std::max(c.last_seq, seq);
+      broadcast(c, ChannelEvent{std::move(h.json), 0, {}, {}, steady_ns()});
+    }
+    if (h.upstream) upstream_->forward(std::move(*h.upstream));
+    for (auto& ev : h.after) upstream_->forward(std::move(ev));
+  }
+  if (c.held.empty()) {
+    c.fill_misses = 0;
+    return;
+  }
+  arm_gap(c);
+}
+
+void Shard::arm_gap(Channel& c) {
+  if (c.gap_timer || c.filling) return;
+  c.gap_timer = true;
+  auto t = std::make_shared<boost::asio::steady_timer>(loops_.loop(index_),
+                                                        std::chrono::milliseconds(opts_.fanout_gap_ms));
+  t->async_wait([this, t, key = c.fanout_key](const boost::system::error_code& ec) {
+    if (ec) return;
+    auto it = channels_.find(key);
+    if (it == channels_.end()) return;
+    Channel& ch = *it->second;
+    ch.gap_timer = false;
+    if (ch.loading || ch.held.empty()) return;
+    fill_gap(ch);
+  });
+}
+
+void Shard::fill_gap(Channel& c) {
+  if (c.filling) return;
+  c.filling = true;
+  metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_fills);
+  const uint64_t after = c.committed_seq;
+  c.store->read_after(c.id, after, kFillPage, [this, key = c.fanout_key, after](auto r) mutable {
+    loops_.run_on(index_, [this, key = std::move(key), after, r = std::move(r)]() mutable {
+      on_fill(key, after, std::move(r));
+    });
+  });
+}
+
+void Shard::on_fill(const std::string& key, uint64_t after,
+                    Result<std::vector<store::StoredMessage>> r) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  auto it = channels_.find(key);
+  if (it == channels_.end()) return;
+  Channel& c = *it->second;
+  c.filling = false;
+  if (!r) {
+    if (!c.held.empty()) arm_gap(c);  // the store is down: try again later
+    return;
+  }
+  auto& msgs = *r;
+  if (c.committed_seq == after && !msgs.empty() && msgs.front().seq > after + 1) {
+    // The store no longer holds what this node missed (trimmed from its
+    // history before the gap was filled): nothing can deliver it any more.
+    metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_skipped, msgs.front().seq - after - 1);
+    spdlog::warn("channel {}: seqs {}..{} were trimmed before this node could deliver them",
+                 c.id.channel, after + 1, msgs.front().seq - 1);
+    c.committed_seq = msgs.front().seq - 1;
+  }
+  for (auto& m : msgs) {
+    if (m.seq <= c.committed_seq || c.held.contains(m.seq)) continue;
+    auto json = std::make_shared<std::string>();
+    protocol::encode_msg(*json, {c.id.channel, m.seq, m.from, m.id, m.ts_ms, m.body});
+    c.held.emplace(m.seq, Channel::Held{std::move(json), nullptr, {}});
+  }
+  const uint64_t before = c.committed_seq;
+  deliver_held(c);
+  if (msgs.size() == kFillPage && c.held.empty()) return fill_gap(c);  // more may follow
+  if (!c.held.empty() && c.committed_seq == before && ++c.fill_misses >= 3 && msgs.empty()) {
+    // Three reads found nothing below what is held: the store lost it.
+    const uint64_t to = c.held.begin()->first - 1;
+    metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_skipped, to - c.committed_seq);
+    spdlog::warn("channel {}: seqs {}..{} are not in the store; skipped", c.id.channel,
+                 c.committed_seq + 1, to);
+    c.committed_seq = to;
+    deliver_held(c);
+  }
+}
+
+void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  metrics::ThreadMetrics::inc(metrics_.local().fanout_received);
+  auto it = channels_.find(id.key());
+  if (it == channels_.end()) return;  // not loaded here: its recovery reads the counter
+  Channel& c = *it->second;
+  if (msg.seq <= c.committed_seq || c.held.contains(msg.seq)) return;
+  if (msg.seq > c.committed_seq + kMaxHeld) {
+    // Far ahead: left to the fill, which reads it in order.
+    if (!c.loading) arm_gap(c);
+    return;
+  }
+  auto json = std::make_shared<std::string>();
+  protocol::encode_msg(*json, {c.id.channel, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
+  c.last_seq = std::max(c.last_seq, msg.seq);
+  hold(c, msg.seq, Channel::Held{std::move(json), nullptr, {}});
+}
+
+void Shard::on_resync(const store::ChannelId& id) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  auto it = channels_.find(id.key());
+  if (it == channels_.end() || it->second->loading) return;
+  fill_gap(*it->second);
 }
 
 void Shard::history(HistoryRequest req) {
@@ -601,18 +803,15 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
     for (auto it = channels_.begin(b); it != channels_.end(b); ++it, ++seen) {
       Channel& c = *it->second;
       if (c.loading) continue;
-      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 &&
-          now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
+      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 && c.held.empty() &&
+          !c.filling && now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
         idle.push_back(it->first);
       } else {
         expire_dedupe(c, now_ms);
       }
     }
   }
-  for (const auto& key : idle) {
-    channels_.erase(key);
-    channel_count_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  for (const auto& key : idle) forget(channels_.find(key));
   if (b >= buckets) {
     sweeping_ = false;
     return;

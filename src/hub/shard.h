@@ -41,6 +41,9 @@ struct ShardOptions {
   uint32_t append_queue_limit = 20000;  // in-flight appends before `backpressure`
   int backpressure_retry_ms = 100;
   int64_t idle_unload_ms = 60'000;      // a channel with no member and nothing in flight
+  // A store that assigns seqs: how long a channel's gap (a later seq arrived,
+  // an earlier one did not) waits before it is read from the store.
+  int64_t fanout_gap_ms = 50;
 };
 
 class Shard {
@@ -68,6 +71,12 @@ class Shard {
   // still walking is skipped.
   void sweep_idle(int64_t now_ms);
 
+  // A store that assigns seqs (several nodes): a committed message the store
+  // pushed (another node's, or this node's own), a request to read what a lost
+  // subscription may have missed, and a presence note from another node.
+  void on_feed(const store::ChannelId& id, store::StoredMessage msg);
+  void on_resync(const store::ChannelId& id);
+
   // On this shard's loop: its `n` busiest channels since the previous call
   // (hub/channel_stats.h).
   std::vector<ChannelStat> busiest(size_t n);
@@ -76,6 +85,10 @@ class Shard {
 
   // Appends (and channel loads) queued for one channel before `backpressure`.
   static constexpr size_t kMaxWaiting = 1024;
+  // Messages a channel holds back behind a gap; later ones are left to the fill.
+  static constexpr uint64_t kMaxHeld = 4096;
+  // Messages read per gap fill.
+  static constexpr uint32_t kFillPage = 512;
 
  private:
   struct Backfill;
@@ -102,6 +115,16 @@ class Shard {
   };
   void on_committed_batch(std::vector<Committed>& batch);
   void expire_dedupe(Channel& c, int64_t now_ms);
+  // Cross-node ordering (store assigns seqs): `seq` committed; delivered once
+  // every seq before it was.
+  void hold(Channel& c, uint64_t seq, Channel::Held h);
+  void deliver_held(Channel& c);
+  void arm_gap(Channel& c);
+  void fill_gap(Channel& c);
+  void on_fill(const std::string& key, uint64_t after, Result<std::vector<store::StoredMessage>> r);
+  void on_committed_shared(Channel* c, Channel::InFlight f, store::AppendOutcome outcome);
+  // Drops a channel from channels_ (and its store watch).
+  void forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it);
   void broadcast(Channel& c, ChannelEvent ev);
   void remove_member(Channel& c, uint64_t conn);
   // Queues `fn` to run on `loop`, after everything queued there before it.

@@ -20,7 +20,19 @@
     "Connections closed with 4010 for exceeding max_queue_bytes.")                         \
   X(connections_opened, "parley_connections_opened_total", "Client connections accepted.") \
   X(connections_refused, "parley_connections_refused_total",                               \
-    "Connections refused at accept: the process connection limit was reached.")
+    "Connections refused at accept: the process connection limit was reached.")           \
+  X(fanout_received, "parley_fanout_received_total",                                       \
+    "valkey store, several nodes: committed messages pushed by the store (sharded "        \
+    "pub/sub), this node's own included.")                                                 \
+  X(fanout_held, "parley_fanout_held_total",                                               \
+    "Committed messages held back because an earlier seq of their channel had not "        \
+    "arrived yet.")                                                                        \
+  X(fanout_gap_fills, "parley_fanout_gap_fills_total",                                     \
+    "Reads from the store to fill a channel's gap that outlived fanout_gap_ms (or to "     \
+    "catch up after a subscription was made again).")                                     \
+  X(fanout_gap_skipped, "parley_fanout_gap_skipped_total",                                 \
+    "Seqs a node could not deliver because the store no longer held them (history "       \
+    "trimmed before the gap was filled).")
 
 // Gauges kept per loop thread (each slot may go negative; the sum may not):
 // X(field, name, help).

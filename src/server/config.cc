@@ -240,6 +240,8 @@ Status read_valkey(const toml::table& t, ValkeyConfig& c) {
       s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_max_len);
     } else if (key == "wal_hard_cap") {
       s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_hard_cap);
+    } else if (key == "fanout_gap_ms") {
+      s = read_uint(v, path, 1, 60'000, c.fanout_gap_ms);
     } else {
       s = unknown_key(path);
     }

@@ -23,6 +23,7 @@ struct ValkeyConfig {
   // acknowledged; the append script then only caps each stream at this many
   // entries (approx.), a safety valve for Valkey's memory while no persister runs.
   uint64_t wal_hard_cap = 1'000'000;
+  uint32_t fanout_gap_ms = 50;        // a channel's gap older than this is read from the store
 };
 
 // [postgres]: the persister's database. With store = "valkey" and url set, the

@@ -122,6 +122,33 @@ class Store {
   virtual size_t pending() const = 0;
   // Any thread, cheap (a scrape or /healthz calls it).
   virtual StoreHealth health() const { return {}; }
+
+  // --- Stores shared by several nodes (valkey) -----------------------------
+  // True when the store owns seq and dedupe: the hub appends with seq 0 and takes
+  // the seq (and dup flag) of the answer; appends of one channel from several
+  // nodes interleave, so a node's own answers may skip seqs other nodes took.
+  virtual bool assigns_seq() const { return false; }
+  // Where a shared store pushes what every node committed (set once, before the
+  // first watch; both may run on any store thread):
+  // - message: one committed message of a watched channel (or of a channel that
+  //   shares its subscription), in no particular order across channels, maybe
+  //   twice, maybe never (a lost push): the hub orders and fills gaps;
+  // - resync: the subscription covering a watched channel was (re)established;
+  //   anything committed before it may have been missed: read after what you hold.
+  // - note: a small payload another node (or this one) published for a channel
+  //   with publish_note (presence), in no guaranteed order.
+  struct Feed {
+    std::function<void(const ChannelId&, StoredMessage)> message;
+    std::function<void(const ChannelId&)> resync;
+    std::function<void(const ChannelId&, std::string)> note;
+  };
+  virtual void set_feed(Feed) {}
+  // This node wants the feed of `key` (counted: watch twice, unwatch twice).
+  // Any thread; cheap; the subscription itself is made asynchronously.
+  virtual void watch(const ChannelId&) {}
+  virtual void unwatch(const ChannelId&) {}
+  // Publishes `payload` to every node watching `key` (fire and forget).
+  virtual void publish_note(const ChannelId&, std::string) {}
 };
 
 enum class FsyncMode { kNever, kAlways };

@@ -25,6 +25,7 @@ ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions) {
   k.dedupe = k.tag + ":d:" + id.channel;
   k.dedupe_by_time = k.tag + ":z:" + id.channel;
   k.wal = k.tag + ":w";
+  k.feed = k.tag + ":f";
   return k;
 }
 

@@ -30,6 +30,7 @@ struct ChannelKeys {
   std::string dedupe;   // {t.pk}:d:<channel>  hash: dedupe key -> "<seq>:<ts_ms>"
   std::string dedupe_by_time;  // {t.pk}:z:<channel>  zset: dedupe key scored by ts_ms
   std::string wal;      // {t.pk}:w  the partition's WAL stream (every channel in it)
+  std::string feed;     // {t.pk}:f  the partition's sharded pub/sub channel (commits, notes)
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

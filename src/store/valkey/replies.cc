@@ -112,4 +112,63 @@ Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool re
   return out;
 }
 
+namespace {
+// Reads "<digits><sep>" at `pos`; false when absent or over 2^53.
+bool read_num(std::string_view s, size_t& pos, char sep, uint64_t& out) {
+  out = 0;
+  size_t start = pos;
+  while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+    if (pos - start >= 16) return false;
+    out = out * 10 + static_cast<uint64_t>(s[pos] - '0');
+    ++pos;
+  }
+  if (pos == start || pos >= s.size() || s[pos] != sep) return false;
+  ++pos;
+  return true;
+}
+// Reads "<len>:<bytes>" at `pos`.
+bool read_field(std::string_view s, size_t& pos, std::string& out) {
+  uint64_t len = 0;
+  if (!read_num(s, pos, ':', len) || len > s.size() - pos) return false;
+  out.assign(s.substr(pos, len));
+  pos += len;
+  return true;
+}
+}  // namespace
+
+std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::string& payload) {
+  // The tenant is in the tag: "{<tenant>.p<k>}:f".
+  const size_t close = feed_channel.find('}');
+  if (feed_channel.empty() || feed_channel[0] != '{' || close == std::string::npos) return std::nullopt;
+  const size_t dot = feed_channel.rfind(".p", close);
+  if (dot == std::string::npos || dot < 1) return std::nullopt;
+  FeedItem item;
+  item.id.tenant = feed_channel.substr(1, dot - 1);
+  std::string_view s = payload;
+  size_t pos = 1;
+  if (s.empty()) return std::nullopt;
+  if (s[0] == 'n') {
+    if (!read_field(s, pos, item.id.channel)) return std::nullopt;
+    item.is_note = true;
+    item.note.assign(s.substr(pos));
+    return item;
+  }
+  if (s[0] != 'm') return std::nullopt;
+  uint64_t seq = 0, ts = 0;
+  if (!read_num(s, pos, ':', seq) || seq == 0 || !read_num(s, pos, ':', ts)) return std::nullopt;
+  if (!read_field(s, pos, item.id.channel) || item.id.channel.empty() ||
+      !read_field(s, pos, item.msg.from) || !read_field(s, pos, item.msg.id)) {
+    return std::nullopt;
+  }
+  item.msg.seq = seq;
+  item.msg.ts_ms = static_cast<int64_t>(ts);
+  item.msg.body.assign(s.substr(pos));
+  if (item.msg.body.empty()) return std::nullopt;
+  return item;
+}
+
+std::string format_note(const std::string& channel, const std::string& note) {
+  return "n" + std::to_string(channel.size()) + ":" + channel + note;
+}
+
 }  // namespace parley::store::valkey

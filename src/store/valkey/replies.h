@@ -5,6 +5,7 @@
 // Pure functions; any thread.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "store/store.h"
@@ -19,6 +20,19 @@ Result<ChannelRecovery> parse_recover(const Result<Reply>& r);
 // XRANGE / XREVRANGE entries of a history stream; `reverse` puts newest-first
 // replies back in oldest-first order.
 Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse);
+
+// A push on a partition's feed channel ("{<tenant>.p<k>}:f"): a committed
+// message the append script published ('m'), or a note a node published ('n').
+// nullopt for anything else (it came from outside: never trusted).
+struct FeedItem {
+  ChannelId id;
+  bool is_note = false;
+  StoredMessage msg;   // !is_note
+  std::string note;    // is_note
+};
+std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::string& payload);
+// The payload of a note about `channel`.
+std::string format_note(const std::string& channel, const std::string& note);
 
 // An error reply's text ("MOVED 3999 127.0.0.1:6381"), or "" for another reply.
 std::string error_text(const redisReply* r);

@@ -242,7 +242,7 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
        std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
        std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
        std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
-       std::to_string(opts_.wal_max_len)});
+       std::to_string(opts_.wal_max_len), k.feed});
   appends_.fetch_add(1, std::memory_order_relaxed);
   begin_op();
   NodePool* pool;
@@ -409,6 +409,122 @@ void ValkeyStore::shutdown() {
     for (auto& n : nodes_) pools.push_back(n.get());
   }
   for (auto* n : pools) n->close(1000);
+  std::vector<std::pair<std::shared_ptr<Subscriber>, unsigned>> subs;
+  {
+    std::lock_guard lock(route_mu_);
+    for (auto& sub : subscribers_) {
+      if (sub) subs.emplace_back(sub, sub_loop_[sub.get()]);
+    }
+  }
+  for (auto& [sub, loop] : subs) loops_.run_on(loop, [sub] { sub->close(); });
+}
+
+std::shared_ptr<Subscriber> ValkeyStore::subscriber_locked(const std::string& tag, unsigned& loop) {
+  NodePool& pool = route_locked(tag);
+  size_t i = 0;
+  while (nodes_[i].get() != &pool) ++i;
+  if (subscribers_.size() < nodes_.size()) subscribers_.resize(nodes_.size());
+  // Subscribers spread over the loops from the last one down (the pools start at 0).
+  loop = static_cast<unsigned>((loops_.size() - 1 - i % loops_.size()));
+  if (!subscribers_[i]) {
+    Subscriber::Handlers h;
+    h.message = [this](const std::string& ch, std::string payload) { on_feed_push(ch, std::move(payload)); };
+    h.subscribed = [this](const std::string& ch) { on_feed_subscribed(ch); };
+    h.lost = [this](const std::string& ch) { on_feed_lost(ch); };
+    subscribers_[i] = std::make_shared<Subscriber>(loops_.loop(loop), pool.address(), std::move(h));
+    sub_loop_[subscribers_[i].get()] = loop;
+  }
+  return subscribers_[i];
+}
+
+void ValkeyStore::watch(const ChannelId& id) {
+  if (closed_.load()) return;
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  std::lock_guard lock(route_mu_);
+  Watched& w = watched_[k.feed];
+  auto& entry = w.channels[id.key()];
+  if (entry.second++ == 0) entry.first = id;
+  if (w.on) return;
+  unsigned loop = 0;
+  auto sub = subscriber_locked(k.tag, loop);
+  w.on = sub.get();
+  loops_.run_on(loop, [sub, ch = k.feed] { sub->subscribe(ch); });
+}
+
+void ValkeyStore::unwatch(const ChannelId& id) {
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  std::lock_guard lock(route_mu_);
+  auto w = watched_.find(k.feed);
+  if (w == watched_.end()) return;
+  auto c = w->second.channels.find(id.key());
+  if (c == w->second.channels.end()) return;
+  if (--c->second.second > 0) return;
+  w->second.channels.erase(c);
+  if (!w->second.channels.empty()) return;
+  // The partition's last watched channel here: its subscription goes.
+  Subscriber* on = w->second.on;
+  watched_.erase(w);
+  for (auto& sub : subscribers_) {
+    if (sub.get() != on || closed_.load()) continue;
+    loops_.run_on(sub_loop_[on], [sub, ch = k.feed] { sub->unsubscribe(ch); });
+  }
+}
+
+void ValkeyStore::on_feed_push(const std::string& feed_channel, std::string payload) {
+  if (closed_.load()) return;
+  auto item = parse_feed(feed_channel, payload);
+  if (!item) return;  // not ours, or damaged: never trusted
+  if (item->is_note) {
+    if (feed_.note) feed_.note(item->id, std::move(item->note));
+  } else if (feed_.message) {
+    feed_.message(item->id, std::move(item->msg));
+  }
+}
+
+void ValkeyStore::on_feed_subscribed(const std::string& feed_channel) {
+  if (closed_.load() || !feed_.resync) return;
+  std::vector<ChannelId> ids;
+  {
+    std::lock_guard lock(route_mu_);
+    auto w = watched_.find(feed_channel);
+    if (w == watched_.end()) return;
+    for (const auto& [key, e] : w->second.channels) ids.push_back(e.first);
+  }
+  for (const auto& id : ids) feed_.resync(id);
+}
+
+void ValkeyStore::on_feed_lost(const std::string& feed_channel) {
+  if (closed_.load()) return;
+  rediscover();
+  // Once the slot table has had a moment to follow, subscribe where the slot
+  // lives now; the subscription's confirmation makes the hub read what it missed.
+  auto timer = std::make_shared<boost::asio::steady_timer>(loops_.loop(0), std::chrono::milliseconds(200));
+  timer->async_wait([this, timer, feed_channel](const boost::system::error_code& ec) {
+    if (ec || closed_.load()) return;
+    std::lock_guard lock(route_mu_);
+    auto w = watched_.find(feed_channel);
+    if (w == watched_.end()) return;
+    const std::string tag = feed_channel.substr(0, feed_channel.find('}') + 1);
+    unsigned loop = 0;
+    auto sub = subscriber_locked(tag, loop);
+    if (w->second.on && w->second.on != sub.get()) {
+      for (auto& old : subscribers_) {
+        if (old.get() == w->second.on) {
+          loops_.run_on(sub_loop_[old.get()], [old, feed_channel] { old->forget(feed_channel); });
+        }
+      }
+    }
+    w->second.on = sub.get();
+    loops_.run_on(loop, [sub, feed_channel] { sub->subscribe(feed_channel); });
+  });
+}
+
+void ValkeyStore::publish_note(const ChannelId& id, std::string note) {
+  if (closed_.load()) return;
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  std::string cmd = format_command({"SPUBLISH", k.feed, format_note(id.channel, note)});
+  begin_op();
+  call(route(k.tag), id, k.tag, std::move(cmd), true, [this](Result<Reply>) { end_op(); });
 }
 
 StoreHealth ValkeyStore::health() const {

@@ -48,6 +48,7 @@
 #include "store/store.h"
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/node_pool.h"
+#include "store/valkey/subscriber.h"
 
 namespace parley::store::postgres {
 class PgHistory;
@@ -90,6 +91,14 @@ class ValkeyStore final : public Store {
   void flush() override;
   size_t pending() const override { return appends_.load(std::memory_order_relaxed); }
   StoreHealth health() const override;
+  // The script assigns seqs and dedupes for every node (seq 0 in an append).
+  bool assigns_seq() const override { return true; }
+  // Cross-node fan-out: a watched channel's partition feed ({t.pk}:f) is
+  // SSUBSCRIBEd on the node serving its slot, while any of its channels is watched.
+  void set_feed(Feed feed) override { feed_ = std::move(feed); }
+  void watch(const ChannelId& id) override;
+  void unwatch(const ChannelId& id) override;
+  void publish_note(const ChannelId& id, std::string note) override;
 
   // Waits (at most command_timeout_ms) for what is in flight, then closes every
   // connection; later calls fail with kUnavailable at once. Before the loops stop.
@@ -123,6 +132,12 @@ class ValkeyStore final : public Store {
                   std::vector<StoredMessage> recent, ReadDone done);
   void fill_before(const ChannelKey& key, uint64_t before, uint32_t limit,
                    std::vector<StoredMessage> recent, ReadDone done);
+  // The subscriber of the node serving `tag` (route_mu_ held), made on first use.
+  std::shared_ptr<Subscriber> subscriber_locked(const std::string& tag, unsigned& loop);
+  void on_feed_push(const std::string& feed_channel, std::string payload);
+  void on_feed_subscribed(const std::string& feed_channel);
+  // The node took a feed channel away (slot moved): subscribe where it lives now.
+  void on_feed_lost(const std::string& feed_channel);
 
   runtime::LoopGroup& loops_;
   ValkeyOptions opts_;
@@ -154,6 +169,17 @@ class ValkeyStore final : public Store {
   std::condition_variable idle_;
   size_t outstanding_ = 0;  // every call not yet completed (guarded by mu_)
   std::unique_ptr<postgres::PgHistory> archive_;  // with postgres_url only
+
+  Feed feed_;  // set before the first watch
+  // Watched channels by partition feed channel, and where each feed is subscribed
+  // (guarded by route_mu_).
+  struct Watched {
+    std::unordered_map<std::string, std::pair<ChannelId, uint32_t>> channels;  // key -> (id, count)
+    Subscriber* on = nullptr;
+  };
+  std::unordered_map<std::string, Watched> watched_;
+  std::unordered_map<Subscriber*, unsigned> sub_loop_;
+  std::vector<std::shared_ptr<Subscriber>> subscribers_;  // one per entry of nodes_, made on first use
 };
 
 }  // namespace parley::store::valkey
