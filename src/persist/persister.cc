@@ -24,6 +24,7 @@ std::string reply_error(const redisReply* r) {
 }
 
 using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMaxIdlePollMs = 1000;
 
 }  // namespace
 
@@ -37,6 +38,11 @@ class Persister::Worker {
     bool group_ready = false;
     bool own_pending = true;  // re-read this consumer's pending entries first
     std::string claim_cursor = "0-0";
+    // A stream that read nothing waits before its next read, poll_ms doubling
+    // to kMaxIdlePollMs: many quiet streams (tenants x partitions) cost Valkey
+    // a read a second each, not one per round.
+    uint32_t idle_ms = 0;
+    Clock::time_point next_read{};
     WalLag lag;
   };
 
@@ -61,6 +67,8 @@ class Persister::Worker {
   // Streams grouped by the node they live on (index lists).
   std::map<std::string, std::vector<size_t>> by_node() const;
   void on_valkey_error(const std::vector<size_t>& which, const Error& e);
+  // XAUTOCLAIM's entries become this round's, to be written and acknowledged.
+  void take_claimed(Stream& s, const redisReply* r, Read& out);
 
   Persister& p_;
   ArchiveWriter writer_;
@@ -106,21 +114,25 @@ void Persister::Worker::read_round(bool claim, std::vector<Read>& reads) {
       int create = -1, read = -1, claim = -1;
     };
     std::vector<Slots> slots(which.size());
+    const auto now = Clock::now();
     for (size_t j = 0; j < which.size(); ++j) {
       Stream& s = streams[which[j]];
       if (!s.group_ready) {
         slots[j].create = static_cast<int>(cmds.size());
         cmds.push_back({"XGROUP", "CREATE", s.key, o.group, "0", "MKSTREAM"});
       }
-      slots[j].read = static_cast<int>(cmds.size());
-      cmds.push_back({"XREADGROUP", "GROUP", o.group, o.consumer, "COUNT", std::to_string(o.batch),
-                      "STREAMS", s.key, s.own_pending ? "0" : ">"});
+      if (s.own_pending || !s.group_ready || now >= s.next_read) {
+        slots[j].read = static_cast<int>(cmds.size());
+        cmds.push_back({"XREADGROUP", "GROUP", o.group, o.consumer, "COUNT", std::to_string(o.batch),
+                        "STREAMS", s.key, s.own_pending ? "0" : ">"});
+      }
       if (claim && !s.own_pending) {
         slots[j].claim = static_cast<int>(cmds.size());
         cmds.push_back({"XAUTOCLAIM", s.key, o.group, o.consumer, std::to_string(o.claim_idle_ms),
                         s.claim_cursor, "COUNT", std::to_string(o.batch)});
       }
     }
+    if (cmds.empty()) continue;
     auto replies = link(streams[which.front()].node).pipeline(cmds);
     if (!replies) {
       on_valkey_error(which, replies.error());
@@ -134,6 +146,10 @@ void Persister::Worker::read_round(bool claim, std::vector<Read>& reads) {
         const std::string err = reply_error((*replies)[slots[j].create].get());
         if (err.empty() || err.rfind("BUSYGROUP", 0) == 0) s.group_ready = true;
       }
+      if (slots[j].read < 0) {
+        if (slots[j].claim >= 0) take_claimed(s, (*replies)[slots[j].claim].get(), out);
+        continue;
+      }
       const redisReply* rr = (*replies)[slots[j].read].get();
       const std::string err = reply_error(rr);
       if (!err.empty()) {
@@ -146,6 +162,7 @@ void Persister::Worker::read_round(bool claim, std::vector<Read>& reads) {
           s.group_ready = false;  // the stream or its group went away (a Valkey without its data)
         }
         on_valkey_error({}, Error{ErrorCode::kUnavailable, "XREADGROUP " + s.key + ": " + err});
+        if (slots[j].claim >= 0) take_claimed(s, (*replies)[slots[j].claim].get(), out);
         continue;
       }
       auto got = parse_read(rr, s.tenant);
@@ -153,18 +170,33 @@ void Persister::Worker::read_round(bool claim, std::vector<Read>& reads) {
         on_valkey_error({}, got.error());
         continue;
       }
-      if (s.own_pending && got->empty()) s.own_pending = false;
-      for (auto& e : *got) out.entries.push_back(std::move(e));
-      if (slots[j].claim >= 0) {
-        auto c = parse_claim((*replies)[slots[j].claim].get(), s.tenant);
-        if (c) {
-          s.claim_cursor = c->cursor;
-          p_.stats_.reclaimed.fetch_add(c->entries.size(), std::memory_order_relaxed);
-          for (auto& e : c->entries) out.entries.push_back(std::move(e));
+      if (got->empty()) {
+        if (!s.own_pending) {
+          s.idle_ms = std::min(kMaxIdlePollMs, std::max(o.poll_ms, s.idle_ms * 2));
+          s.next_read = now + std::chrono::milliseconds(s.idle_ms);
         }
+        s.own_pending = false;
+      } else {
+        s.idle_ms = 0;
+        s.next_read = now;
       }
-      for (const auto& e : out.entries) out.ack.push_back(e.id);
+      for (auto& e : *got) {
+        out.ack.push_back(e.id);
+        out.entries.push_back(std::move(e));
+      }
+      if (slots[j].claim >= 0) take_claimed(s, (*replies)[slots[j].claim].get(), out);
     }
+  }
+}
+
+void Persister::Worker::take_claimed(Stream& s, const redisReply* r, Read& out) {
+  auto c = parse_claim(r, s.tenant);
+  if (!c) return;
+  s.claim_cursor = c->cursor;
+  p_.stats_.reclaimed.fetch_add(c->entries.size(), std::memory_order_relaxed);
+  for (auto& e : c->entries) {
+    out.ack.push_back(e.id);
+    out.entries.push_back(std::move(e));
   }
 }
 

@@ -194,6 +194,22 @@ TEST_F(PersisterTest, EveryAcknowledgedMessageIsOneRowAndTheWalIsTrimmedBehindTh
   EXPECT_EQ(persister.wait_exit(10s), 0);
 }
 
+TEST_F(PersisterTest, QuietStreamsAreReadAboutOnceASecond) {
+  PersisterProcess persister(persister_spec({redis().address()}, pg().url(), "a"));  // poll_ms 10
+  persister.start();
+  std::this_thread::sleep_for(2500ms);  // every stream's idle wait has grown to 1 s
+  ASSERT_EQ(redis().command({"CONFIG", "RESETSTAT"}), "OK");
+  std::this_thread::sleep_for(2000ms);
+  const std::string stats = redis().command({"INFO", "commandstats"});
+  const size_t at = stats.find("cmdstat_xreadgroup:calls=");
+  ASSERT_NE(at, std::string::npos) << stats;
+  const long calls = std::stol(stats.substr(at + 25));
+  // 8 streams (2 tenants x 4 partitions) for 2 s: ~16 reads, where polling every
+  // round (10 ms) would have made ~1,600.
+  EXPECT_LE(calls, 8 * 2 * 2) << stats;
+  EXPECT_GE(calls, 8);
+}
+
 TEST_F(PersisterTest, AnotherGroupHoldsTrimmingBackUntilItAcknowledges) {
   ServerProcess server(server_spec({redis().address()}, pg().url()));
   server.start();
