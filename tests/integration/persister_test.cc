@@ -275,6 +275,20 @@ TEST_F(PersisterTest, HistoryOlderThanValkeyKeepsComesFromPostgres) {
   // A channel never written: empty, whichever way.
   r = http_request(server.http_port(), "GET", "/v1/history?ch=chat:none&before=100", "", kDemoApiKey);
   EXPECT_EQ(json_array_items(json_raw(r.body, "msgs").value_or("")).size(), 0u);
+  // PostgreSQL down: a page that needs it answers `unavailable`; recent pages,
+  // all in Valkey, are served as before.
+  pg().stop();
+  r = http_request(server.http_port(), "GET", "/v1/history?ch=chat:long&after=0&limit=10", "", kDemoApiKey);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(json_str(r.body, "code"), "unavailable") << r.body;
+  r = http_request(server.http_port(), "GET", "/v1/history?ch=chat:long&after=290", "", kDemoApiKey);
+  ASSERT_EQ(r.status, 200) << r.body;
+  items = json_array_items(json_raw(r.body, "msgs").value_or(""));
+  ASSERT_EQ(items.size(), 10u);
+  EXPECT_EQ(json_int(items[0], "seq"), 291);
+  ASSERT_TRUE(pg().start());
+  r = http_request(server.http_port(), "GET", "/v1/history?ch=chat:long&after=0&limit=10", "", kDemoApiKey);
+  EXPECT_EQ(r.status, 200) << r.body;
 }
 
 TEST_F(PersisterTest, PostgresDownThePersisterWaitsAndResumesWithoutLossOrDuplicates) {
