@@ -3,11 +3,13 @@
 // to PostgreSQL), `reload` asks a running server to re-read its configuration
 // file. Arguments are parsed in server/cli.h; exit
 // codes: 0 ok, 1 failed while running, 2 bad usage or configuration.
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/details/os.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -173,6 +175,10 @@ int dispatch(int argc, char** argv) {
 // library that throws (std::bad_alloc, std::system_error from a thread), so
 // that even then the process says why and exits with a code instead of aborting.
 int main(int argc, char** argv) {
+  // glibc gives each thread that allocates its own arena (up to 8 per core), and
+  // every arena keeps its freed pages: two arenas held 4-9 MiB less RSS under an
+  // event stream with no measured cost (issue 12). MALLOC_ARENA_MAX still wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   try {
     return dispatch(argc, argv);
   } catch (const std::exception& e) {

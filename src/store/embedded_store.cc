@@ -32,7 +32,11 @@ constexpr size_t kMiB = size_t{1} << 20;
 // Reads are short scans of one channel; two threads keep a cold recover from
 // queueing every history read behind it on a two-core machine.
 constexpr unsigned kReaderThreads = 2;
-constexpr size_t kWriteBufferBytes = 8 * kMiB;
+// Two memtables of 4 MiB: the memtables are most of the store's memory under a
+// steady write load (an event stream at 35,000 events/s fills one in ~0.5 s), and
+// 8 MiB ones held ~5 MiB more RSS for no measured gain (issue 12, bench/README.md
+// "Memory").
+constexpr size_t kWriteBufferBytes = 4 * kMiB;
 constexpr size_t kMaxUnreadableLogged = 10000;  // channels remembered as already logged
 
 // Sized for a small machine: the whole server should idle under ~16 MiB RSS and stay

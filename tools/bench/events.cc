@@ -230,8 +230,12 @@ void produce(const Options& o, int index, int64_t t0, std::atomic<bool>& stop, L
       pend.keys.push_back(k);
       pend.points.push_back(static_cast<uint8_t>(points));
       if (i) f.push_back(',');
-      fmt::format_to(std::back_inserter(f), R"({{"key":"player-{}","type":"score","id":"g{}-{}","body":)", k,
-                     index, n);
+      if (o.event_ids) {
+        fmt::format_to(std::back_inserter(f), R"({{"key":"player-{}","type":"score","id":"g{}-{}","body":)", k,
+                       index, n);
+      } else {
+        fmt::format_to(std::back_inserter(f), R"({{"key":"player-{}","type":"score","body":)", k);
+      }
       append_body(f, k, points, pend.round, t);
       f.push_back('}');
     }

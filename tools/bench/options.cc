@@ -152,7 +152,7 @@ flags (defaults from the preset):
     --conns producers, --rate events/s, --batch events per emit, --keys N, --groups G,
     --members M (per group), --duration S, --drain S, --server-pid PID,
     --board B (audit leaderboard B: sum of body.points per body.player per round; hunt-20k: hunt),
-    --round-s S (rounds in the bodies, 120), --partitions P (16),
+    --round-s S (rounds in the bodies, 120), --partitions P (16), --no-ids (events without id),
     --redis PATH (then the same load through Redis Streams on a redis-server it starts)
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
   --tenant T --secret S --src-addrs N
@@ -253,6 +253,7 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "--no-reconnect") { o.reconnect = false; continue; }
     if (a == "--no-history") { o.history_check = false; continue; }
     if (a == "--no-progress") { o.progress = false; continue; }
+    if (a == "--no-ids") { o.event_ids = false; continue; }
     auto it = with_value.find(a);
     if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
     if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");

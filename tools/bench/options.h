@@ -56,6 +56,7 @@ struct Options {
   std::string board;              // leaderboard to audit (sum of body.points per body.player, per round)
   double round_s = 120;           // the body's round changes this often
   int partitions = 16;            // the topic's (the Redis Streams run uses as many streams)
+  bool event_ids = true;          // --no-ids: events without "id" (no dedupe window held)
   std::string redis_bin;          // --redis PATH: also run the Redis Streams pipeline
   // Time.
   double duration_s = 10;
