@@ -133,6 +133,70 @@ Leaderboard::Round& Leaderboard::round(const std::string& key) {
   return rounds_.emplace(key, Round(cfg_)).first->second;
 }
 
+void Leaderboard::write_snapshot(std::string& out) const {
+  out += '[';
+  bool first_round = true;
+  for (const auto& [key, r] : rounds_) {
+    if (!first_round) out += ',';
+    first_round = false;
+    JsonWriter w(out);
+    w.begin_object().field("round", key).field_unum("touched", r.touched).key("e");
+    out += '[';
+    bool first = true;
+    for (const auto& e : r.board->top(r.board->size())) {
+      if (!first) out += ',';
+      first = false;
+      out += '[';
+      append_json_string(out, e.member);
+      out += ',';
+      // Shortest form that reads back to the same double: a restored board
+      // ranks exactly as the one written.
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, e.score);
+      out.append(buf, ec == std::errc() ? end : buf);
+      out += ']';
+    }
+    out += "]}";
+  }
+  out += ']';
+}
+
+bool Leaderboard::restore(simdjson::dom::element rounds) {
+  PARLEY_CHECK(rebuilding_);
+  rounds_.clear();
+  simdjson::dom::array arr;
+  if (rounds.get_array().get(arr)) return false;
+  for (auto rv : arr) {
+    std::string_view key;
+    uint64_t touched = 0;
+    simdjson::dom::array entries;
+    if (rv["round"].get_string().get(key) || rv["touched"].get_uint64().get(touched) ||
+        rv["e"].get_array().get(entries) || (!has_rounds() && !key.empty())) {
+      rounds_.clear();
+      return false;
+    }
+    Round& r = round(std::string(key));
+    r.touched = touched;
+    touches_ = std::max(touches_, touched);
+    for (auto e : entries) {
+      std::string_view member;
+      double score = 0;
+      simdjson::dom::element sv;
+      if (e.at(0).get_string().get(member) || e.at(1).get(sv)) continue;
+      if (sv.is_int64()) {
+        score = static_cast<double>(sv.get_int64().value_unsafe());
+      } else if (sv.is_uint64()) {
+        score = static_cast<double>(sv.get_uint64().value_unsafe());
+      } else if (sv.get_double().get(score)) {
+        continue;
+      }
+      // On an empty board every aggregation's first value is the score itself.
+      r.board->apply(member, score);
+    }
+  }
+  return true;
+}
+
 void Leaderboard::begin_rebuild() { rebuilding_ = true; }
 
 void Leaderboard::finish_rebuild() {

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <boost/asio/steady_timer.hpp>
+#include <simdjson.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,6 +47,15 @@ class Leaderboard {
   void begin_rebuild();
   void replay(std::string_view type, std::string_view body) { apply(type, body); }
   void finish_rebuild();
+
+  // Snapshots (topic.cc): every round's members and scores as a JSON array
+  // [{"round","touched","e":[[member,score],...]}...], and its load into this
+  // board while it is rebuilding (replacing what it held); false, the board
+  // left empty, when `rounds` is not such an array.
+  void write_snapshot(std::string& out) const;
+  bool restore(simdjson::dom::element rounds);
+  bool rebuilding() const { return rebuilding_; }
+  void reset() { rounds_.clear(); }
 
   void rank(session::RankRequest req);
   // A connection joined (left) channel lb:NAME[:ROUND].

@@ -103,10 +103,27 @@ void Partition::recover(std::function<void()> then) {
 }
 
 uint64_t Partition::earliest() const {
-  // The store keeps at least `retention` latest events (history_limit); it may
-  // keep a few more until it trims, which a reader never relies on.
-  if (committed_off_ <= history_limit_) return 1;
-  return committed_off_ - history_limit_ + 1;
+  // The store keeps at least `retention` latest events (history_limit), and the
+  // events from keep_from_ on (retention_s); it may keep a few more until it
+  // trims, which a reader never relies on.
+  const uint64_t by_count = committed_off_ <= history_limit_ ? 1 : committed_off_ - history_limit_ + 1;
+  return std::max(by_count, std::min(keep_from_, committed_off_ + 1));
+}
+
+uint32_t Partition::limit_for(uint64_t off, int64_t now_ms) {
+  if (cfg_.retention_s == 0) return history_limit_;
+  // Marks (time, first offset appended at or after it), at most one per 1/64
+  // of the window (and per second): the events before the newest mark that is
+  // older than the window are all older than it, so they may go. Conservative:
+  // an event is kept up to one grain past its retention_s.
+  const int64_t window = static_cast<int64_t>(cfg_.retention_s) * 1000;
+  const int64_t grain = std::max<int64_t>(1000, window / 64);
+  if (age_marks_.empty() || now_ms - age_marks_.back().first >= grain) age_marks_.emplace_back(now_ms, off);
+  const int64_t cutoff = now_ms - window;
+  while (age_marks_.size() >= 2 && age_marks_[1].first <= cutoff) age_marks_.pop_front();
+  if (age_marks_.front().first <= cutoff) keep_from_ = std::max(keep_from_, age_marks_.front().second);
+  const uint64_t by_age = off - std::min(keep_from_, off) + 1;
+  return static_cast<uint32_t>(std::min<uint64_t>(history_limit_, by_age));
 }
 
 void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
@@ -132,7 +149,7 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
   inflight_.push_back(
       InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn)});
   store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
-                           history_limit_, cfg_.dedupe_window_s, 0};
+                           limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
   store_.append(std::move(req), [this](store::AppendOutcome out) {
     loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
   });

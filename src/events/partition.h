@@ -104,6 +104,9 @@ class Partition {
   };
 
   void on_appended(store::AppendOutcome out);
+  // The history limit of the append of `off`: `retention`, or fewer when
+  // retention_s lets older events go.
+  uint32_t limit_for(uint64_t off, int64_t now_ms);
   void pump_one(uint64_t id, Cursor& c);
   void begin_frame(std::string& f, const Cursor& c) const;
   void read_page(uint64_t id, Cursor& c);
@@ -116,6 +119,10 @@ class Partition {
   uint32_t p_;
   const TopicConfig& cfg_;
   uint32_t history_limit_;
+  // retention_s (limit_for): (wall ms, first offset appended from then), and the
+  // first offset the age bound keeps.
+  std::deque<std::pair<int64_t, uint64_t>> age_marks_;
+  uint64_t keep_from_ = 1;
 
   bool recovered_ = false;
   bool recovering_ = false;

@@ -71,6 +71,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       cfg_(cfg),
       stats_(std::move(stats)),
       metrics_(metrics) {
+  snap_id_ = store::ChannelId{tenant.id, name_ + "\x1fs"};
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
@@ -113,13 +114,15 @@ void Topic::rebuild_boards() {
       });
       return;
     }
-    // Everything committed now is replayed; what commits later is held by the
-    // boards and applied after it.
-    auto left = std::make_shared<size_t>(parts_.size());
-    for (uint32_t p = 0; p < partitions(); ++p) {
-      const Partition& part = *parts_[p];
-      replay_partition(p, part.earliest() - 1, part.committed(), left);
-    }
+    // Everything committed now and not in the snapshot is replayed; what
+    // commits later is held by the boards and applied after it.
+    load_snapshot([this](std::vector<uint64_t> from) {
+      auto left = std::make_shared<size_t>(parts_.size());
+      for (uint32_t p = 0; p < partitions(); ++p) {
+        const Partition& part = *parts_[p];
+        replay_partition(p, std::max(from[p], part.earliest() - 1), part.committed(), left);
+      }
+    });
   });
 }
 
@@ -127,6 +130,7 @@ void Topic::replay_partition(uint32_t p, uint64_t after, uint64_t cut, std::shar
   if (after >= cut) {
     if (--*left == 0) {
       for (auto& b : boards_) b->finish_rebuild();
+      arm_snapshot();
     }
     return;
   }

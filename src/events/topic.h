@@ -116,6 +116,22 @@ class Topic {
   std::vector<std::unique_ptr<Leaderboard>> boards_;
   std::unique_ptr<boost::asio::steady_timer> rebuild_retry_;
   void replay_partition(uint32_t p, uint64_t after, uint64_t cut, std::shared_ptr<size_t> left);
+
+  // Board snapshots (topic_snapshot.cc): every snapshot_s, when events were
+  // committed since the last one, the boards' rounds and each partition's
+  // committed offset go to the store as one record of the channel
+  // (tenant, "<topic>\x1fs") (two kept). A rebuild loads the newest and replays
+  // only the events after its offsets.
+  void load_snapshot(std::function<void(std::vector<uint64_t> from)> then);
+  bool apply_snapshot(std::string_view body, std::vector<uint64_t>& from);
+  void arm_snapshot();
+  void take_snapshot();
+  store::ChannelId snap_id_;
+  bool snap_known_ = false;    // snap_seq_ was recovered from the store
+  bool snap_writing_ = false;
+  uint64_t snap_seq_ = 0;      // the snapshot channel's last record
+  uint64_t snap_committed_ = 0;  // stats_->committed at the last snapshot
+  std::unique_ptr<boost::asio::steady_timer> snap_timer_;
   std::shared_ptr<TopicStats> stats_;
   metrics::Metrics& metrics_;
   size_t inflight_ = 0;

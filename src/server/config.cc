@@ -388,6 +388,8 @@ Status read_topic(const toml::table& t, const std::string& tp, TopicConfig& topi
       s = read_uint(v, path, 0, 10'000, topic.tick_ms);
     } else if (key == "dedupe_window_s") {
       s = read_uint(v, path, 0, 86'400, topic.dedupe_window_s);
+    } else if (key == "snapshot_s") {
+      s = read_uint(v, path, 0, 86'400, topic.snapshot_s);
     } else {
       s = unknown_key(path);
     }

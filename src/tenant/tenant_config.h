@@ -51,6 +51,10 @@ struct TopicConfig {
   uint64_t retention_s = 86'400;   // 0: by count only
   uint32_t tick_ms = 0;            // 0: events frames at once
   uint32_t dedupe_window_s = 120;
+  // The topic's leaderboards are snapshotted this often (when they changed); a
+  // restart rebuilds them from the newest snapshot plus the events after it.
+  // 0: no snapshots, a restart replays what the partitions hold.
+  uint32_t snapshot_s = 30;
   bool operator==(const TopicConfig&) const = default;
 };
 

@@ -32,6 +32,13 @@ partitions = 1
 
 [tenants.demo.topics.bad]
 partitions = 3
+
+[tenants.demo.topics.lagged]
+partitions = 1
+
+[tenants.demo.topics.aged]
+partitions = 1
+retention_s = 2
 )";
 
 ServerSpec spec() {
@@ -235,6 +242,9 @@ TEST_F(EventStreamTest, BadInputIsAnsweredWithItsCodeAndTheConnectionStays) {
   expect_code(R"({"op":"emit","rid":3,"topic":"bad","events":[{"key":"k","type":"t","body":1},{"key":"","type":"t","body":1}]})",
               "bad_request");
   expect_code(R"({"op":"emit","rid":4,"topic":"bad","events":[{"key":"k","type":"t","body":{"a":)", "bad_request");
+  // A batch over 1000 events.
+  std::vector<TestEvent> many(1001, TestEvent{"k", "", "1"});
+  expect_code(emit_frame("bad", many, 50), "bad_request");
   // An event over max_message_bytes (64 KiB here).
   expect_code(emit_frame("bad", {{"k", "", "\"" + std::string(70 * 1024, 'x') + "\""}}, 5), "too_large");
   c->send(emit_frame("bad", {{"k", "", "1"}}, 6));
@@ -264,6 +274,74 @@ TEST_F(EventStreamTest, BadInputIsAnsweredWithItsCodeAndTheConnectionStays) {
   c->send(emit_frame("bad", {{"k", "", "2"}}, 11));
   EXPECT_FALSE(c->expect("emitted").empty());
   EXPECT_EQ(c->expect("events", 300ms), "");
+}
+
+// The consumer lag gauge (operations.md): per group and partition, the log's end
+// minus the group's committed offset, as the group commits.
+TEST_F(EventStreamTest, ConsumerLagIsTheLogsEndMinusTheGroupsCommit) {
+  auto lag = [&]() -> std::optional<int64_t> {
+    const std::string m = http_request(server_->http_port(), "GET", "/metrics").body;
+    const std::string key = "parley_consumer_lag_events{group=\"demo/lagged/lg/0\"} ";
+    const size_t at = m.find(key);
+    if (at == std::string::npos) return std::nullopt;
+    return std::stoll(m.substr(at + key.size()));
+  };
+  auto gs = game_server(*server_);
+  std::vector<TestEvent> evs;
+  for (int i = 0; i < 5; ++i) evs.push_back(TestEvent{"k" + std::to_string(i), "", std::to_string(i)});
+  gs->send(emit_frame("lagged", evs, 1));
+  ASSERT_EQ(emitted_offs(gs->expect("emitted")).size(), 5u);
+  auto member = game_server(*server_);
+  member->send(R"({"op":"consume","rid":2,"topic":"lagged","group":"lg"})");
+  const std::string assigned = member->expect("assigned");
+  const int64_t gen = json_int(assigned, "gen").value_or(0);
+  std::vector<Delivered> got;
+  const auto deadline = Clock::now() + 10s;
+  while (got.size() < 5 && Clock::now() < deadline) {
+    auto f = member->next(1s);
+    if (f && op_of(*f) == "events") collect_events(*f, got);
+  }
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(lag(), 5) << "a group that never committed lags by the whole log";
+  member->send(R"({"op":"commit","rid":3,"topic":"lagged","group":"lg","gen":)" + std::to_string(gen) +
+               R"(,"p":0,"off":2})");
+  ASSERT_FALSE(member->expect("committed").empty());
+  EXPECT_EQ(lag(), 3);
+  gs->send(emit_frame("lagged", {{"k9", "", "9"}}, 4));
+  ASSERT_FALSE(gs->expect("emitted").empty());
+  EXPECT_EQ(lag(), 4) << "a new event grows the lag until it is committed";
+  member->send(R"({"op":"commit","rid":5,"topic":"lagged","group":"lg","gen":)" + std::to_string(gen) +
+               R"(,"p":0,"off":6})");
+  ASSERT_FALSE(member->expect("committed").empty());
+  EXPECT_EQ(lag(), 0);
+}
+
+// retention_s: events older than the window stop being readable (the first kept
+// offset moves past them) once the partition appends again.
+TEST_F(EventStreamTest, RetentionByAgeMovesTheFirstKeptOffset) {
+  auto gs = game_server(*server_);
+  auto emit = [&](int rid, int n) {
+    std::vector<TestEvent> evs;
+    for (int i = 0; i < n; ++i) evs.push_back(TestEvent{"k", "", std::to_string(rid * 100 + i)});
+    gs->send(emit_frame("aged", evs, rid));
+    return emitted_offs(gs->expect("emitted"));
+  };
+  ASSERT_EQ(emit(1, 5).back().second, 5);
+  std::this_thread::sleep_for(1200ms);
+  ASSERT_EQ(emit(2, 1).back().second, 6);  // a new mark of the window
+  auto reader = game_server(*server_);
+  reader->send(R"({"op":"tail","rid":3,"topic":"aged","from":1})");
+  EXPECT_EQ(json_raw(reader->expect("tailing"), "parts"), R"([{"p":0,"next":1}])")
+      << "nothing is older than 2 s yet";
+  std::this_thread::sleep_for(2500ms);
+  ASSERT_EQ(emit(4, 1).back().second, 7);
+  reader->send(R"({"op":"tail","rid":5,"topic":"aged","from":1})");
+  const std::string e = reader->expect("error");
+  EXPECT_EQ(json_str(e, "code"), "out_of_range") << e;
+  EXPECT_EQ(json_int(e, "earliest"), 6) << e;
+  EXPECT_EQ(json_int(e, "latest"), 8) << e;
+  reader->send(R"({"op":"tail","rid":6,"topic":"aged","from":"earliest"})");
+  EXPECT_EQ(json_raw(reader->expect("tailing"), "parts"), R"([{"p":0,"next":6}])");
 }
 
 TEST_F(EventStreamTest, HttpEmitIsFromServerAndDedupesWithTheGameServersIds) {
