@@ -5,7 +5,7 @@ include(GNUInstallDirs)
 set(_deb ${PROJECT_SOURCE_DIR}/deploy/debian)
 
 install(TARGETS parley RUNTIME DESTINATION bin)
-install(FILES ${_deb}/parley.service DESTINATION lib/systemd/system)
+install(FILES ${_deb}/parley.service ${_deb}/parley-persist.service DESTINATION lib/systemd/system)
 install(FILES ${_deb}/parley.toml.in DESTINATION share/parley)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md ${PROJECT_SOURCE_DIR}/docs/PROTOCOL.md
         DESTINATION share/doc/parley)

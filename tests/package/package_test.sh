@@ -63,7 +63,8 @@ echo "== build the package"
 deb=$(ls "$tmp"/pkg/parley_*.deb)
 echo "$deb ($(du -h "$deb" | cut -f1))"
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/parley ./usr/lib/systemd/system/parley.service ./usr/share/parley/parley.toml.in \
+for f in ./usr/bin/parley ./usr/lib/systemd/system/parley.service \
+         ./usr/lib/systemd/system/parley-persist.service ./usr/share/parley/parley.toml.in \
          ./usr/share/doc/parley/operations.md ./usr/share/parley/prometheus/parley_alerts.yml \
          ./usr/share/parley/grafana/parley.json; do
   grep -q " $f\$" <<<"$contents" || fail "package lacks $f"
