@@ -79,6 +79,7 @@ for run in $runs; do
   curl -sf "http://127.0.0.1:$port/metrics" > "$out/$run.metrics.txt" || true
   kill -TERM "$server"; wait "$server" 2>/dev/null || true
   server=""
+  cp "$work/$run.log" "$out/$run.server.log"
   if [ "$run" = valkey ]; then
     for d in "${redis_dirs[@]}"; do cp "$d/log" "$out/$(basename "$d").log"; done
     vk_stop "${redis_dirs[@]}"

@@ -101,6 +101,8 @@ parley_config() {
       echo "[valkey]"
       printf 'nodes = [%s]\n' "$(echo "$nodes" | sed 's/[^,][^,]*/"&"/g')"
       echo "cluster = $cluster"
+      # VALKEY_TIMEOUT_MS: how long a silent node may keep commands waiting.
+      echo "command_timeout_ms = ${VALKEY_TIMEOUT_MS:-2000}"
     fi
     echo "[tenants.demo]"
     echo "secret = \"demo-secret-change-me-0123456789\""
