@@ -140,6 +140,7 @@ void RespConnection::read_more() {
 }
 
 void RespConnection::on_read(size_t n) {
+  last_read_ns_ = steady_ns();
   if (redisReaderFeed(reader_, buf_.data(), n) != REDIS_OK) return fail("protocol error");
   const uint64_t gen = gen_;
   for (;;) {
@@ -172,8 +173,15 @@ void RespConnection::arm_watchdog() {
   watchdog_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
     self->watchdog_armed_ = false;
     if (e || self->state_ == State::kClosed || self->waiting_.empty()) return;
-    const int64_t age = steady_ns() - self->waiting_.front().since_ns;
-    if (age > int64_t{self->opts_.command_timeout_ms} * 1'000'000) {
+    // Silence, not age: a deep pipeline behind big replies (a burst of history
+    // reads) or a loop short of CPU keeps its oldest command waiting while the
+    // node answers; a hung node sends nothing at all.
+    // Bytes already in the socket are an answer this loop has not read yet (the
+    // process itself was stalled): not silence either.
+    const int64_t since = std::max(self->waiting_.front().since_ns, self->last_read_ns_);
+    boost::system::error_code ec;
+    const bool unread = self->socket_.available(ec) > 0 && !ec;
+    if (!unread && steady_ns() - since > int64_t{self->opts_.command_timeout_ms} * 1'000'000) {
       self->fail("no reply in " + std::to_string(self->opts_.command_timeout_ms) + " ms");
     }
     if (!self->waiting_.empty()) self->arm_watchdog();

@@ -6,7 +6,8 @@
 // blocks: connecting, writing and reading are Asio operations on the loop.
 //
 // Faults: a connect failure, a read or write error, EOF, a protocol error or a
-// command older than command_timeout_ms (a hung server) closes the socket and
+// node silent for command_timeout_ms while a command waits (a hung server: no
+// byte since that command was sent) closes the socket and
 // fails every waiting command with kUnavailable. The connection then refuses
 // commands (kUnavailable, at once) for a backoff that grows from 50 ms to 1 s, and
 // connects again when it ends, traffic or not: service resumes by itself.
@@ -104,6 +105,7 @@ class RespConnection : public std::enable_shared_from_this<RespConnection> {
   uint64_t gen_ = 0;          // bumped by each fail(): stale completions ignore themselves
   int64_t backoff_until_ns_ = 0;
   int64_t backoff_ns_ = 0;
+  int64_t last_read_ns_ = 0;  // when the node last sent bytes (the watchdog's clock)
   redisReader* reader_ = nullptr;
   std::deque<Waiting> waiting_;  // oldest first: replies complete the front
   std::string out_;              // formatted commands not yet handed to a write
