@@ -95,7 +95,10 @@
   X(valkey_in_flight, kGauge, "parley_valkey_in_flight", "node",                           \
     "valkey store: commands written to a node and not yet answered.")                      \
   X(valkey_node_down, kGauge, "parley_valkey_node_down", "node",                           \
-    "valkey store: 1 while a connection to the node has failed and not answered since.")
+    "valkey store: 1 while a connection to the node has failed and not answered since.")  \
+  X(valkey_redirects, kCounter, "parley_valkey_redirects_total", "kind",                   \
+    "valkey store: cluster answers followed by the store (kind: moved, ask, tryagain) "    \
+    "while slots move.")
 
 namespace parley::metrics {
 

@@ -268,6 +268,13 @@ void Server::register_metrics() {
     if (!valkey_) return;
     for (const auto& n : valkey_->node_stats()) out.push_back({n.node, n.down ? 1 : 0});
   });
+  metrics_->set_source(Scraped::valkey_redirects, [this](Samples& out) {
+    if (!valkey_) return;
+    const auto r = valkey_->redirects();
+    out.push_back({"moved", static_cast<int64_t>(r.moved)});
+    out.push_back({"ask", static_cast<int64_t>(r.ask)});
+    out.push_back({"tryagain", static_cast<int64_t>(r.tryagain)});
+  });
   metrics_->set_source(Scraped::ephemeral_channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(ephemeral_->channel_count())});
   });

@@ -167,6 +167,7 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
   auto redirect = opts_.cluster && !err.empty() ? parse_redirect(err) : std::nullopt;
   const bool tryagain = opts_.cluster && err.rfind("TRYAGAIN", 0) == 0;
   if (!redirect && !tryagain) return call->done(std::move(r));
+  (tryagain ? tryagain_ : redirect->ask ? asked_ : moved_).fetch_add(1, std::memory_order_relaxed);
   if (redirect && ++call->hops > kMaxHops) return call->done(std::move(r));
   if (redirect && redirect->ask) {
     // The slot is being imported by another node: ask it. Sent from this loop, in

@@ -19,11 +19,12 @@
 // or TRYAGAIN a call is sent again, routed afresh, until command_timeout_ms from
 // its first send, if sending it twice cannot reorder a channel: reads, recover,
 // and appends that carry the hub's seq (the script refuses a seq out of turn).
-// An append whose seq the script assigns fails `unavailable` instead (retryable:
-// the client sends it again). While a channel has appends in flight they all
-// start on one connection, even if its slot moves meanwhile, and their
-// completions are handed out in submission order whichever node answered
-// (a redirected call can be answered after a later one).
+// An append whose seq the script assigns (the hub's, on this store) fails
+// `unavailable` instead (retryable: the client sends it again with its id), since
+// a resend could sequence it after a later pub of the same connection. While a
+// channel has appends in flight they all start on one connection, even if its
+// slot moves meanwhile, and their completions are handed out in submission order
+// whichever node answered (a redirected call can be answered after a later one).
 //
 // History older than a channel's stream keeps (the namespace's `history` latest)
 // comes from PostgreSQL when postgres_url is set: the persister (src/persist)
@@ -70,6 +71,13 @@ struct ValkeyOptions {
   uint32_t postgres_timeout_ms = 5000;
 };
 
+// Cluster answers the store followed (counted as they come, resends or not).
+struct RedirectStats {
+  uint64_t moved = 0;
+  uint64_t ask = 0;
+  uint64_t tryagain = 0;
+};
+
 struct NodeStats {
   std::string node;  // ip:port
   size_t queued = 0;
@@ -105,6 +113,10 @@ class ValkeyStore final : public Store {
   void shutdown();
 
   std::vector<NodeStats> node_stats() const;
+  RedirectStats redirects() const {
+    return {moved_.load(std::memory_order_relaxed), asked_.load(std::memory_order_relaxed),
+            tryagain_.load(std::memory_order_relaxed)};
+  }
   // Called on a loop thread with the round-trip time of every append script call.
   // Set before the first call.
   void set_script_latency_observer(std::function<void(int64_t ns)> fn) { observe_ = std::move(fn); }
@@ -163,6 +175,7 @@ class ValkeyStore final : public Store {
   std::thread rediscovery_;
   std::function<void(int64_t)> observe_;
   std::atomic<size_t> appends_{0};
+  std::atomic<uint64_t> moved_{0}, asked_{0}, tryagain_{0};
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> down_since_ms_{0};
   mutable std::mutex mu_;

@@ -243,6 +243,7 @@ TEST_F(ValkeyClusterTest, SlotMovedToAnotherMasterIsFollowedWithoutAFailureWhenT
   ASSERT_TRUE(stored);
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
   EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), "2");
+  EXPECT_EQ(store_->redirects().moved, 1u);
 }
 
 TEST_F(ValkeyClusterTest, AppendWhoseSeqTheScriptAssignsFailsRetryablyOnceWhenItsSlotMoved) {
@@ -275,6 +276,7 @@ TEST_F(ValkeyClusterTest, SlotBeingMigratedIsReachedThroughAskWithoutAFailure) {
   auto stored = read_after_sync(*store_, key, 0, 10);
   ASSERT_TRUE(stored) << stored.error().msg;
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
+  EXPECT_GE(store_->redirects().ask, 1u);
   move.finish();
 }
 
@@ -313,6 +315,7 @@ TEST_F(ValkeyClusterTest, HalfMigratedSlotAnswersTryAgainAndTheAppendsLandInOrde
   ASSERT_TRUE(stored);
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 1 + n));
   EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), std::to_string(1 + n));
+  EXPECT_GE(store_->redirects().tryagain, n);
 }
 
 TEST_F(ValkeyClusterTest, AppendThatExpiresEveryDedupeEntryInAMigratingSlotWritesItsOwnEntry) {
