@@ -81,6 +81,11 @@ struct Channel {
   bool filling = false;    // a gap fill read is in flight
   uint32_t fill_misses = 0;  // fills in a row that did not close the gap
   bool watched = false;    // Store::watch made for this channel
+  // Presence of several nodes (a store that assigns seqs, a namespace with
+  // presence): users with a connection on another node -> those nodes. A user
+  // is present while in `users` (here) or in `remote_users`.
+  bool shared_presence = false;
+  std::unordered_map<std::string, std::vector<std::string>> remote_users;
 
   struct Member {
     std::string user;

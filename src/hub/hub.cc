@@ -1,5 +1,8 @@
 #include "hub/hub.h"
 
+#include <cstdio>
+#include <random>
+
 #include "common/check.h"
 #include "common/clock.h"
 #include "protocol/decoder.h"
@@ -38,7 +41,20 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, Sh
       const unsigned i = shard_of(id.tenant, id.channel);
       loops_.run_on(i, [s = shards_[i].get(), id] { s->on_resync(id); });
     };
+    feed.note = [this](const store::ChannelId& id, std::string note) {
+      const unsigned i = shard_of(id.tenant, id.channel);
+      loops_.run_on(i, [s = shards_[i].get(), id, note = std::move(note)] { s->on_note(id, note); });
+    };
     stores.durable->set_feed(std::move(feed));
+    // Presence entries name this process: a random id per start.
+    std::random_device rd;
+    char id[17];
+    std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+    for (unsigned i = 0; i < shards_.size(); ++i) {
+      Shard* s = shards_[i].get();
+      s->set_node_id(id);
+      loops_.run_on(i, [s] { s->start_presence(); });
+    }
   }
 }
 

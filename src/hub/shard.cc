@@ -94,15 +94,29 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
   Channel* c = it->second.get();
   c->loading = true;
   c->waiting.push_back(std::move(fn));
+  c->shared_presence = c->store->assigns_seq() && ns.presence;
   const int64_t cutoff = wall_ms() - int64_t{ns.dedupe_window_s} * 1000;
-  c->store->recover(c->id, cutoff, [this, key = std::move(key)](auto rec) mutable {
-    loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec)]() mutable {
-      on_recovered(key, std::move(rec));
+  c->store->recover(c->id, cutoff, [this, key = std::move(key), st = c->store, id = c->id,
+                                    presence = c->shared_presence](auto rec) mutable {
+    if (!presence || !rec) {
+      return loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec)]() mutable {
+        on_recovered(key, std::move(rec));
+      });
+    }
+    // The other nodes' members, so that a join here lists them.
+    st->presence_read(id, [this, key = std::move(key), rec = std::move(rec)](auto members) mutable {
+      std::vector<store::Store::PresenceEntry> entries;
+      if (members) entries = std::move(*members);
+      loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec),
+                             entries = std::move(entries)]() mutable {
+        on_recovered(key, std::move(rec), std::move(entries));
+      });
     });
   });
 }
 
-void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> rec) {
+void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> rec,
+                         std::vector<store::Store::PresenceEntry> presence) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(key);
   PARLEY_CHECK(it != channels_.end() && it->second->loading);  // never unloaded while loading
@@ -134,6 +148,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
   for (const auto& e : entries) c->dedupe.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
   // Pushes that came while the counter was read: the newer ones go out now.
   if (!c->held.empty()) deliver_held(*c);
+  if (c->shared_presence) reconcile_presence(*c, presence);
   for (auto& fn : waiting) fn(c, nullptr);
 }
 
@@ -173,10 +188,9 @@ void Shard::join_loaded(Channel* c, JoinRequest req) {
   const bool reads = req.since && *req.since < latest;
   if (req.since) result.recovered = *req.since <= latest;
   if (new_user && c->ns->presence) {
-    auto json = std::make_shared<std::string>();
-    const std::string joined[] = {user};
-    protocol::encode_presence(*json, req.ch, joined, {});
-    broadcast(*c, ChannelEvent{std::move(json), 0, user, {}, steady_ns()});
+    if (c->shared_presence) share_presence(*c, user, true);
+    // Present on another node already: nobody hears of it again.
+    if (!c->remote_users.contains(user)) presence_event(*c, user, true);
   }
   if (!reads) return finish_join(c, std::move(req), std::move(result), true);
 
@@ -315,8 +329,11 @@ void Shard::finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_
     result.epoch = c->epoch;
     if (c->ns->presence) {
       result.has_members = true;
-      result.members.reserve(c->users.size());
+      result.members.reserve(c->users.size() + c->remote_users.size());
       for (const auto& [u, n] : c->users) result.members.push_back(u);
+      for (const auto& [u, nodes] : c->remote_users) {
+        if (!c->users.contains(u)) result.members.push_back(u);
+      }
     }
     auto m = c->members.find(req.sub->conn_id());
     if (go_live && m != c->members.end() && !m->second.live) {
@@ -371,10 +388,8 @@ void Shard::remove_member(Channel& c, uint64_t conn) {
   if (--u->second == 0) {
     c.users.erase(u);
     if (c.ns->presence) {
-      auto json = std::make_shared<std::string>();
-      const std::string left[] = {user};
-      protocol::encode_presence(*json, c.id.channel, {}, left);
-      broadcast(c, ChannelEvent{std::move(json), 0, user, {}, steady_ns()});
+      if (c.shared_presence) share_presence(c, user, false);
+      if (!c.remote_users.contains(user)) presence_event(c, user, false);
     }
   }
   if (c.members.empty()) c.idle_since_ms = wall_ms();
@@ -680,6 +695,95 @@ void Shard::on_resync(const store::ChannelId& id) {
   fill_gap(*it->second);
 }
 
+void Shard::presence_event(Channel& c, const std::string& user, bool joined) {
+  auto json = std::make_shared<std::string>();
+  const std::string who[] = {user};
+  if (joined) {
+    protocol::encode_presence(*json, c.id.channel, who, {});
+  } else {
+    protocol::encode_presence(*json, c.id.channel, {}, who);
+  }
+  broadcast(c, ChannelEvent{std::move(json), 0, user, {}, steady_ns()});
+}
+
+// Notes: "j" or "l", this node's id (hex), 0x1f, the user id.
+void Shard::share_presence(Channel& c, const std::string& user, bool joined) {
+  if (joined) {
+    c.store->presence_set(c.id, node_id_, user, wall_ms() + kPresenceTtlMs);
+  } else {
+    c.store->presence_remove(c.id, node_id_, user);
+  }
+  c.store->publish_note(c.id, (joined ? "j" : "l") + node_id_ + '\x1f' + user);
+}
+
+void Shard::on_note(const store::ChannelId& id, const std::string& note) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  const size_t sep = note.find('\x1f');
+  if (note.size() < 3 || (note[0] != 'j' && note[0] != 'l') || sep == std::string::npos) return;
+  std::string node = note.substr(1, sep - 1);
+  std::string user = note.substr(sep + 1);
+  if (node == node_id_ || user.empty() || user.size() > 256) return;
+  auto it = channels_.find(id.key());
+  if (it == channels_.end() || it->second->loading || !it->second->shared_presence) return;
+  Channel& c = *it->second;
+  const bool was = c.users.contains(user) || c.remote_users.contains(user);
+  if (note[0] == 'j') {
+    auto& nodes = c.remote_users[user];
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(std::move(node));
+    if (!was) presence_event(c, user, true);
+    return;
+  }
+  auto r = c.remote_users.find(user);
+  if (r == c.remote_users.end()) return;
+  std::erase(r->second, node);
+  if (r->second.empty()) c.remote_users.erase(r);
+  if (was && !c.users.contains(user) && !c.remote_users.contains(user)) presence_event(c, user, false);
+}
+
+void Shard::reconcile_presence(Channel& c, const std::vector<store::Store::PresenceEntry>& entries) {
+  const int64_t now = wall_ms();
+  std::unordered_map<std::string, std::vector<std::string>> fresh;
+  for (const auto& e : entries) {
+    if (e.node == node_id_ || e.expires_ms <= now) continue;  // a dead node's entry has expired
+    fresh[e.user].push_back(e.node);
+  }
+  for (const auto& [user, nodes] : fresh) {
+    if (!c.remote_users.contains(user) && !c.users.contains(user)) presence_event(c, user, true);
+  }
+  for (const auto& [user, nodes] : c.remote_users) {
+    if (!fresh.contains(user) && !c.users.contains(user)) presence_event(c, user, false);
+  }
+  c.remote_users = std::move(fresh);
+}
+
+void Shard::start_presence() {
+  presence_timer_ = std::make_unique<boost::asio::steady_timer>(loops_.loop(index_));
+  presence_timer_->expires_after(std::chrono::milliseconds(kPresenceRefreshMs));
+  presence_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    refresh_presence();
+    start_presence();
+  });
+}
+
+void Shard::refresh_presence() {
+  const int64_t expires = wall_ms() + kPresenceTtlMs;
+  for (auto& [key, cp] : channels_) {
+    Channel& c = *cp;
+    if (!c.shared_presence || c.loading) continue;
+    if (c.users.empty() && c.remote_users.empty()) continue;
+    for (const auto& [user, n] : c.users) c.store->presence_set(c.id, node_id_, user, expires);
+    if (c.members.empty()) continue;  // nobody here to tell
+    c.store->presence_read(c.id, [this, key = key](auto r) mutable {
+      if (!r) return;
+      loops_.run_on(index_, [this, key = std::move(key), entries = std::move(*r)] {
+        auto it = channels_.find(key);
+        if (it != channels_.end() && !it->second->loading) reconcile_presence(*it->second, entries);
+      });
+    });
+  }
+}
+
 void Shard::history(HistoryRequest req) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(store::ChannelId::key_of(req.tenant->id, req.ch));
@@ -761,8 +865,11 @@ void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned 
                     MembersDone done) {
   std::vector<std::string> users;
   if (Channel* c = find(tenant, ch)) {
-    users.reserve(c->users.size());
+    users.reserve(c->users.size() + c->remote_users.size());
     for (const auto& [u, n] : c->users) users.push_back(u);
+    for (const auto& [u, nodes] : c->remote_users) {
+      if (!c->users.contains(u)) users.push_back(u);
+    }
   }
   to_loop(reply_loop, [done = std::move(done), users = std::move(users)]() mutable {
     done(std::move(users));

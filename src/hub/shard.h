@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -76,6 +77,14 @@ class Shard {
   // subscription may have missed, and a presence note from another node.
   void on_feed(const store::ChannelId& id, store::StoredMessage msg);
   void on_resync(const store::ChannelId& id);
+  void on_note(const store::ChannelId& id, const std::string& note);
+  // This node's id in presence entries and notes (set before any request).
+  void set_node_id(std::string id) { node_id_ = std::move(id); }
+  // Refreshes this node's presence entries and re-reads the other nodes' (their
+  // dead nodes' entries expire) every kPresenceRefreshMs; call once, on its loop.
+  void start_presence();
+  static constexpr int64_t kPresenceRefreshMs = 5000;
+  static constexpr int64_t kPresenceTtlMs = 15000;
 
   // On this shard's loop: its `n` busiest channels since the previous call
   // (hub/channel_stats.h).
@@ -98,7 +107,14 @@ class Shard {
   // Runs fn(channel, nullptr) once the channel is loaded (now, when it is), after
   // a store recovery when needed; fn(nullptr, error) when it cannot be.
   void with_channel(const TenantConfig* tenant, std::string_view ch, ChannelFn fn);
-  void on_recovered(const std::string& key, Result<store::ChannelRecovery> rec);
+  void on_recovered(const std::string& key, Result<store::ChannelRecovery> rec,
+                    std::vector<store::Store::PresenceEntry> presence = {});
+  // Presence across nodes: a user's first / last connection here, and the
+  // others' entries read from the store.
+  void share_presence(Channel& c, const std::string& user, bool joined);
+  void presence_event(Channel& c, const std::string& user, bool joined);
+  void reconcile_presence(Channel& c, const std::vector<store::Store::PresenceEntry>& entries);
+  void refresh_presence();
   void join_loaded(Channel* c, JoinRequest req);
   void backfill_step(Channel* c, std::shared_ptr<Backfill> b);
   void on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
@@ -145,6 +161,8 @@ class Shard {
   std::atomic<size_t> inflight_total_{0};
   std::atomic<size_t> channel_count_{0};
   bool sweeping_ = false;
+  std::string node_id_;
+  std::unique_ptr<boost::asio::steady_timer> presence_timer_;
 
   // One slice of sweep_idle, from bucket `from` of channels_ on.
   void sweep_slice(int64_t now_ms, size_t from);

@@ -149,6 +149,21 @@ class Store {
   virtual void unwatch(const ChannelId&) {}
   // Publishes `payload` to every node watching `key` (fire and forget).
   virtual void publish_note(const ChannelId&, std::string) {}
+
+  // Presence shared by nodes: one entry per (node, user) in a channel, kept
+  // until its expiry unless its node refreshes it (a node that died stops).
+  // set/remove are fire and forget; read answers every entry (expired ones
+  // included: the reader filters), on any store thread.
+  struct PresenceEntry {
+    std::string node;
+    std::string user;
+    int64_t expires_ms = 0;
+  };
+  using PresenceDone = std::function<void(Result<std::vector<PresenceEntry>>)>;
+  virtual void presence_set(const ChannelId&, const std::string& /*node*/, const std::string& /*user*/,
+                            int64_t /*expires_ms*/) {}
+  virtual void presence_remove(const ChannelId&, const std::string& /*node*/, const std::string& /*user*/) {}
+  virtual void presence_read(const ChannelId&, PresenceDone done) { done(std::vector<PresenceEntry>{}); }
 };
 
 enum class FsyncMode { kNever, kAlways };

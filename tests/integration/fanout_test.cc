@@ -320,5 +320,68 @@ TEST(Fanout, ValkeyDownAnswersUnavailableOnBothNodesAndFanOutResumesByItself) {
   std::filesystem::remove_all(tmpl);
 }
 
+// The next presence frame (others skipped), "" on timeout.
+std::string next_presence(Client& c, std::chrono::milliseconds timeout = 5s) {
+  return c.expect("presence", timeout);
+}
+
+bool has_member(const std::string& joined, const std::string& user) {
+  auto members = json_raw(joined, "members").value_or("");
+  return members.find("\"" + user + "\"") != std::string::npos;
+}
+
+TEST(Fanout, PresenceCrossesNodesAndADeadNodesMembersExpire) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerProcess a(node_spec({redis.address()}));
+  ServerProcess b(node_spec({redis.address()}));
+  a.start();
+  b.start();
+  auto alice = connect_as(a.http_port(), "alice");
+  ASSERT_EQ(op_of(alice->join("chat:p")), "joined");
+  // A join on the other node lists alice, and alice hears of bob.
+  auto bob = connect_as(b.http_port(), "bob");
+  const std::string joined = bob->join("chat:p");
+  EXPECT_TRUE(has_member(joined, "alice")) << joined;
+  EXPECT_TRUE(has_member(joined, "bob")) << joined;
+  std::string p = next_presence(*alice);
+  EXPECT_EQ(json_raw(p, "join"), "[\"bob\"]") << p;
+  // GET /v1/presence on either node lists both.
+  for (auto* n : {&a, &b}) {
+    auto r = http_request(n->http_port(), "GET", "/v1/presence?ch=chat:p", "", kDemoApiKey);
+    EXPECT_NE(r.body.find("alice"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("bob"), std::string::npos) << r.body;
+  }
+  // A second connection of bob's on node A: nobody hears of bob again, and his
+  // leave on B is not a leave while A still has him.
+  auto bob2 = connect_as(a.http_port(), "bob");
+  ASSERT_EQ(op_of(bob2->join("chat:p")), "joined");
+  bob->close();
+  EXPECT_EQ(next_presence(*alice, 1s), "");
+  bob2->close();
+  p = next_presence(*alice);
+  EXPECT_EQ(json_raw(p, "leave"), "[\"bob\"]") << p;
+
+  // carol on A, then A dies: B's members see carol (and alice) leave once A's
+  // entries expire (Shard::kPresenceTtlMs after A's last refresh).
+  auto dave = connect_as(b.http_port(), "dave");
+  const std::string dj = dave->join("chat:p");
+  EXPECT_TRUE(has_member(dj, "alice")) << dj;
+  auto carol = connect_as(a.http_port(), "carol");
+  ASSERT_EQ(op_of(carol->join("chat:p")), "joined");
+  p = next_presence(*dave);
+  EXPECT_EQ(json_raw(p, "join"), "[\"carol\"]") << p;
+  a.kill9();
+  std::set<std::string> left;
+  const auto end = std::chrono::steady_clock::now() + 30s;
+  while (left.size() < 2 && std::chrono::steady_clock::now() < end) {
+    const std::string f = next_presence(*dave, 1s);
+    if (f.empty()) continue;
+    for (const auto& u : json_array_items(json_raw(f, "leave").value_or("[]"))) left.insert(u);
+  }
+  EXPECT_EQ(left, (std::set<std::string>{"\"alice\"", "\"carol\""}));
+}
+
 }  // namespace
 }  // namespace parley::testing

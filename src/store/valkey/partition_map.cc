@@ -26,6 +26,7 @@ ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions) {
   k.dedupe_by_time = k.tag + ":z:" + id.channel;
   k.wal = k.tag + ":w";
   k.feed = k.tag + ":f";
+  k.members = k.tag + ":m:" + id.channel;
   return k;
 }
 

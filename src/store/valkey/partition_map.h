@@ -31,6 +31,7 @@ struct ChannelKeys {
   std::string dedupe_by_time;  // {t.pk}:z:<channel>  zset: dedupe key scored by ts_ms
   std::string wal;      // {t.pk}:w  the partition's WAL stream (every channel in it)
   std::string feed;     // {t.pk}:f  the partition's sharded pub/sub channel (commits, notes)
+  std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

@@ -556,4 +556,36 @@ std::vector<NodeStats> ValkeyStore::node_stats() const {
   return out;
 }
 
+void ValkeyStore::presence_set(const ChannelId& id, const std::string& node, const std::string& user,
+                               int64_t expires_ms) {
+  if (closed_.load()) return;
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  NodePool& pool = route(k.tag);
+  begin_op();
+  call(pool, id, k.tag, format_command({"HSET", k.members, dedupe_field(node, user), std::to_string(expires_ms)}),
+       true, [this](Result<Reply>) { end_op(); });
+  begin_op();
+  call(pool, id, k.tag, format_command({"PEXPIRE", k.members, "60000"}), true,
+       [this](Result<Reply>) { end_op(); });
+}
+
+void ValkeyStore::presence_remove(const ChannelId& id, const std::string& node, const std::string& user) {
+  if (closed_.load()) return;
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  begin_op();
+  call(route(k.tag), id, k.tag, format_command({"HDEL", k.members, dedupe_field(node, user)}), true,
+       [this](Result<Reply>) { end_op(); });
+}
+
+void ValkeyStore::presence_read(const ChannelId& id, PresenceDone done) {
+  if (closed_.load()) return done(closed_error());
+  const ChannelKeys k = channel_keys(id, opts_.partitions);
+  begin_op();
+  call(route(k.tag), id, k.tag, format_command({"HGETALL", k.members}), true,
+       [this, done = std::move(done)](Result<Reply> r) mutable {
+         done(parse_presence(r));
+         end_op();
+       });
+}
+
 }  // namespace parley::store::valkey

@@ -107,6 +107,12 @@ class ValkeyStore final : public Store {
   void watch(const ChannelId& id) override;
   void unwatch(const ChannelId& id) override;
   void publish_note(const ChannelId& id, std::string note) override;
+  // Presence: hash {t.pk}:m:<channel>, field <len(node)>:<node><user> -> expiry
+  // ms; the key itself expires a minute after the last write.
+  void presence_set(const ChannelId& id, const std::string& node, const std::string& user,
+                    int64_t expires_ms) override;
+  void presence_remove(const ChannelId& id, const std::string& node, const std::string& user) override;
+  void presence_read(const ChannelId& id, PresenceDone done) override;
 
   // Waits (at most command_timeout_ms) for what is in flight, then closes every
   // connection; later calls fail with kUnavailable at once. Before the loops stop.
