@@ -477,7 +477,7 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   if (!dedupe_key.empty()) c->dedupe.insert(dedupe_key, seq, now_ms);
   c->inflight.push_back(Channel::InFlight{seq, std::move(dedupe_key), std::move(json),
                                           req.arrived_ns, steady_ns(), req.reply_loop,
-                                          std::move(req.done), std::move(upstream), {}});
+                                          std::move(req.done), std::move(upstream), {}, nullptr});
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
   store::AppendRequest append{c->id,
                               store::StoredMessage{seq, now_ms, std::move(req.from),

@@ -13,6 +13,7 @@
 
 #include "integration/event_client.h"
 #include "support/client.h"
+#include "support/redis_server.h"
 #include "support/server_process.h"
 
 namespace parley::testing {
@@ -474,6 +475,59 @@ TEST(EventDurability, NothingAcknowledgedIsLostWhenTheServerIsKilled) {
       }
     }
   }
+}
+
+// Topics on the valkey store (issue 10: "event topics live there too"): a
+// partition is a store channel of the tenant's hash-tagged partition, so emit,
+// tail and retries behave as on the embedded store, and every key the topic
+// wrote carries a {<tenant>.p<k>} tag (all of a partition's keys in one slot).
+TEST(EventsOnValkey, EmitTailAndRetriesWorkAndEveryKeyCarriesAPartitionTag) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerSpec s = spec();
+  s.store = "valkey";
+  s.tenants_toml += "\n[valkey]\nnodes = [\"" + redis.address() + "\"]\n";
+  ServerProcess server(s);
+  server.start();
+
+  auto gs = game_server(server);
+  std::vector<TestEvent> evs;
+  for (int i = 0; i < 40; ++i) {
+    evs.push_back({"player-" + std::to_string(i % 8), "v-" + std::to_string(i),
+                   "{\"i\":" + std::to_string(i) + "}"});
+  }
+  gs->send(emit_frame("hunt", evs, 1));
+  const std::string emitted = gs->expect("emitted");
+  const auto offs = emitted_offs(emitted);
+  ASSERT_EQ(offs.size(), evs.size()) << emitted;
+  for (bool d : emitted_dups(emitted)) EXPECT_FALSE(d) << emitted;
+
+  gs->send(emit_frame("hunt", evs, 2));  // a producer's retry: same ids
+  const std::string again = gs->expect("emitted");
+  EXPECT_EQ(emitted_offs(again), offs) << again;
+  for (bool d : emitted_dups(again)) EXPECT_TRUE(d) << again;
+
+  auto reader = game_server(server, Wire::kUnix);
+  const auto got = tail_all(*reader, "hunt", evs.size());
+  EXPECT_EQ(got.size(), evs.size());
+  expect_gap_free(got);
+  std::set<std::string> ids;
+  for (const auto& d : got) ids.insert(d.id);
+  EXPECT_EQ(ids.size(), evs.size());
+
+  size_t tagged = 0, keys = 0;
+  std::string all = redis.command({"KEYS", "*"});
+  for (size_t at = 0; at < all.size();) {
+    const size_t nl = all.find('\n', at);
+    const std::string key = all.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? all.size() : nl + 1;
+    if (key.find("hunt") == std::string::npos) continue;
+    ++keys;
+    if (key.rfind("{demo.p", 0) == 0 && key.find('}') != std::string::npos) ++tagged;
+  }
+  EXPECT_GT(keys, 0u) << all;
+  EXPECT_EQ(tagged, keys) << all;
 }
 
 }  // namespace
