@@ -9,9 +9,15 @@
 // compared beside it pays at least that. Bytes a socket does not take are
 // kept per connection and written on EPOLLOUT (never in the load's shapes).
 //
+// With TICK_MS > 0 it is the floor of a tick batcher instead: a connection's
+// `msg` and `state` frames wait for the next multiple of TICK_MS and leave in
+// one send() per connection per tick (acks and replies still go at once), so
+// the number of sends is the fewest any server batching on that tick can make.
+// It coalesces nothing: fewer bytes would not make fewer sends.
+//
 // Not a server to deploy: input is trusted beyond what keeps it from
 // crashing (bounded buffers, JSON errors answered), as the peers are.
-// Usage: parley-floor PORT   (listens on 127.0.0.1, WebSocket at any path)
+// Usage: parley-floor PORT [TICK_MS]   (listens on 127.0.0.1, WebSocket at any path)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -47,6 +53,7 @@ struct Conn {
   bool out_armed = false;
   std::string in;       // bytes not yet parsed (handshake or a cut frame)
   std::string pending;  // bytes the socket did not take
+  std::string batch;    // deliveries waiting for the tick (TICK_MS > 0)
   std::string user;
   std::string name;
   std::vector<Room*> rooms;
@@ -58,6 +65,8 @@ struct Room {
 };
 
 int g_epoll = -1;
+int g_tick_ms = 0;
+std::vector<int> g_dirty;  // fds with a non-empty batch
 std::unordered_map<std::string, Room> g_rooms;
 std::unordered_map<int, std::unique_ptr<Conn>> g_conns;
 uint64_t g_next_conn = 1;
@@ -107,6 +116,15 @@ std::string text_frame(std::string_view json) {
 }
 
 void send_json(Conn& c, std::string_view json) { write_frame(c, text_frame(json)); }
+
+// A delivery: at once, or into the connection's batch for the next tick.
+void deliver(Conn& c, std::string_view frame) {
+  if (g_tick_ms <= 0) return write_frame(c, frame);
+  if (c.batch.empty()) g_dirty.push_back(c.fd);
+  c.batch.append(frame);
+}
+
+void flush_tick();
 
 void close_conn(Conn& c) {
   for (Room* r : c.rooms) std::erase(r->members, &c);
@@ -230,7 +248,7 @@ bool on_message(Conn& c, std::string& payload) {
         "{\"op\":\"msg\",\"ch\":" + std::string(ch) + ",\"seq\":" + seq_s + ",\"from\":" + c.user +
         ",\"id\":" + std::string(id.empty() ? "null" : id) + ",\"ts\":" + std::to_string(ts) +
         ",\"body\":" + std::string(body.empty() ? "null" : body) + "}");
-    for (Conn* m : r.members) write_frame(*m, frame);
+    for (Conn* m : r.members) deliver(*m, frame);
   } else if (op == "state") {
     auto it = g_rooms.find(std::string(ch));
     if (it == g_rooms.end()) return true;
@@ -239,7 +257,7 @@ bool on_message(Conn& c, std::string& payload) {
                    ",\"key\":" + std::string(key.empty() ? "\"\"" : key) + ",\"body\":" +
                    std::string(body.empty() ? "null" : body) + "}");
     for (Conn* m : it->second.members)
-      if (m != &c) write_frame(*m, frame);
+      if (m != &c) deliver(*m, frame);
   } else if (op == "ping") {
     send_json(c, "{\"op\":\"pong\"" + rid_part(rid) + "}");
   } else {
@@ -342,10 +360,29 @@ void on_writable(Conn& c) {
   arm_out(c, false);
 }
 
+void flush_tick() {
+  std::vector<int> dirty;
+  dirty.swap(g_dirty);
+  for (int fd : dirty) {
+    auto it = g_conns.find(fd);
+    if (it == g_conns.end()) continue;  // closed since; its batch went with it
+    Conn& c = *it->second;
+    write_frame(c, c.batch);
+    c.batch.clear();
+  }
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int port = argc > 1 ? std::atoi(argv[1]) : 7730;
+  g_tick_ms = argc > 2 ? std::atoi(argv[2]) : 0;
   const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   const int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -365,8 +402,22 @@ int main(int argc, char** argv) {
   std::printf("parley-floor listening on 127.0.0.1:%d\n", port);
   std::fflush(stdout);
   epoll_event events[256];
+  int64_t next_tick = g_tick_ms > 0 ? (now_ms() / g_tick_ms + 1) * g_tick_ms : 0;
   for (;;) {
-    const int n = epoll_wait(g_epoll, events, 256, -1);
+    int timeout = -1;
+    if (g_tick_ms > 0 && !g_dirty.empty()) {
+      const int64_t now = now_ms();
+      if (now >= next_tick) {
+        flush_tick();
+        next_tick = (now / g_tick_ms + 1) * g_tick_ms;
+        continue;
+      }
+      timeout = static_cast<int>(next_tick - now);
+    } else if (g_tick_ms > 0) {
+      // Nothing waits: the next batch starts a fresh tick, aligned like Parley's.
+      next_tick = (now_ms() / g_tick_ms + 1) * g_tick_ms;
+    }
+    const int n = epoll_wait(g_epoll, events, 256, timeout);
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
       if (fd == lfd) {

@@ -119,8 +119,14 @@ int compare(const Options& base) {
       // bench/floor: one thread, one send() per delivery; the machine's limit.
       o.history_check = false;
       argv = {(self_dir() / "parley-floor").string(), std::to_string(o.port)};
+    } else if (target == "floor-tick") {
+      // The same with one send per connection per 20 ms tick (Parley's
+      // tick_ms in these runs): the fewest sends a tick batcher can make.
+      o.history_check = false;
+      argv = {(self_dir() / "parley-floor").string(), std::to_string(o.port), "20"};
     } else {
-      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun, floor)\n", target);
+      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun, floor, floor-tick)\n",
+                 target);
       return 2;
     }
     o.server_cmd = shell_join(argv);

@@ -172,7 +172,7 @@ flags (defaults from the preset):
   --churn-channels N --churn-msgs K --churn-depth D --churn-idle-s S   (churn: N fresh
                        channels, each joined, sent K pubs, left; D in flight per connection)
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
-  compare only: --targets parley,node-ws,bun[,floor] --parley-bin PATH --peers-dir DIR
+  compare only: --targets parley,node-ws,bun[,floor,floor-tick] --parley-bin PATH --peers-dir DIR
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
 or setup error, 3 the run could not connect, 4 the --server-pid process exited during
 the run.
