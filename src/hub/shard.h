@@ -72,9 +72,10 @@ class Shard {
   // still walking is skipped.
   void sweep_idle(int64_t now_ms);
 
-  // A store that assigns seqs (several nodes): a committed message the store
-  // pushed (another node's, or this node's own), a request to read what a lost
-  // subscription may have missed, and a presence note from another node.
+  // A store that assigns seqs (several nodes; shard_cross_node.cc): a committed
+  // message the store pushed (another node's, or this node's own), a request to
+  // read what a lost subscription may have missed, and a presence note from
+  // another node.
   void on_feed(const store::ChannelId& id, store::StoredMessage msg);
   void on_resync(const store::ChannelId& id);
   void on_note(const store::ChannelId& id, const std::string& note);
@@ -131,8 +132,8 @@ class Shard {
   };
   void on_committed_batch(std::vector<Committed>& batch);
   void expire_dedupe(Channel& c, int64_t now_ms);
-  // Cross-node ordering (store assigns seqs): `seq` committed; delivered once
-  // every seq before it was.
+  // Cross-node ordering (store assigns seqs; shard_cross_node.cc): `seq`
+  // committed; delivered once every seq before it was.
   void hold(Channel& c, uint64_t seq, Channel::Held h);
   void deliver_held(Channel& c);
   void arm_gap(Channel& c);
