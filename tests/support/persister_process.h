@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "support/child_process.h"
+
 namespace parley::testing {
 
 struct PersisterSpec {
@@ -27,8 +29,8 @@ class PersisterProcess {
   void kill9();
   void terminate();
   int wait_exit(std::chrono::milliseconds timeout);
-  bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool running() const { return child_.running(); }
+  pid_t pid() const { return child_.pid(); }
   uint16_t http_port() const { return http_port_; }
   std::string log() const;
 
@@ -38,7 +40,7 @@ class PersisterProcess {
  private:
   PersisterSpec spec_;
   std::string dir_;
-  pid_t pid_ = -1;
+  ParleyChild child_;
   uint16_t http_port_ = 0;
 };
 

@@ -1,13 +1,9 @@
 #include "pg_server.h"
 
-#include <fcntl.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,38 +13,18 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <thread>
+
+#include "support/child_process.h"
 
 namespace parley::testing {
 namespace {
 
 constexpr const char* kBin = "/usr/lib/postgresql/15/bin/";
 
-bool port_free(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 // [23000, 25000): below the ephemeral range and clear of the Redis fixture's
 // ports (20000-22699) and their cluster buses (+10000).
-int pick_port() {
-  static std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                          static_cast<unsigned>(std::random_device{}()));
-  std::uniform_int_distribution<int> dist(23000, 24999);
-  for (int i = 0; i < 200; ++i) {
-    const int p = dist(rng);
-    if (port_free(p)) return p;
-  }
-  return 0;
-}
+int pick_port() { return pick_free_port(23000, 25000); }
 
 // Who runs PostgreSQL: `postgres` when we are root (it refuses root), else us.
 struct Owner {
@@ -67,21 +43,9 @@ Owner owner() {
   return o;
 }
 
-// In a forked child: become the owner, die with the parent (set after the
-// credentials change, which clears it), quiet stdio into `log`.
-void child_setup(const Owner& o, pid_t parent, const std::string& log) {
-  if (o.switch_user) {
-    if (::setgid(o.gid) != 0 || ::setuid(o.uid) != 0) _exit(126);
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) _exit(1);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (devnull >= 0) ::dup2(devnull, 0);
-  if (out >= 0) {
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-  }
+// The child's options: run as the owner, quiet stdio into `log`.
+SpawnOptions as_owner(const Owner& o, const std::string& log) {
+  return SpawnOptions{log, o.switch_user, o.uid, o.gid};
 }
 
 // The postmaster's children (backends, checkpointer, ...): each calls setsid(), so
@@ -113,13 +77,6 @@ std::vector<pid_t> children_of(pid_t parent) {
 void signal_instance(pid_t postmaster, int sig) {
   ::kill(postmaster, sig);
   for (pid_t c : children_of(postmaster)) ::kill(c, sig);
-}
-
-std::vector<char*> argv_of(std::vector<std::string>& args) {
-  std::vector<char*> v;
-  for (auto& a : args) v.push_back(a.data());
-  v.push_back(nullptr);
-  return v;
 }
 
 }  // namespace
@@ -168,17 +125,8 @@ std::string PgServer::url() const {
 }
 
 bool PgServer::run_as_owner(const std::vector<std::string>& argv, const std::string& log) const {
-  std::vector<std::string> args = argv;
-  const Owner o = owner();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = spawn_child(argv, as_owner(owner(), log));
   if (pid < 0) return false;
-  if (pid == 0) {
-    child_setup(o, parent, log);
-    auto v = argv_of(args);
-    ::execv(v[0], v.data());
-    _exit(127);
-  }
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -192,49 +140,33 @@ bool PgServer::spawn() {
   // Backends orphaned by a kill9 become our children, so kill9 reaps them
   // (pid 1 of a container may never do it).
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const Owner o = owner();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = spawn_child(std::move(args), as_owner(owner(), dir_ + "/log"));
   if (pid < 0) {
     why_ = "fork failed";
     return false;
-  }
-  if (pid == 0) {
-    child_setup(o, parent, dir_ + "/log");
-    auto v = argv_of(args);
-    ::execv(v[0], v.data());
-    _exit(127);
   }
   pid_ = pid;
   return true;
 }
 
 bool PgServer::wait_ready(int timeout_ms) const {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_) return false;
-    const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
-                                 " user=postgres dbname=postgres connect_timeout=2";
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+                               " user=postgres dbname=postgres connect_timeout=2";
+  return wait_child_ready(pid_, timeout_ms, 50, [&] {
     PGconn* c = PQconnectdb(conninfo.c_str());
     const bool up = PQstatus(c) == CONNECTION_OK;
     PQfinish(c);
-    if (up) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+    return up;
+  });
 }
 
 void PgServer::stop() {
   if (pid_ <= 0) return;
   signal_instance(pid_, SIGCONT);
   ::kill(pid_, SIGQUIT);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (wait_child_exit(pid_, std::chrono::seconds(10)) >= 0) {
+    pid_ = -1;
+    return;
   }
   kill9();
 }
@@ -313,25 +245,8 @@ std::string PgServer::query_in(const std::string& db, const std::string& sql, in
   return out;
 }
 
-namespace {
-struct SharedPg {
-  std::string dir;
-  std::unique_ptr<PgServer> server;
-  SharedPg() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/parley-pg-XXXXXX";
-    if (mkdtemp(tmpl.data()) != nullptr) dir = tmpl;
-  }
-  ~SharedPg() {
-    server.reset();
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-  }
-};
-}  // namespace
-
 PgServer& shared_pg() {
-  static SharedPg s;
+  static SharedInTempDir<PgServer> s("parley-pg-");
   if (!s.server) s.server = std::make_unique<PgServer>(s.dir);
   return *s.server;
 }

@@ -1,47 +1,22 @@
 #include "redis_server.h"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <thread>
+
+#include "support/child_process.h"
 
 namespace parley::testing {
 namespace {
 
-bool port_free(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 // A port in [20000, 22700): below the ephemeral range (32768-60999), and so is
 // the cluster bus at port + 10000, so neither collides with outgoing connections.
-int pick_port(bool cluster) {
-  static std::mt19937 rng(static_cast<unsigned>(::getpid()) ^
-                          static_cast<unsigned>(std::random_device{}()));
-  std::uniform_int_distribution<int> dist(20000, 22699);
-  for (int i = 0; i < 200; ++i) {
-    const int p = dist(rng);
-    if (port_free(p) && (!cluster || port_free(p + 10000))) return p;
-  }
-  return 0;
-}
+int pick_port(bool cluster) { return pick_free_port(20000, 22700, cluster ? 10000 : 0); }
 
 std::string render(const redisReply* r) {
   switch (r->type) {
@@ -63,12 +38,6 @@ std::string render(const redisReply* r) {
       return out;
     }
   }
-}
-
-std::string make_temp_dir() {
-  const char* base = getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/parley-redis-XXXXXX";
-  return mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
 }
 
 }  // namespace
@@ -106,39 +75,17 @@ bool RedisServer::spawn() {
     args.push_back(dir_ + "/nodes.conf");
     for (const char* a : {"--cluster-node-timeout", "2000"}) args.push_back(a);
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  const pid_t pid = spawn_child(std::move(args));
   if (pid < 0) {
     why_ = "fork failed";
     return false;
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(1);
-    int devnull = ::open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-      ::dup2(devnull, 0);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
-    }
-    ::execvp("redis-server", argv.data());
-    _exit(127);
   }
   pid_ = pid;
   return true;
 }
 
 bool RedisServer::wait_ready(int timeout_ms) const {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) == pid_) return false;
-    if (command({"PING"}) == "PONG") return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return wait_child_ready(pid_, timeout_ms, 20, [this] { return command({"PING"}) == "PONG"; });
 }
 
 void RedisServer::pause() {
@@ -233,28 +180,14 @@ void RedisCluster::flush_all() {
   for (auto& n : nodes_) n->command({"FLUSHALL"});
 }
 
-namespace {
-// Removes the folder after the servers in it are gone.
-template <typename T>
-struct Shared {
-  std::string dir = make_temp_dir();
-  std::unique_ptr<T> server;
-  ~Shared() {
-    server.reset();
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-  }
-};
-}  // namespace
-
 RedisServer& shared_redis() {
-  static Shared<RedisServer> s;
+  static SharedInTempDir<RedisServer> s("parley-redis-");
   if (!s.server) s.server = std::make_unique<RedisServer>(s.dir + "/standalone");
   return *s.server;
 }
 
 RedisCluster& shared_redis_cluster() {
-  static Shared<RedisCluster> s;
+  static SharedInTempDir<RedisCluster> s("parley-redis-");
   if (!s.server) s.server = std::make_unique<RedisCluster>(s.dir + "/cluster");
   return *s.server;
 }

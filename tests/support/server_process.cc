@@ -1,22 +1,17 @@
 #include "support/server_process.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <stdlib.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "auth/jwt.h"
 #include "common/clock.h"
@@ -57,7 +52,7 @@ void ServerProcess::write_config_text(std::ostream& cfg) const {
 }
 
 ServerProcess::~ServerProcess() {
-  if (pid_ > 0) kill9();
+  if (child_.running()) kill9();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }
@@ -77,105 +72,29 @@ int ServerProcess::start_expecting_exit(std::chrono::milliseconds timeout) {
 }
 
 bool ServerProcess::launch() {
-  int out[2];
-  if (pipe(out) != 0) return false;
-  const std::string log_path = dir_ + "/server.log";
-  pid_ = fork();
-  if (pid_ < 0) return false;
-  if (pid_ == 0) {
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(out[1], 1);
-    dup2(log, 2);
-    close(out[0]);
-    const std::string cfg = dir_ + "/parley.toml";
-    // PARLEY_TEST_BIN runs the suite against another build (e.g. a sanitizer one).
-    const char* env_bin = std::getenv("PARLEY_TEST_BIN");
-    const char* bin = env_bin && *env_bin ? env_bin : PARLEY_BIN;
-    if (fd_limit_ > 0) {
-      struct rlimit rl {fd_limit_, fd_limit_};
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    std::vector<const char*> argv = {bin, "serve", "--config", cfg.c_str()};
-    for (const auto& a : extra_args_) argv.push_back(a.c_str());
-    argv.push_back(nullptr);
-    execv(bin, const_cast<char* const*>(argv.data()));
-    _exit(127);
-  }
-  close(out[1]);
-  // Read stdout until the ready line (bounded), then keep draining it in the
-  // background into the log so the server never blocks on a full pipe.
-  std::string line;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  char c;
-  bool ready = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    ssize_t n = read(out[0], &c, 1);
-    if (n <= 0) break;
-    if (c != '\n') {
-      line += c;
-      continue;
-    }
+  std::vector<std::string> args = {ParleyChild::binary(PARLEY_BIN), "serve", "--config",
+                                   config_path()};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  return child_.launch(args, dir_ + "/server.log", [this](const std::string& line) {
     unsigned h = 0, t = 0;
     // Plain, or inside a JSON log record (server.log_format = "json").
     const char* ready_at = strstr(line.c_str(), "parley ready http=");
-    if (ready_at && sscanf(ready_at, "parley ready http=%u tcp=%u", &h, &t) == 2) {
-      http_port_ = static_cast<uint16_t>(h);
-      tcp_port_ = static_cast<uint16_t>(t);
-      ready = true;
-      break;
-    }
-    // What the server logged before it was ready (or instead of being ready).
-    std::ofstream(log_path, std::ios::app) << line << '\n';
-    line.clear();
-  }
-  const int fd = out[0];
-  std::thread([fd, log_path] {
-    std::ofstream log(log_path, std::ios::app);
-    char buf[4096];
-    ssize_t n;
-    // Flushed at once: a test reads the log while the server runs.
-    while ((n = read(fd, buf, sizeof buf)) > 0) log.write(buf, n).flush();
-    close(fd);
-  }).detach();
-  return ready;
+    if (!ready_at || sscanf(ready_at, "parley ready http=%u tcp=%u", &h, &t) != 2) return false;
+    http_port_ = static_cast<uint16_t>(h);
+    tcp_port_ = static_cast<uint16_t>(t);
+    return true;
+  }, fd_limit_);
 }
 
-void ServerProcess::kill9() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int st;
-  waitpid(pid_, &st, 0);
-  pid_ = -1;
-}
+void ServerProcess::kill9() { child_.kill9(); }
 
-void ServerProcess::hangup() {
-  if (pid_ > 0) ::kill(pid_, SIGHUP);
-}
+void ServerProcess::hangup() { child_.signal(SIGHUP); }
 
-void ServerProcess::terminate() {
-  if (pid_ > 0) ::kill(pid_, SIGTERM);
-}
+void ServerProcess::terminate() { child_.signal(SIGTERM); }
 
-int ServerProcess::wait_exit(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int st;
-    pid_t r = waitpid(pid_, &st, WNOHANG);
-    if (r == pid_) {
-      pid_ = -1;
-      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return -1;
-}
+int ServerProcess::wait_exit(std::chrono::milliseconds timeout) { return child_.wait_exit(timeout); }
 
-std::string ServerProcess::log() const {
-  std::ifstream f(dir_ + "/server.log");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string ServerProcess::log() const { return read_file(dir_ + "/server.log"); }
 
 std::string ServerProcess::token(const std::string& user, const std::string& tenant,
                                  std::vector<std::string> chans, bool has_chans, int64_t ttl_s) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/child_process.h"
 #include "support/client.h"
 
 namespace parley::testing {
@@ -64,8 +65,8 @@ class ServerProcess {
   void terminate();           // SIGTERM only
   // Waits for exit; returns the exit status, or -1 on timeout.
   int wait_exit(std::chrono::milliseconds timeout);
-  bool running() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool running() const { return child_.running(); }
+  pid_t pid() const { return child_.pid(); }
 
   uint16_t http_port() const { return http_port_; }
   uint16_t tcp_port() const { return tcp_port_; }
@@ -88,7 +89,7 @@ class ServerProcess {
   std::vector<std::string> extra_args_;
   uint64_t fd_limit_ = 0;
   std::string dir_;
-  pid_t pid_ = -1;
+  ParleyChild child_;
   uint16_t http_port_ = 0;
   uint16_t tcp_port_ = 0;
 };
