@@ -19,25 +19,18 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/valkey_lib.sh"
-parley=$(realpath "$1")
-bench=$(realpath "$2")
-out=$(mkdir -p "$3" && realpath "$3")
+bench_init "$@"
 secs=${SECS:-300}
 per_node=${PER_NODE:-10001}
 ramp=${RAMP:-60}
 rate=${RATE:-100}
 heartbeat=${HEARTBEAT_MS:-25000}
 
-work=$(mktemp -d)
 servers=()
-cleanup() {
+bench_stop() {
   for s in "${servers[@]}"; do kill -TERM "$s" 2>/dev/null || true; done
   for s in "${servers[@]}"; do wait "$s" 2>/dev/null || true; done
-  vk_stop "$work"/redis-* 2>/dev/null
-  sleep 0.3
-  rm -rf "$work"
 }
-trap cleanup EXIT
 
 echo "ccu_two_nodes.sh: 2 nodes x $per_node connections, $secs s, commit $(git -C "$root" rev-parse --short HEAD), $(date -u +%FT%TZ)" | tee "$out/summary.txt"
 echo "uptime before: $(uptime)" | tee -a "$out/summary.txt"

@@ -23,9 +23,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/valkey_lib.sh"
-parley=$(realpath "$1")
-bench=$(realpath "$2")
-out=$(mkdir -p "$3" && realpath "$3")
+bench_init "$@"
 secs=${SECS:-60}
 rate=${RATE:-3000}
 conns=${CONNS:-1000}
@@ -34,18 +32,14 @@ pg_down=${PG_DOWN:-5}
 runs=${RUNS:-steady pg-restart}
 pgbin=/usr/lib/postgresql/15/bin
 
-work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
 pgdata=""
-cleanup() {
+BENCH_SETTLE_S=0.5
+bench_stop() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   [ -n "$pgdata" ] && as_pg "$pgbin/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true
-  for d in "$work"/redis-*; do [ -s "$d/pid" ] && kill -TERM "$(cat "$d/pid")" 2>/dev/null || true; done
-  sleep 0.5
-  rm -rf "$work"
 }
-trap cleanup EXIT
 
 # PostgreSQL refuses root: its tools run as postgres then (TESTING.md).
 as_pg() {
@@ -91,11 +85,7 @@ for run in $runs; do
   # Valkey (standalone).
   rport=$(vk_free_ports 31600 1)
   rdir="$work/redis-$run"
-  mkdir -p "$rdir"
-  run_nice redis-server --port "$rport" --bind 127.0.0.1 --daemonize yes --dir "$rdir" \
-    --pidfile "$rdir/pid" --logfile "$rdir/log" --save "" --appendonly yes \
-    --appendfsync everysec --maxmemory-policy noeviction >/dev/null
-  for _ in $(seq 100); do [ "$(redis-cli -p "$rport" PING 2>/dev/null)" = PONG ] && [ -s "$rdir/pid" ] && break; sleep 0.05; done
+  vk_start_node "$rdir" "$rport" everysec no
   # PostgreSQL.
   pgport=$(vk_free_ports 31700 1)
   pgdata="$work/run/pg"

@@ -21,9 +21,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/valkey_lib.sh"
-parley=$(realpath "$1")
-bench=$(realpath "$2")
-out=$(mkdir -p "$3" && realpath "$3")
+bench_init "$@"
 secs=${SECS:-120}
 warm=${WARM:-15}
 conns=${CONNS:-1000}
@@ -31,15 +29,10 @@ rate=${RATE:-1000}
 channel=${CHANNEL:-20}
 fsync=${FSYNC:-everysec}
 
-work=$(mktemp -d)
 server=""
-cleanup() {
+bench_stop() {
   [ -n "$server" ] && kill -TERM "$server" 2>/dev/null && wait "$server" 2>/dev/null
-  vk_stop "$work"/redis-* 2>/dev/null
-  sleep 0.3
-  rm -rf "$work"
 }
-trap cleanup EXIT
 log() { echo "[$(date -u +%T)] $*" | tee -a "$out/timeline.txt"; }
 : > "$out/timeline.txt"
 

@@ -17,24 +17,17 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/valkey_lib.sh"
-parley=$(realpath "$1")
-bench=$(realpath "$2")
-out=$(mkdir -p "$3" && realpath "$3")
+bench_init "$@"
 secs=${SECS:-60}
 rate=${RATE:-6000}
 conns=${CONNS:-2000}
 fsync=${FSYNC:-everysec}
 runs=${RUNS:-valkey embedded}
 
-work=$(mktemp -d)
 server=""
-cleanup() {
+bench_stop() {
   [ -n "$server" ] && kill -TERM "$server" 2>/dev/null && wait "$server" 2>/dev/null
-  vk_stop "$work"/redis-* 2>/dev/null
-  sleep 0.3
-  rm -rf "$work"
 }
-trap cleanup EXIT
 
 summary="$out/summary.txt"
 {

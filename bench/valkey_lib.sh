@@ -1,7 +1,29 @@
-# Shell helpers shared by the valkey store benchmarks (store_path.sh, ccu_two_nodes.sh,
-# scaleup.sh): redis-server cluster nodes on loopback, Parley nodes on the valkey
-# store, CPU seconds of a process. Sourced, not run. Debian's redis-server 7.0
-# speaks the protocol of Valkey; TESTING.md says how these machines run it.
+# Shell helpers shared by the benchmark scripts that start their own servers
+# (store_path.sh, ccu_two_nodes.sh, scaleup.sh, persister_run.sh): the common
+# arguments and clean-up, redis-server nodes on loopback, Parley nodes on the
+# valkey store, CPU seconds of a process. Sourced, not run. Debian's
+# redis-server 7.0 speaks the protocol of Valkey; TESTING.md says how these
+# machines run it.
+
+# bench_init PARLEY_BIN BENCH_BIN OUT_DIR: sets parley and bench (absolute
+# paths), out (created) and work (a new temporary folder), and arranges the
+# clean-up at exit: the script's own bench_stop (when it defines one: its
+# servers, generators, ...), then every redis-server under $work/redis-*, a
+# pause of $BENCH_SETTLE_S seconds (0.3) for them to go, and $work removed.
+bench_init() {
+  parley=$(realpath "$1")
+  bench=$(realpath "$2")
+  out=$(mkdir -p "$3" && realpath "$3")
+  work=$(mktemp -d)
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  if declare -F bench_stop >/dev/null; then bench_stop || true; fi
+  vk_stop "$work"/redis-* 2>/dev/null
+  sleep "${BENCH_SETTLE_S:-0.3}"
+  rm -rf "$work"
+}
 
 # Ports: the cluster bus of a node listens on port + 10000, so nodes take ports
 # below 55536 (TESTING.md). A port is free when neither it nor its bus is bound.
@@ -21,15 +43,18 @@ vk_free_ports() {
   done
 }
 
-# vk_start_node DIR PORT [APPENDFSYNC]: a cluster-enabled redis-server, AOF on,
-# daemonized; its pid in DIR/pid once it answers PING.
+# vk_start_node DIR PORT [APPENDFSYNC] [CLUSTER (yes)]: a redis-server, AOF on,
+# daemonized, cluster-enabled unless CLUSTER is no; its pid in DIR/pid once it
+# answers PING.
 vk_start_node() {
-  local dir=$1 port=$2 fsync=${3:-everysec}
+  local dir=$1 port=$2 fsync=${3:-everysec} cluster=${4:-yes}
+  local cluster_args=()
+  [ "$cluster" = yes ] && cluster_args=(--cluster-enabled yes --cluster-config-file "$dir/nodes.conf"
+                                        --cluster-node-timeout 5000)
   mkdir -p "$dir"
   redis-server --port "$port" --bind 127.0.0.1 --daemonize yes --dir "$dir" \
     --pidfile "$dir/pid" --logfile "$dir/log" --save "" --appendonly yes \
-    --appendfsync "$fsync" --maxmemory-policy noeviction \
-    --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 >/dev/null
+    --appendfsync "$fsync" --maxmemory-policy noeviction "${cluster_args[@]}" >/dev/null
   for _ in $(seq 100); do
     if [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ] && [ -s "$dir/pid" ]; then
       # As the server and the generator (RULES.md: benchmarks at nice -15): a node
