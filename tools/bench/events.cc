@@ -26,6 +26,7 @@
 #include "event_shape.h"
 #include "events_ledger.h"
 #include "histogram.h"
+#include "pipeline_audit.h"
 #include "redis_streams.h"
 #include "procstat.h"
 
@@ -132,14 +133,6 @@ struct Ledger {
   BoardTally tally;
   uint64_t errors = 0, dups = 0;
   double producer_cpu_s = 0;
-};
-
-struct GroupAudit {
-  std::mutex mu;
-  OffsetSet got;
-  uint64_t deliveries = 0, order_violations = 0, commits = 0, stale = 0;
-  Histogram latency;
-  double cpu_s = 0;
 };
 
 // Board pushes as a watcher of lb:<board>:<round> saw them.
@@ -466,7 +459,7 @@ RunResult run_events(const Options& o) {
   RunResult r;
   r.o = o;
   Ledger ledger;
-  std::vector<std::unique_ptr<GroupAudit>> audits;
+  GroupAudits audits;
   PushLog pushes;
   std::atomic<bool> stop_producers{false}, stop_consumers{false};
   std::atomic<uint64_t> sent{0};
@@ -495,31 +488,18 @@ RunResult run_events(const Options& o) {
       }
     });
   }
-  uint64_t peak_rss = 0;
-  for (int s = 0; s < static_cast<int>(o.duration_s); ++s) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    if (o.server_pid) peak_rss = std::max(peak_rss, read_proc(o.server_pid).rss);
-    if (o.progress && (s < 10 || s % 10 == 9)) {
-      fmt::print(stderr, "t={}s sent={} acked={}\n", s + 1, sent.load(), [&] {
-        std::lock_guard lock(ledger.mu);
-        return ledger.acked.distinct();
-      }());
-    }
-  }
+  const uint64_t peak_rss = sample_load(o, o.server_pid, [&](int s) {
+    fmt::print(stderr, "t={}s sent={} acked={}\n", s, sent.load(), [&] {
+      std::lock_guard lock(ledger.mu);
+      return ledger.acked.distinct();
+    }());
+  });
   stop_producers = true;
   for (auto& t : producers) t.join();
   const double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const ProcStat s1 = o.server_pid ? read_proc(o.server_pid) : ProcStat{};
   // Every group gets until drain_s to receive everything acknowledged.
-  const auto until = Clock::now() + std::chrono::duration<double>(o.drain_s);
-  auto complete = [&] {
-    for (auto& a : audits) {
-      std::lock_guard lock(a->mu);
-      if (a->got.distinct() < ledger.acked.distinct()) return false;
-    }
-    return true;
-  };
-  while (!complete() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  wait_received(o, ledger.acked, audits);
   // One more interval so that the final pushes land before the watcher stops.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop_consumers = true;
@@ -538,23 +518,15 @@ RunResult run_events(const Options& o) {
   parley.load_s = load_s;
   parley.sent = sent.load();
   parley.acked = acked;
-  for (size_t g = 0; g < audits.size(); ++g) {
-    auto& a = *audits[g];
-    uint64_t missing = 0;
-    ledger.acked.for_each([&](uint32_t p, uint64_t off) { missing += a.got.has(p, off) ? 0 : 1; });
+  add_groups(parley, ledger.acked, audits, [](size_t g, const GroupAudit& a, uint64_t missing) {
     fmt::print(
         "  group {}: received {} distinct, {} deliveries ({} redelivered), missing {}, order "
         "violations {}, commits {} (refused {}); emit->receive p50 {:.2f} ms p99 {:.2f} ms max {:.2f} ms\n",
         g, a.got.distinct(), a.deliveries, a.deliveries - a.got.distinct(), missing, a.order_violations,
         a.commits, a.stale, a.latency.percentile(50) / 1e6, a.latency.percentile(99) / 1e6,
         double(a.latency.max()) / 1e6);
-    ok = ok && missing == 0 && a.order_violations == 0;
-    parley.missing += missing;
-    parley.order_violations += a.order_violations;
-    parley.redelivered += a.deliveries - a.got.distinct();
-    parley.latency.merge(a.latency);
-    parley.worker_cpu_s += a.cpu_s;
-  }
+  });
+  ok = ok && parley.missing == 0 && parley.order_violations == 0;
   parley.producer_cpu_s = ledger.producer_cpu_s;
   if (!o.board.empty()) {
     print_intervals(o, double(t0_ns) / 1e9, pushes);

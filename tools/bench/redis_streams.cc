@@ -84,14 +84,6 @@ struct Shared {
   double producer_cpu_s = 0;
 };
 
-struct Group {
-  std::mutex mu;
-  OffsetSet got;
-  uint64_t deliveries = 0, order_violations = 0;
-  Histogram latency;
-  double cpu_s = 0;
-};
-
 std::string stream_of(const Options& o, uint32_t p) { return fmt::format("{}:{}", o.topic, p); }
 
 void produce(const Options& o, int port, int index, uint32_t partitions, int64_t t0,
@@ -194,7 +186,7 @@ std::pair<uint64_t, uint64_t> id_of(const char* s) {
 // One group's worker: a round trip per loop carrying the previous read's XACKs,
 // the leaderboard's ZINCRBYs (when `board`) and the next blocking XREADGROUP.
 void consume(const Options& o, int port, int g, uint32_t partitions, bool board,
-             std::atomic<bool>& stop, Group& audit) {
+             std::atomic<bool>& stop, GroupAudit& audit) {
   Ctx ctx(port);
   const std::string group = fmt::format("bench-g{}", g);
   std::vector<std::string> streams;
@@ -350,12 +342,12 @@ PipelineFigures run_redis_streams(const Options& o, uint32_t partitions) {
       }
     }
     Shared shared;
-    std::vector<std::unique_ptr<Group>> groups;
+    GroupAudits groups;
     std::atomic<bool> stop_producers{false}, stop_consumers{false};
     std::atomic<uint64_t> sent{0};
     std::vector<std::thread> producers, consumers;
     for (int g = 0; g < o.groups; ++g) {
-      groups.push_back(std::make_unique<Group>());
+      groups.push_back(std::make_unique<GroupAudit>());
       consumers.emplace_back([&, g] {
         try {
           consume(o, port, g, partitions, g == 0, stop_consumers, *groups[g]);
@@ -383,28 +375,15 @@ PipelineFigures run_redis_streams(const Options& o, uint32_t partitions) {
         }
       });
     }
-    uint64_t peak = 0;
-    for (int s = 0; s < static_cast<int>(o.duration_s); ++s) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      peak = std::max(peak, read_proc(redis.pid()).rss);
-      if (o.progress && (s < 10 || s % 10 == 9)) {
-        std::lock_guard lock(shared.mu);
-        fmt::print(stderr, "redis t={}s sent={} acked={}\n", s + 1, sent.load(), shared.acked.distinct());
-      }
-    }
+    const uint64_t peak = sample_load(o, redis.pid(), [&](int s) {
+      std::lock_guard lock(shared.mu);
+      fmt::print(stderr, "redis t={}s sent={} acked={}\n", s, sent.load(), shared.acked.distinct());
+    });
     stop_producers = true;
     for (auto& t : producers) t.join();
     f.load_s = std::chrono::duration<double>(Clock::now() - start).count();
     const ProcStat s1 = read_proc(redis.pid());
-    const auto until = Clock::now() + std::chrono::duration<double>(o.drain_s);
-    auto complete = [&] {
-      for (auto& g : groups) {
-        std::lock_guard lock(g->mu);
-        if (g->got.distinct() < shared.acked.distinct()) return false;
-      }
-      return true;
-    };
-    while (!complete() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    wait_received(o, shared.acked, groups);
     stop_consumers = true;
     for (auto& t : consumers) t.join();
     pusher.join();
@@ -416,21 +395,13 @@ PipelineFigures run_redis_streams(const Options& o, uint32_t partitions) {
     f.server_peak_rss = std::max(peak, s1.rss);
     f.producer_cpu_s = shared.producer_cpu_s;
     f.worker_cpu_s = pusher_cpu;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      auto& a = *groups[g];
-      uint64_t missing = 0;
-      shared.acked.for_each([&](uint32_t p, uint64_t n) { missing += a.got.has(p, n) ? 0 : 1; });
+    add_groups(f, shared.acked, groups, [](size_t g, const GroupAudit& a, uint64_t missing) {
       fmt::print(
           "  redis group {}: received {} distinct, {} deliveries, missing {}, order violations {}; "
           "emit->receive p50 {:.2f} ms p99 {:.2f} ms max {:.2f} ms; worker cpu {:.2f} s\n",
           g, a.got.distinct(), a.deliveries, missing, a.order_violations, a.latency.percentile(50) / 1e6,
           a.latency.percentile(99) / 1e6, double(a.latency.max()) / 1e6, a.cpu_s);
-      f.missing += missing;
-      f.order_violations += a.order_violations;
-      f.redelivered += a.deliveries - a.got.distinct();
-      f.latency.merge(a.latency);
-      f.worker_cpu_s += a.cpu_s;
-    }
+    });
     // The worker's board against the recomputation (scores; ZSET ranks break
     // ties differently from PROTOCOL.md's, so only scores are compared).
     uint64_t checked = 0, wrong = 0;

@@ -16,26 +16,11 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
-#include "histogram.h"
 #include "options.h"
+#include "pipeline_audit.h"
 
 namespace bench {
-
-struct PipelineFigures {
-  std::string name;
-  bool ran = false;
-  std::string error;
-  double load_s = 0;
-  uint64_t sent = 0, acked = 0, errors = 0;
-  uint64_t missing = 0, order_violations = 0, redelivered = 0;  // over all groups
-  Histogram latency;            // emit -> a consumer's receive, all groups
-  double server_cpu_s = 0;      // parley, or redis-server
-  double worker_cpu_s = 0;      // consumer threads (the Redis pipeline's workers)
-  double producer_cpu_s = 0;    // producer threads
-  uint64_t server_peak_rss = 0;
-};
 
 PipelineFigures run_redis_streams(const Options& o, uint32_t partitions);
 
