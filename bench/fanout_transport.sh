@@ -17,7 +17,9 @@
 #
 # usage: bench/fanout_transport.sh FANOUT_TRANSPORT_BIN OUT_DIR
 #   env: SECS (20), RATE (6000), CHANNELS (1000), FOLLOWS ("64 16 4"),
-#        MODES ("base pubsub tail poll"), POLL_MS (2), ROUNDS (2)
+#        MODES ("base pubsub tail poll"), POLL_MS (2), ROUNDS (2), FSYNC (no: appendonly
+#        yes, appendfsync no, so that disk stalls of the shared machine (everysec
+#        blocks writes while an fsync lags) stay out of a transport comparison)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/bench/valkey_lib.sh"
@@ -30,13 +32,14 @@ follows=${FOLLOWS:-64 16 4}
 modes=${MODES:-base pubsub tail poll}
 poll_ms=${POLL_MS:-2}
 rounds=${ROUNDS:-2}
+fsync=${FSYNC:-no}
 work=$(mktemp -d)
 dirs=()
 cleanup() { vk_stop "${dirs[@]}" 2>/dev/null; sleep 0.3; rm -rf "$work"; }
 trap cleanup EXIT
 log="$out/runs.txt"
 {
-  echo "fanout_transport.sh: ${rate} msg/s, ${channels} channels, 64 partitions, ${secs} s per run, follows: ${follows}, modes: ${modes}, rounds ${rounds}"
+  echo "fanout_transport.sh: ${rate} msg/s, ${channels} channels, 64 partitions, ${secs} s per run, follows: ${follows}, modes: ${modes}, rounds ${rounds}, appendfsync ${fsync}"
   echo "commit $(git -C "$root" rev-parse --short HEAD), $(date -u +%FT%TZ), uptime before: $(uptime)"
 } | tee "$log"
 n=0
@@ -49,7 +52,7 @@ for round in $(seq "$rounds"); do
       dirs=()
       ports=""
       for i in 0 1 2; do
-        d="$work/r$n-$i"; vk_start_node "$d" $((base + i)) everysec; dirs+=("$d"); ports="$ports $((base + i))"
+        d="$work/r$n-$i"; vk_start_node "$d" $((base + i)) "$fsync"; dirs+=("$d"); ports="$ports $((base + i))"
       done
       # shellcheck disable=SC2086
       vk_create_cluster $ports
