@@ -1,13 +1,21 @@
 #include "events/engine.h"
 
 
+#include <cstdio>
+#include <random>
+
 #include "common/check.h"
 #include "store/channel_id.h"
 
 namespace parley::events {
 
 Engine::Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics)
-    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()) {}
+    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()) {
+  std::random_device rd;
+  char id[17];
+  std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+  node_ = id;
+}
 
 Engine::~Engine() = default;
 
@@ -31,11 +39,44 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
       stats_.push_back(stats);
     }
     it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
-                                                               *cfg, std::move(stats), metrics_))
+                                                               *cfg, std::move(stats), metrics_, node_))
              .first;
     it->second->rebuild_boards();
   }
   return *it->second;
+}
+
+Partition* Engine::partition_of_channel(const store::ChannelId& id) {
+  const size_t sep = id.channel.find('\x1f');
+  if (sep == std::string::npos || sep + 1 >= id.channel.size()) return nullptr;
+  uint32_t p = 0;
+  for (size_t i = sep + 1; i < id.channel.size(); ++i) {
+    const char c = id.channel[i];
+    if (c < '0' || c > '9' || i - sep > 6) return nullptr;  // a group's log or the snapshots
+    p = p * 10 + static_cast<uint32_t>(c - '0');
+  }
+  const std::string_view name(id.channel.data(), sep);
+  auto& table = topics_[loop_of(id.tenant, name)];
+  auto it = table.find(store::ChannelId::key_of(id.tenant, name));
+  if (it == table.end() || p >= it->second->partitions()) return nullptr;
+  return &it->second->partition(p);
+}
+
+void Engine::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
+  const size_t sep = id.channel.find('\x1f');
+  if (sep == std::string::npos) return;
+  loops_.run_on(loop_of(id.tenant, std::string_view(id.channel.data(), sep)),
+                [this, id, msg = std::move(msg)]() mutable {
+                  if (Partition* p = partition_of_channel(id)) p->on_feed(std::move(msg));
+                });
+}
+
+void Engine::on_resync(const store::ChannelId& id) {
+  const size_t sep = id.channel.find('\x1f');
+  if (sep == std::string::npos) return;
+  loops_.run_on(loop_of(id.tenant, std::string_view(id.channel.data(), sep)), [this, id] {
+    if (Partition* p = partition_of_channel(id)) p->on_resync();
+  });
 }
 
 template <typename Fn>

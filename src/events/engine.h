@@ -51,12 +51,21 @@ class Engine final : public session::EventService {
 
   unsigned loop_of(std::string_view tenant, std::string_view topic) const;
 
+  // Shared store (Store::assigns_seq): what any node commits into a topic's
+  // partitions, the channels "<topic>\x1f<p>" (the hub passes the store's feed
+  // for those on). Any thread; a topic not created on this node ignores it.
+  void on_feed(const store::ChannelId& id, store::StoredMessage msg);
+  void on_resync(const store::ChannelId& id);
+
   // Every topic created so far (a scrape reads them; any thread).
   std::vector<std::shared_ptr<TopicStats>> stats() const;
 
  private:
   // On the topic's loop: the topic, created on first use.
   Topic& topic(const TenantConfig& tenant, const std::string& name);
+  // On the topic's loop: the partition of a store channel "<topic>\x1f<p>", if
+  // that topic exists here.
+  Partition* partition_of_channel(const store::ChannelId& id);
   template <typename Fn>
   void on_topic(const TenantConfig* tenant, const std::string& name, Fn&& fn);
 
@@ -67,6 +76,7 @@ class Engine final : public session::EventService {
   std::vector<std::unordered_map<std::string, std::unique_ptr<Topic>>> topics_;
   mutable std::mutex stats_mu_;
   std::vector<std::shared_ptr<TopicStats>> stats_;
+  std::string node_;  // random per start: the name this node holds consumer groups under
 };
 
 }  // namespace parley::events

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include <boost/asio/steady_timer.hpp>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -23,6 +25,12 @@ constexpr size_t kRecentBytes = 128 * 1024;
 constexpr uint32_t kReadPage = 512;     // events per store read of a lagging cursor
 constexpr size_t kFrameEvents = 512;    // events per `events` frame
 constexpr size_t kFrameBytes = 256 * 1024;
+// Shared store: how long a gap in the offsets this node has heard of may stay
+// open before the store is read (valkey.fanout_gap_ms's default for channels),
+// and how far ahead of the committed offset events are held (further ones are
+// read back in order by the fill).
+constexpr int64_t kGapMs = 50;
+constexpr uint64_t kMaxHeldAhead = 4096;
 
 // What the store keeps as the message body: the event minus what the store
 // already has (seq = off, ts, from, id). Valid JSON, so every store takes it.
@@ -70,7 +78,19 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
                          ? std::numeric_limits<uint32_t>::max() / 2
                          : static_cast<uint32_t>(cfg.retention)),
       dedupe_(int64_t{cfg.dedupe_window_s} * 1000),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      shared_(store.assigns_seq()) {
+  if (shared_) {
+    gap_timer_ = std::make_unique<boost::asio::steady_timer>(loops.loop(loop));
+    // Before the recovery reads the last offset: nothing committed after that
+    // read can be missed for good.
+    store_.watch(id_);
+  }
+}
+
+Partition::~Partition() {
+  if (shared_) store_.unwatch(id_);
+}
 
 void Partition::recover(std::function<void()> then) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
@@ -95,6 +115,10 @@ void Partition::recover(std::function<void()> then) {
                   [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
         for (const auto& e : entries) {
           dedupe_.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
+        }
+        if (shared_) {
+          // What the feed brought while the recovery read: after its cut, in order.
+          offer(store::StoredMessage{});
         }
       }
       then();
@@ -129,6 +153,20 @@ uint32_t Partition::limit_for(uint64_t off, int64_t now_ms) {
 void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
                        LandingFn fn) {
   PARLEY_CHECK(ready());
+  if (shared_) {
+    // The store dedupes (every node's appends) and says where the event landed.
+    std::string body = stored_body(e);
+    InFlight f;
+    f.stored = store::StoredMessage{0, now_ms, from, e.id, body};
+    f.done = std::move(fn);
+    inflight_.push_back(std::move(f));
+    store::AppendRequest req{id_, store::StoredMessage{0, now_ms, from, e.id, std::move(body)},
+                             limit_for(committed_off_ + inflight_.size(), now_ms), cfg_.dedupe_window_s, 0};
+    store_.append(std::move(req), [this](store::AppendOutcome out) {
+      loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended_shared(std::move(out)); });
+    });
+    return;
+  }
   store::DedupeKey key;
   if (!e.id.empty() && cfg_.dedupe_window_s > 0) {
     dedupe_.expire(now_ms, committed_off_ + 1);  // ids still being written stay
@@ -147,7 +185,7 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
   std::string item = encode_item(off, now_ms, from, e.id, body);
   if (!key.empty()) dedupe_.insert(key, off, now_ms);
   inflight_.push_back(
-      InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn)});
+      InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn), {}});
   store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
                            limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
   store_.append(std::move(req), [this](store::AppendOutcome out) {
@@ -192,6 +230,113 @@ void Partition::on_appended(store::AppendOutcome out) {
     recovered_ = false;
     last_off_ = committed_off_;
   }
+}
+
+void Partition::on_appended_shared(store::AppendOutcome out) {
+  PARLEY_CHECK(!inflight_.empty());
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  if (!out.status) {
+    // Nothing to undo: either the script did not run, or it ran and its answer
+    // was lost; then the event reaches this node like any other's, and a retry
+    // with the same id is answered as a dup with its offset.
+    return f.done(Landing{0, false, out.status.error()});
+  }
+  f.done(Landing{out.seq, out.dup, Status::ok()});
+  if (out.dup) return;  // committed before: delivered, or coming, as its first append
+  f.stored.seq = out.seq;
+  offer(std::move(f.stored));
+}
+
+void Partition::on_feed(store::StoredMessage m) {
+  if (!shared_ || m.seq == 0) return;
+  offer(std::move(m));
+}
+
+void Partition::on_resync() {
+  if (shared_ && recovered_) fill_gap();
+}
+
+void Partition::offer(store::StoredMessage m) {
+  if (!recovered_) {
+    // Until the recovery's cut says where the log goes on (bounded by count:
+    // the cut is not known yet).
+    if (m.seq > 0 && held_.size() < kMaxHeldAhead) held_.emplace(m.seq, std::move(m));
+    return;
+  }
+  if (m.seq > committed_off_ && m.seq - committed_off_ <= kMaxHeldAhead) {
+    held_.emplace(m.seq, std::move(m));
+  } else if (m.seq > committed_off_) {
+    fill_gap();  // too far ahead to hold: the fill reads up to it in order
+  }
+  while (!held_.empty() && held_.begin()->first <= committed_off_ + 1) {
+    auto node = held_.extract(held_.begin());
+    if (node.key() == committed_off_ + 1) commit_stored(node.mapped());
+  }
+  if (!held_.empty()) arm_gap_fill();
+}
+
+void Partition::commit_stored(const store::StoredMessage& m) {
+  committed_off_ = last_off_ = m.seq;
+  if (observer_) {
+    // The stored body is {"key","type","body"} (stored_body above): our own
+    // text, but read back from the store: parsed defensively.
+    thread_local simdjson::dom::parser parser;
+    simdjson::dom::element root, body;
+    std::string_view type;
+    if (!parser.parse(m.body.data(), m.body.size()).get(root) && !root["type"].get_string().get(type) &&
+        !root["body"].get(body)) {
+      const std::string type_copy(type);
+      const std::string text = simdjson::minify(body);
+      observer_(CommittedEvent{p_, m.seq, type_copy, text});
+    }
+  }
+  std::string item = encode_item(m.seq, m.ts_ms, m.from, m.id, m.body);
+  recent_bytes_ += item.size();
+  recent_.push_back(Recent{m.seq, std::move(item), steady_ns()});
+  while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
+    recent_bytes_ -= recent_.front().item.size();
+    recent_.pop_front();
+  }
+  if (on_committed_) on_committed_(m.seq);
+}
+
+void Partition::arm_gap_fill() {
+  if (gap_armed_) return;
+  gap_armed_ = true;
+  gap_timer_->expires_after(std::chrono::milliseconds(kGapMs));
+  gap_timer_->async_wait([this](const boost::system::error_code& ec) {
+    gap_armed_ = false;
+    if (!ec && !held_.empty()) fill_gap();
+  });
+}
+
+void Partition::fill_gap() {
+  if (filling_) return;
+  filling_ = true;
+  store_.read_after(id_, committed_off_, kReadPage, [this](Result<std::vector<store::StoredMessage>> r) {
+    loops_.run_on(loop_, [this, r = std::move(r)]() mutable {
+      filling_ = false;
+      if (!r) return arm_gap_fill();
+      if (r->empty() && !held_.empty()) {
+        // The store holds nothing before what was heard: trimmed past it.
+        spdlog::warn("events: {}: offsets {}..{} are no longer in the store; passed over", id_.channel,
+                     committed_off_ + 1, held_.begin()->first - 1);
+        committed_off_ = held_.begin()->first - 1;
+        recent_.clear();
+        recent_bytes_ = 0;
+      } else if (!r->empty() && r->front().seq > committed_off_ + 1) {
+        spdlog::warn("events: {}: offsets {}..{} are no longer in the store; passed over", id_.channel,
+                     committed_off_ + 1, r->front().seq - 1);
+        committed_off_ = r->front().seq - 1;
+        recent_.clear();
+        recent_bytes_ = 0;
+      }
+      const bool full = r->size() == kReadPage;
+      for (auto& m : *r) offer(std::move(m));
+      if (full) fill_gap();  // more after this page
+    });
+  });
 }
 
 uint64_t Partition::open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next,

@@ -2,6 +2,13 @@
 // Store as the channel (tenant, "<topic>\x1f<p>"): the same interface, records,
 // recovery and retention as a channel's history, not a second storage engine.
 //
+// On a store shared by several nodes (Store::assigns_seq: valkey) the store, not
+// this node, assigns offsets and dedupes, as for channels (docs/architecture.md
+// "Cross-node fan-out"): an append goes with offset 0 and its answer says where
+// it landed; what any node commits comes back through the store's feed (watched
+// for the partition's whole life). Both are merged by offset: the next one is
+// committed here, later ones held, a gap older than kGapMs filled from the store.
+//
 // Owned by its topic's loop (topic.h): only that loop touches it. It sequences
 // offsets, dedupes (sender, id) within the topic's window, appends in offset
 // order, and feeds its cursors (tails and group members) in offset order with no
@@ -9,9 +16,11 @@
 // at a time, paced by the client's reading) when they are behind it.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -84,6 +93,12 @@ class Partition {
   // Where the partition lives in the store (a rebuild reads it back).
   const store::ChannelId& store_id() const { return id_; }
 
+  // Shared store only (see above): an event some node committed (the store's
+  // feed), and a (re)established feed subscription (read what may have been missed).
+  void on_feed(store::StoredMessage m);
+  void on_resync();
+  ~Partition();
+
  private:
   struct Cursor {
     std::weak_ptr<session::EventSink> sink;
@@ -98,12 +113,20 @@ class Partition {
     std::string type;   // for the observer
     std::string body;
     LandingFn done;
+    store::StoredMessage stored;  // shared store: what was sent (seq from the answer)
   };
   struct Waiter {
     LandingFn done;
   };
 
   void on_appended(store::AppendOutcome out);
+  void on_appended_shared(store::AppendOutcome out);
+  // Shared store: merges a committed event in offset order (held until its
+  // predecessors are here), commits what is contiguous.
+  void offer(store::StoredMessage m);
+  void commit_stored(const store::StoredMessage& m);
+  void arm_gap_fill();
+  void fill_gap();
   // The history limit of the append of `off`: `retention`, or fewer when
   // retention_s lets older events go.
   uint32_t limit_for(uint64_t off, int64_t now_ms);
@@ -145,6 +168,13 @@ class Partition {
   uint64_t next_cursor_ = 1;
   std::function<void(uint64_t off)> on_committed_;
   CommitObserver observer_;
+
+  // Shared store: offsets from the store, events of every node (offer()).
+  const bool shared_;
+  std::map<uint64_t, store::StoredMessage> held_;  // above committed_off_ + 1
+  std::unique_ptr<boost::asio::steady_timer> gap_timer_;
+  bool gap_armed_ = false;
+  bool filling_ = false;
 };
 
 }  // namespace parley::events

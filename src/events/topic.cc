@@ -62,7 +62,7 @@ bool decode_offsets(std::string_view s, std::vector<std::optional<uint64_t>>& co
 
 Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
              const TenantConfig& tenant, std::string name, const TopicConfig& cfg,
-             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics)
+             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics, std::string node)
     : loop_(loop),
       loops_(loops),
       store_(store),
@@ -70,7 +70,8 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       name_(std::move(name)),
       cfg_(cfg),
       stats_(std::move(stats)),
-      metrics_(metrics) {
+      metrics_(metrics),
+      node_(std::move(node)) {
   snap_id_ = store::ChannelId{tenant.id, name_ + "\x1fs"};
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
@@ -478,6 +479,78 @@ void Topic::remove_member(Group& g, uint64_t conn) {
   // A leaving member gets neither revoked nor assigned.
   rebalance(g, conn);
   schedule_pump();
+  if (g.members.empty() && g.held) {
+    // Another node may take the group now (it reads the commit log afresh).
+    g.held = false;
+    store_.release(g.log, node_);
+  }
+}
+
+void Topic::hold_group(Group& g, std::function<void(Status)> then) {
+  if (!store_.assigns_seq() || g.held) return then(Status::ok());
+  g.claim_waiting.push_back(std::move(then));
+  if (g.claiming) return;
+  g.claiming = true;
+  store_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
+    loops_.run_on(loop_, [this, &g, r = std::move(r)]() mutable {
+      g.claiming = false;
+      Status st = Status::ok();
+      if (!r) {
+        st = kStoreDown;
+      } else if (*r != node_) {
+        // PROTOCOL.md's codes only: retryable, with the reason in msg.
+        st = Error{ErrorCode::kUnavailable,
+                   "consumer group is served by another node: connect all its members to one node",
+                   1000};
+      } else {
+        g.held = true;
+        // Another node may have committed while it held the group.
+        g.loaded = false;
+        arm_group_renewal();
+      }
+      auto waiting = std::move(g.claim_waiting);
+      g.claim_waiting.clear();
+      for (auto& w : waiting) w(st);
+    });
+  });
+}
+
+void Topic::arm_group_renewal() {
+  if (renew_armed_) return;
+  if (!renew_timer_) renew_timer_ = std::make_unique<boost::asio::steady_timer>(loops_.loop(loop_));
+  renew_armed_ = true;
+  renew_timer_->expires_after(std::chrono::milliseconds(kGroupHoldMs / 3));
+  renew_timer_->async_wait([this](const boost::system::error_code& ec) {
+    renew_armed_ = false;
+    if (!ec) renew_groups();
+  });
+}
+
+void Topic::renew_groups() {
+  bool any = false;
+  for (auto& [name, gp] : groups_) {
+    Group& g = *gp;
+    if (!g.held) continue;
+    if (g.members.empty()) {
+      g.held = false;
+      store_.release(g.log, node_);
+      continue;
+    }
+    any = true;
+    store_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
+      loops_.run_on(loop_, [this, &g, r = std::move(r)]() mutable {
+        if (r && *r != node_) {
+          // The hold lapsed (the store was out of reach for kGroupHoldMs) and
+          // another node took the group: its members there and here both
+          // consume until these leave. Said loudly; it needs an outage that long.
+          spdlog::error("events: {}/{}: consumer group {} was taken by another node while its "
+                        "members here were connected",
+                        tenant_.id, name_, g.name);
+        }
+      });
+    });
+  }
+  if (any) arm_group_renewal();
 }
 
 void Topic::consume(session::ConsumeRequest req) {
@@ -500,6 +573,8 @@ void Topic::consume(session::ConsumeRequest req) {
       fresh->committed.assign(partitions(), std::nullopt);
       g = groups_.emplace(req.group, std::move(fresh)).first->second.get();
     }
+    hold_group(*g, [this, g, req = std::move(req), reply](Status held) mutable {
+    if (!held) return reply(req, session::StartOutcome::failed(held.error()));
     load_group(*g, [this, g, req = std::move(req), reply]() mutable {
       if (!g->loaded) return reply(req, session::StartOutcome::failed(kStoreDown));
       auto mine = [&]() -> Member* {
@@ -521,6 +596,7 @@ void Topic::consume(session::ConsumeRequest req) {
       for (uint32_t p : m->parts) out.parts.push_back({p, next_of(*g, p)});
       reply(req, std::move(out));
       schedule_pump();
+    });
     });
   });
 }

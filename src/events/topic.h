@@ -33,9 +33,11 @@ namespace parley::events {
 
 class Topic {
  public:
+  // `node`: this process's id, the name under which it holds consumer groups
+  // on a store shared by several nodes.
   Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store, const TenantConfig& tenant,
         std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats,
-        metrics::Metrics& metrics);
+        metrics::Metrics& metrics, std::string node = {});
   Topic(const Topic&) = delete;
   Topic& operator=(const Topic&) = delete;
 
@@ -75,6 +77,10 @@ class Topic {
     std::vector<Member> members;  // in join order
     std::vector<std::optional<uint64_t>> committed;  // per partition
     uint64_t log_seq = 0;  // last record of the commit log
+    // Shared store: this node holds the group (Store::claim on the commit log's
+    // key) while it has members here; a node that does not is refused.
+    bool held = false, claiming = false;
+    std::vector<std::function<void(Status)>> claim_waiting;
   };
   struct TailState {
     std::vector<uint64_t> cursors;  // per partition; 0: not tailed
@@ -98,6 +104,12 @@ class Topic {
   void rebalance(Group& g, uint64_t quiet);
   void remove_member(Group& g, uint64_t conn);
   void write_commit(Group& g, session::CommitRequest req);
+  // Shared store: takes the group for this node (then(ok)), or says which error
+  // to answer (another node holds it: unavailable). Held groups are renewed
+  // every kGroupHoldMs / 3 and released when their last member here leaves.
+  void hold_group(Group& g, std::function<void(Status)> then);
+  void arm_group_renewal();
+  void renew_groups();
   void send_to(const std::weak_ptr<session::EventSink>& sink, std::string frame);
 
   unsigned loop_;
@@ -135,7 +147,14 @@ class Topic {
   std::shared_ptr<TopicStats> stats_;
   metrics::Metrics& metrics_;
   size_t inflight_ = 0;
+  std::string node_;
+  std::unique_ptr<boost::asio::steady_timer> renew_timer_;
+  bool renew_armed_ = false;
 };
+
+// How long a node's hold on a consumer group outlives the node (a crash): the
+// group is free for another node this long after its holder stopped renewing.
+inline constexpr int64_t kGroupHoldMs = 15'000;
 
 // The most appends one topic keeps in flight before answering `backpressure`.
 inline constexpr size_t kTopicInflightLimit = 200'000;

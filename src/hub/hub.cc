@@ -32,12 +32,20 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, Sh
     // through the store, to the shard owning the channel here.
     store::Store::Feed feed;
     feed.message = [this](const store::ChannelId& id, store::StoredMessage msg) {
+      if (id.channel.find('\x1f') != std::string::npos) {
+        if (topic_feed_.message) topic_feed_.message(id, std::move(msg));
+        return;
+      }
       const unsigned i = shard_of(id.tenant, id.channel);
       loops_.run_on(i, [s = shards_[i].get(), id, msg = std::move(msg)]() mutable {
         s->on_feed(id, std::move(msg));
       });
     };
     feed.resync = [this](const store::ChannelId& id) {
+      if (id.channel.find('\x1f') != std::string::npos) {
+        if (topic_feed_.resync) topic_feed_.resync(id);
+        return;
+      }
       const unsigned i = shard_of(id.tenant, id.channel);
       loops_.run_on(i, [s = shards_[i].get(), id] { s->on_resync(id); });
     };

@@ -165,6 +165,15 @@ void Server::create_services() {
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_);
+  if (durable_->assigns_seq()) {
+    // Topics on a store shared by nodes hear every node's events (events/partition.h).
+    store::Store::Feed topic_feed;
+    topic_feed.message = [e = events_.get()](const store::ChannelId& id, store::StoredMessage m) {
+      e->on_feed(id, std::move(m));
+    };
+    topic_feed.resync = [e = events_.get()](const store::ChannelId& id) { e->on_resync(id); };
+    hub_->set_topic_feed(std::move(topic_feed));
+  }
   gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {

@@ -164,6 +164,17 @@ class Store {
                             int64_t /*expires_ms*/) {}
   virtual void presence_remove(const ChannelId&, const std::string& /*node*/, const std::string& /*user*/) {}
   virtual void presence_read(const ChannelId&, PresenceDone done) { done(std::vector<PresenceEntry>{}); }
+
+  // A hold on `key` that one node at a time has (a consumer group's, events/topic.h):
+  // `node` gets it, or keeps it, for ttl_ms unless another node holds it. `done`
+  // (any store thread) gets the holder: `node` when granted or renewed. A store
+  // of one node always grants.
+  using ClaimDone = std::function<void(Result<std::string>)>;
+  virtual void claim(const ChannelId&, const std::string& node, int64_t /*ttl_ms*/, ClaimDone done) {
+    done(node);
+  }
+  // Gives the hold up if `node` has it (fire and forget).
+  virtual void release(const ChannelId&, const std::string& /*node*/) {}
 };
 
 enum class FsyncMode { kNever, kAlways };

@@ -27,6 +27,7 @@ ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions) {
   k.wal = k.tag + ":w";
   k.feed = k.tag + ":f";
   k.members = k.tag + ":m:" + id.channel;
+  k.holder = k.tag + ":o:" + id.channel;
   return k;
 }
 

@@ -32,6 +32,7 @@ struct ChannelKeys {
   std::string wal;      // {t.pk}:w  the partition's WAL stream (every channel in it)
   std::string feed;     // {t.pk}:f  the partition's sharded pub/sub channel (commits, notes)
   std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
+  std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (Store::claim), with a TTL
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

@@ -113,6 +113,10 @@ class ValkeyStore final : public Store {
                     int64_t expires_ms) override;
   void presence_remove(const ChannelId& id, const std::string& node, const std::string& user) override;
   void presence_read(const ChannelId& id, PresenceDone done) override;
+  // The hold: string {t.pk}:o:<channel> = node, with a PX expiry; taken or
+  // renewed only by one script call (check and set in one step).
+  void claim(const ChannelId& id, const std::string& node, int64_t ttl_ms, ClaimDone done) override;
+  void release(const ChannelId& id, const std::string& node) override;
 
   // Waits (at most command_timeout_ms) for what is in flight, then closes every
   // connection; later calls fail with kUnavailable at once. Before the loops stop.
