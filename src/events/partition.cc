@@ -106,6 +106,7 @@ void Partition::recover(std::function<void()> then) {
         // After a start that accepted data loss the store's floor may jump the
         // offsets: never hand out one that may have been acknowledged.
         last_off_ = committed_off_ = std::max(committed_off_, rec->last_seq);
+        recovered_cut_ = committed_off_;
         dedupe_ = store::DedupeTable(int64_t{cfg_.dedupe_window_s} * 1000);
         dedupe_waiters_.clear();
         recent_.clear();

@@ -75,6 +75,10 @@ class Partition {
 
   // Offsets: the last acknowledged one, the first kept, and appends in flight.
   uint64_t committed() const { return committed_off_; }
+  // The committed offset the last recovery found: every event after it has been
+  // (or will be) given to the observer here, every one up to it has not (a
+  // board rebuild replays up to it).
+  uint64_t recovered_cut() const { return recovered_cut_; }
   uint64_t earliest() const;
   size_t inflight() const { return inflight_.size(); }
 
@@ -152,6 +156,7 @@ class Partition {
   bool failed_ = false;
   uint64_t last_off_ = 0;       // assigned
   uint64_t committed_off_ = 0;  // acknowledged by the store
+  uint64_t recovered_cut_ = 0;
   store::DedupeTable dedupe_;
   std::unordered_map<uint64_t, std::vector<Waiter>> dedupe_waiters_;  // by the original's off
   std::deque<InFlight> inflight_;

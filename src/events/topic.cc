@@ -115,13 +115,15 @@ void Topic::rebuild_boards() {
       });
       return;
     }
-    // Everything committed now and not in the snapshot is replayed; what
+    // Everything up to the recovery and not in the snapshot is replayed; what
     // commits later is held by the boards and applied after it.
     load_snapshot([this](std::vector<uint64_t> from) {
+      // The boards saw (or hold) every event after each partition's recovery
+      // cut; the replay covers the ones up to it.
       auto left = std::make_shared<size_t>(parts_.size());
       for (uint32_t p = 0; p < partitions(); ++p) {
         const Partition& part = *parts_[p];
-        replay_partition(p, std::max(from[p], part.earliest() - 1), part.committed(), left);
+        replay_partition(p, std::max(from[p], part.earliest() - 1), part.recovered_cut(), left);
       }
     });
   });

@@ -69,7 +69,9 @@ bool Topic::apply_snapshot(std::string_view body, std::vector<uint64_t>& from) {
     if (o.get_uint64().get(off)) return false;
     // A store that started after accepting data loss may hold less than the
     // snapshot counted: its events cannot be told apart, so the topic is replayed.
-    if (off > parts_[at.size()]->committed()) return false;
+    // So is a snapshot past this node's recovery cut (another node's, on a
+    // shared store): the boards already count the events after the cut.
+    if (off > parts_[at.size()]->recovered_cut()) return false;
     at.push_back(off);
   }
   for (auto& b : boards_) {
