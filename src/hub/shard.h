@@ -5,7 +5,9 @@
 // there (Hub posts to it). Results travel back by posting to the loop that
 // asked, through a per-loop outbox that keeps this shard's messages to one
 // loop in order: a join's reply (which registers the member in that loop's
-// TickBatcher) always precedes the channel's newer events.
+// TickBatcher) always precedes the channel's newer events. The batch for the
+// shard's own loop runs inline when nothing the shard sent that loop earlier
+// is still queued (one task less per message there).
 //
 // The store is asynchronous: every completion is posted back to this loop before
 // it touches a channel. A channel being recovered queues what arrives for it; a
@@ -157,6 +159,8 @@ class Shard {
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
   std::vector<std::vector<std::function<void()>>> outboxes_;
   bool flush_scheduled_ = false;
+  // Outbox batches posted to this shard's own loop and not yet run.
+  unsigned own_batches_queued_ = 0;
   UpstreamSink* upstream_ = nullptr;
   runtime::Inbox<Committed> committed_;
   std::atomic<size_t> inflight_total_{0};
