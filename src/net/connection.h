@@ -157,6 +157,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void enqueue(OutFrame&& frame);
+  // send() with nothing queued: writes the frame now, queuing only the rest.
+  bool write_direct(OutFrame& frame);
   // Forgets the frames from queue_[from] on, with their byte accounting.
   void drop_queued(size_t from);
   // Sends from the queue's head until it is empty (true) or the socket is

@@ -30,6 +30,7 @@ class ScriptedConnection final : public Connection {
 
   size_t accept = SIZE_MAX;
   int fail_errno = 0;
+  int fail_times = -1;  // how many sends fail_errno fails (-1: all)
   std::string wire;
   int waits = 0;
   int aborts = 0;
@@ -43,7 +44,8 @@ class ScriptedConnection final : public Connection {
     return 1;
   }
   ssize_t write_some(const iovec* iov, int count) override {
-    if (fail_errno) {
+    if (fail_errno && fail_times != 0) {
+      if (fail_times > 0) --fail_times;
       errno = fail_errno;
       return -1;
     }
@@ -120,6 +122,38 @@ TEST_F(ConnectionWrite, OverTheCapIsRefusedButTheFirstFrameAlwaysFits) {
   ASSERT_TRUE(conn->send(OutFrame("0123456789")));  // larger than the cap, queue empty
   EXPECT_FALSE(conn->send(OutFrame("x")));
   EXPECT_EQ(conn->queued_bytes(), 10u);
+}
+
+TEST_F(ConnectionWrite, GatheredFramesOfFewAndManySlicesGoOutWholeAndCounted) {
+  // Up to OutFrame::kMaxParts slices a frame is written straight from the
+  // caller's frame; more go through the queue. Both end up the same on the wire.
+  auto buf = std::make_shared<const std::string>("hello,world");
+  OutFrame few;
+  few.add_static("[", 1);
+  few.add_shared(buf, 0, 5);
+  few.add_static("]", 1);
+  ASSERT_TRUE(conn->send(std::move(few)));
+  OutFrame many;
+  for (int i = 0; i < 4; ++i) {
+    many.add_static(i == 0 ? "[" : ",", 1);
+    many.add_shared(buf, 6, 1);
+  }
+  many.add_static("]", 1);
+  ASSERT_GT(many.parts().size(), OutFrame::kMaxParts);
+  ASSERT_TRUE(conn->send(std::move(many)));
+  EXPECT_EQ(conn->wire, "7[hello]9[w,w,w,w]");
+  EXPECT_EQ(conn->queued_bytes(), 0u);
+  EXPECT_EQ(metrics.frames_out.load(), 2u);
+  EXPECT_EQ(metrics.bytes_out.load(), 16u);
+}
+
+TEST_F(ConnectionWrite, AnInterruptedSendIsRetried) {
+  conn->fail_errno = EINTR;
+  conn->fail_times = 1;
+  ASSERT_TRUE(conn->send(OutFrame("abc")));
+  EXPECT_EQ(conn->wire, "3abc");
+  EXPECT_EQ(conn->queued_bytes(), 0u);
+  EXPECT_FALSE(conn->closing());
 }
 
 }  // namespace

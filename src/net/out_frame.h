@@ -46,6 +46,8 @@ class OutFrame {
 
   // The transport's framing, written in front of the bytes when queued.
   static constexpr size_t kMaxHeader = 10;
+  // Slices a frame usually has at most (kept inline); more are allowed.
+  static constexpr size_t kMaxParts = 5;
   const uint8_t* header() const { return header_; }
   size_t header_len() const { return header_len_; }
   void set_header(const uint8_t* h, size_t len) {
@@ -65,7 +67,7 @@ class OutFrame {
  private:
   std::string owned_;
   // "[", slice, ",", slice, "]": a member that skips one event of one channel.
-  static constexpr size_t kInlineParts = 5;
+  static constexpr size_t kInlineParts = kMaxParts;
   boost::container::small_vector<SharedBuf, 1> keep_;
   boost::container::small_vector<boost::asio::const_buffer, kInlineParts> parts_;
   size_t bytes_ = 0;
