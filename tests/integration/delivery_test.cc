@@ -35,21 +35,6 @@ class DeliveryTest : public SharedServerTest<DeliveryTest> {
     c.send(R"({"op":"state","ch":")" + ch + R"(","key":")" + key + R"(","body":)" + body + "}");
   }
 
-  // Every object before the msg with this id (which is consumed); fails the
-  // test when that msg does not come.
-  static std::vector<std::string> until_msg(Client& c, const std::string& id) {
-    std::vector<std::string> seen;
-    for (;;) {
-      auto o = c.next();
-      if (!o) {
-        ADD_FAILURE() << "msg " << id << " never came";
-        return seen;
-      }
-      if (op_of(*o) == "msg" && json_str(*o, "id") == id) return seen;
-      seen.push_back(*o);
-    }
-  }
-
   static std::vector<std::string> with_op(const std::vector<std::string>& objs,
                                           const std::string& op) {
     std::vector<std::string> out;

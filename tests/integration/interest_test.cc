@@ -34,20 +34,6 @@ class InterestTest : public SharedServerTest<InterestTest> {
     c.send(f + R"(,"body":)" + body + "}");
   }
 
-  // Every object before the msg with this id (consumed); fails when it never comes.
-  static std::vector<std::string> until_msg(Client& c, const std::string& id) {
-    std::vector<std::string> seen;
-    for (;;) {
-      auto o = c.next();
-      if (!o) {
-        ADD_FAILURE() << "msg " << id << " never came";
-        return seen;
-      }
-      if (op_of(*o) == "msg" && json_str(*o, "id") == id) return seen;
-      seen.push_back(*o);
-    }
-  }
-
   // The bodies of the states among `objs` (raw JSON).
   static std::vector<std::string> state_bodies(const std::vector<std::string>& objs) {
     std::vector<std::string> out;

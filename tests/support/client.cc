@@ -282,6 +282,19 @@ bool Client::closed() {
   return closed_;
 }
 
+std::vector<std::string> until_msg(Client& c, const std::string& id) {
+  std::vector<std::string> seen;
+  for (;;) {
+    auto o = c.next();
+    if (!o) {
+      ADD_FAILURE() << "msg " << id << " never came";
+      return seen;
+    }
+    if (op_of(*o) == "msg" && json_str(*o, "id") == id) return seen;
+    seen.push_back(*o);
+  }
+}
+
 std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token, Wire wire) {
   auto c = Client::connect(port, wire);
   const std::string welcome = c->hello(token);

@@ -88,6 +88,10 @@ class Client {
   friend struct ClientAccess;
 };
 
+// Every object `c` receives before the msg with this id (which is consumed); a
+// gtest failure when that msg does not come (5 s without an object).
+std::vector<std::string> until_msg(Client& c, const std::string& id);
+
 // Connects and says hello with `token`; EXPECTs (gtest) a welcome.
 std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token,
                                            Wire wire = Wire::kWebSocket);
