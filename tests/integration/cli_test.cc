@@ -3,11 +3,9 @@
 // abort with SIGABRT); check-config validates a file without starting anything.
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,25 +14,6 @@
 
 namespace parley::testing {
 namespace {
-
-struct Run {
-  int exit_code = -1;  // -1: killed by a signal
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `parley ARGS` (ARGS as shell words: tests pass only fixed strings).
-Run parley(const std::string& args) {
-  Run r;
-  const std::string cmd = std::string(PARLEY_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  return r;
-}
 
 class CliTest : public ::testing::Test {
  protected:
@@ -58,7 +37,7 @@ class CliTest : public ::testing::Test {
 };
 
 TEST_F(CliTest, TokenWithANonNumericTtlExits2AndSaysWhy) {
-  auto r = parley("token --tenant demo --user alice --ttl abc");
+  auto r = run_parley("token --tenant demo --user alice --ttl abc");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--ttl must be a whole number"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\"abc\""), std::string::npos) << r.output;
@@ -66,57 +45,57 @@ TEST_F(CliTest, TokenWithANonNumericTtlExits2AndSaysWhy) {
 
 TEST_F(CliTest, TokenWithAnOutOfRangeTtlExits2) {
   for (const char* ttl : {"0", "-5", "99999999999999999999", "12x", "1e3"}) {
-    auto r = parley(std::string("token --tenant demo --user alice --ttl ") + ttl);
+    auto r = run_parley(std::string("token --tenant demo --user alice --ttl ") + ttl);
     EXPECT_EQ(r.exit_code, 2) << ttl << ": " << r.output;
     EXPECT_NE(r.output.find("--ttl must be a whole number"), std::string::npos) << r.output;
   }
 }
 
 TEST_F(CliTest, AFlagWithoutItsValueExits2) {
-  auto r = parley("token --tenant demo --user alice --ttl");
+  auto r = run_parley("token --tenant demo --user alice --ttl");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--ttl needs a value"), std::string::npos) << r.output;
-  r = parley("serve --config");
+  r = run_parley("serve --config");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--config needs a value"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, MissingRequiredFlagsAndUnknownArgumentsExit2) {
-  auto r = parley("token --tenant demo");
+  auto r = run_parley("token --tenant demo");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--user is required"), std::string::npos) << r.output;
-  r = parley("token --tenant demo --user alice --colour blue");
+  r = run_parley("token --tenant demo --user alice --colour blue");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown argument \"--colour\""), std::string::npos) << r.output;
-  r = parley("frobnicate");
+  r = run_parley("frobnicate");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown command \"frobnicate\""), std::string::npos) << r.output;
-  r = parley("");
+  r = run_parley("");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("usage:"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, TokenWithGoodArgumentsPrintsAJwt) {
-  auto r = parley("token --tenant demo --user alice --ttl 60 --chans 'chat:*'");
+  auto r = run_parley("token --tenant demo --user alice --ttl 60 --chans 'chat:*'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '.'), 2) << r.output;
 }
 
 TEST_F(CliTest, ServeWithAnUnreadableConfigExits2) {
-  auto r = parley("serve --config " + dir_ + "/missing.toml");
+  auto r = run_parley("serve --config " + dir_ + "/missing.toml");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot read config file"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, ServeRefusesAHostNameListenBeforeStarting) {
-  auto r = parley("serve --config " + config("listen = \"example.com:0\""));
+  auto r = run_parley("serve --config " + config("listen = \"example.com:0\""));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("server.listen"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("parley ready"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, CheckConfigAcceptsAGoodFile) {
-  auto r = parley("check-config " + config("listen = \"127.0.0.1:0\"\ntcp_listen = \"[::1]:0\""));
+  auto r = run_parley("check-config " + config("listen = \"127.0.0.1:0\"\ntcp_listen = \"[::1]:0\""));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(": ok (2 tenants)"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data")) << "check-config must start nothing";
@@ -131,20 +110,20 @@ TEST_F(CliTest, CheckConfigNamesTheBadKey) {
                         Case{"listen = \"example.com:7700\"", "server.listen"},
                         Case{"tcp_listen = \"127.0.0.1:99999\"", "server.tcp_listen"},
                         Case{"lisen = \"127.0.0.1:0\"", "server.lisen"}}) {
-    auto r = parley("check-config " + config(c.server_body));
+    auto r = run_parley("check-config " + config(c.server_body));
     EXPECT_EQ(r.exit_code, 2) << c.server_body << ": " << r.output;
     EXPECT_NE(r.output.find(c.key), std::string::npos) << c.server_body << ": " << r.output;
   }
-  auto r = parley("check-config " + config("", "[tenants.demo]\nsecret = \"short\"\napi_key = \"k\"\n"));
+  auto r = run_parley("check-config " + config("", "[tenants.demo]\nsecret = \"short\"\napi_key = \"k\"\n"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tenants.demo.secret"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, CheckConfigWithoutAFileExits2) {
-  auto r = parley("check-config");
+  auto r = run_parley("check-config");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("check-config takes one argument"), std::string::npos) << r.output;
-  r = parley("check-config " + dir_ + "/missing.toml");
+  r = run_parley("check-config " + dir_ + "/missing.toml");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("cannot read config file"), std::string::npos) << r.output;
 }

@@ -5,10 +5,8 @@
 // invalid file that changes nothing, and a tenant removed while another one
 // carries a publishing load that must not lose or disturb anything.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <atomic>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -45,24 +43,10 @@ std::string mint(const std::string& user, const std::string& tenant, const std::
   return auth::mint_hs256(c, secret);
 }
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
 // `parley reload` against `server`, its address given (the file listens on port 0).
 CliRun parley_reload(const ServerProcess& server) {
-  CliRun r;
-  const std::string cmd = std::string(PARLEY_BIN) + " reload --config " + server.config_path() +
-                          " --server 127.0.0.1:" + std::to_string(server.http_port()) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  return r;
+  return run_parley("reload --config " + server.config_path() + " --server 127.0.0.1:" +
+                    std::to_string(server.http_port()));
 }
 
 // A hello that must fail: the error object.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -105,6 +106,19 @@ std::string ServerProcess::token(const std::string& user, const std::string& ten
   c.chans = std::move(chans);
   c.has_chans = has_chans || !c.chans.empty();
   return auth::mint_hs256(c, tenant == "other" ? kOtherSecret : kDemoSecret);
+}
+
+CliRun run_parley(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(PARLEY_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
 }
 
 HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,

@@ -94,6 +94,15 @@ class ServerProcess {
   uint16_t tcp_port_ = 0;
 };
 
+// `parley ARGS` run to its end (ARGS as shell words: tests pass only fixed
+// strings): its exit code (-1: killed by a signal) and its stdout and stderr
+// together.
+struct CliRun {
+  int exit_code = -1;
+  std::string output;
+};
+CliRun run_parley(const std::string& args);
+
 // A blocking HTTP/1.1 request to 127.0.0.1:port. Returns status and body.
 struct HttpResult {
   int status = 0;
