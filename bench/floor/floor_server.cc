@@ -54,6 +54,7 @@ struct Conn {
   std::string in;       // bytes not yet parsed (handshake or a cut frame)
   std::string pending;  // bytes the socket did not take
   std::string batch;    // deliveries waiting for the tick (TICK_MS > 0)
+  bool dirty = false;   // on g_dirty
   std::string user;
   std::string name;
   std::vector<Room*> rooms;
@@ -115,12 +116,23 @@ std::string text_frame(std::string_view json) {
   return f;
 }
 
-void send_json(Conn& c, std::string_view json) { write_frame(c, text_frame(json)); }
+// A reply goes at once, behind what the connection's batch holds, so that a
+// member who leaves and joins again never sees a batched frame after the reply
+// that already counted it.
+void send_json(Conn& c, std::string_view json) {
+  if (c.batch.empty()) return write_frame(c, text_frame(json));
+  c.batch.append(text_frame(json));
+  write_frame(c, c.batch);
+  c.batch.clear();  // its fd stays in g_dirty; the tick finds an empty batch
+}
 
 // A delivery: at once, or into the connection's batch for the next tick.
 void deliver(Conn& c, std::string_view frame) {
   if (g_tick_ms <= 0) return write_frame(c, frame);
-  if (c.batch.empty()) g_dirty.push_back(c.fd);
+  if (c.batch.empty() && !c.dirty) {
+    c.dirty = true;
+    g_dirty.push_back(c.fd);
+  }
   c.batch.append(frame);
 }
 
@@ -367,6 +379,8 @@ void flush_tick() {
     auto it = g_conns.find(fd);
     if (it == g_conns.end()) continue;  // closed since; its batch went with it
     Conn& c = *it->second;
+    c.dirty = false;
+    if (c.batch.empty()) continue;  // a reply took it
     write_frame(c, c.batch);
     c.batch.clear();
   }
