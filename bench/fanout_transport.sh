@@ -73,6 +73,11 @@ for round in $(seq "$rounds"); do
       fi
       wait $wpid || true
       [ -n "$rpid" ] && { wait "$rpid" || true; }
+      # Time redis spent inside commands, summed over the masters (INFO
+      # commandstats: the script with its SPUBLISH, XREAD served when unblocked).
+      stats=$(for p in $ports; do redis-cli -p "$p" INFO commandstats; done | tr -d '\r' |
+        awk -F'[:,=]' '/^cmdstat_/ { c[$1] += $3; u[$1] += $5 }
+          END { for (k in c) if (c[k] > 100) printf "%s calls=%d usec=%d; ", substr(k, 9), c[k], u[k] }')
       rcpu=0
       for d in "${dirs[@]}"; do
         rcpu=$(awk -v a="$(cpu_s "$(vk_pid "$d")")" -v b="${before[$d]}" -v c="$rcpu" 'BEGIN { printf "%.2f", c + a - b }')
@@ -83,6 +88,7 @@ for round in $(seq "$rounds"); do
         echo "== round $round mode $mode follow $follow"
         cat "$work/w.txt"
         [ -n "$rpid" ] && cat "$work/r.txt"
+        echo "commandstats: $stats"
         echo "redis_cpu_s=$rcpu redis_cpu_us_per_msg=$(awk -v c="$rcpu" -v s="${sent:-0}" 'BEGIN { if (s > 0) printf "%.2f", c / s * 1e6 }')"
       } | tee -a "$log"
       vk_stop "${dirs[@]}"
