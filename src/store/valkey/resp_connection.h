@@ -15,16 +15,16 @@
 // Every connect first sends `hello` commands (the store's SCRIPT LOADs), so each
 // command behind them finds the scripts loaded.
 //
+// The socket itself (connect, write, read, parse, reconnect after a backoff) is
+// a RespSocket, shared with the Subscriber; this class matches replies to
+// commands and watches for silence.
+//
 // Thread: every member function runs on the connection's loop (post to it);
 // queued() and in_flight() may be read from any thread (a scrape).
 #pragma once
 
-#include <hiredis/read.h>
-
-#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
@@ -35,15 +35,9 @@
 
 #include "common/host_port.h"
 #include "common/status.h"
-
-struct redisReply;
+#include "store/valkey/resp_socket.h"
 
 namespace parley::store::valkey {
-
-struct ReplyFree {
-  void operator()(redisReply* r) const;
-};
-using Reply = std::unique_ptr<redisReply, ReplyFree>;
 // A reply (an error reply too: the caller reads its text), or kUnavailable when
 // the connection failed before the reply came.
 using ReplyDone = std::function<void(Result<Reply>)>;
@@ -57,7 +51,7 @@ struct ConnectionOptions {
   std::vector<std::string> hello;        // formatted commands sent first on each connect
 };
 
-class RespConnection : public std::enable_shared_from_this<RespConnection> {
+class RespConnection : public std::enable_shared_from_this<RespConnection>, private RespSocket::Owner {
  public:
   RespConnection(boost::asio::io_context& loop, HostPort addr, ConnectionOptions opts);
   ~RespConnection();
@@ -69,7 +63,7 @@ class RespConnection : public std::enable_shared_from_this<RespConnection> {
   // Fails everything waiting and stays closed.
   void close();
 
-  const HostPort& address() const { return addr_; }
+  const HostPort& address() const { return sock_.address(); }
   // Commands waiting to be written (while connecting, or behind a write).
   size_t queued() const { return queued_.load(std::memory_order_relaxed); }
   // Commands written and not yet answered.
@@ -78,41 +72,25 @@ class RespConnection : public std::enable_shared_from_this<RespConnection> {
   bool down() const { return down_.load(std::memory_order_relaxed); }
 
  private:
-  enum class State { kIdle, kConnecting, kReady, kBackoff, kClosed };
   struct Waiting {
     ReplyDone done;  // empty for hello commands
     int64_t since_ns;
-    bool written;
   };
 
-  void connect();
-  void on_connected(uint64_t gen);
-  void write_more();
-  void read_more();
-  void on_read(size_t n);
+  void on_socket_ready() override;
+  void on_socket_reply(Reply r) override;
+  void on_socket_failed(const std::string& why, Was was) override;
+  void on_socket_writing() override;
+  std::shared_ptr<void> keepalive() override { return shared_from_this(); }
   void arm_watchdog();
-  void fail(const std::string& why);
   void update_counts();
 
-  boost::asio::io_context& loop_;
-  HostPort addr_;
   ConnectionOptions opts_;
-  boost::asio::ip::tcp::socket socket_;
+  RespSocket sock_;
   boost::asio::steady_timer watchdog_;
-  boost::asio::steady_timer reconnect_;
   bool watchdog_armed_ = false;
-  State state_ = State::kIdle;
-  uint64_t gen_ = 0;          // bumped by each fail(): stale completions ignore themselves
-  int64_t backoff_until_ns_ = 0;
-  int64_t backoff_ns_ = 0;
-  int64_t last_read_ns_ = 0;  // when the node last sent bytes (the watchdog's clock)
-  redisReader* reader_ = nullptr;
   std::deque<Waiting> waiting_;  // oldest first: replies complete the front
-  std::string out_;              // formatted commands not yet handed to a write
-  size_t out_count_ = 0;         // how many commands out_ holds
-  std::string writing_;          // the write in flight
-  size_t writing_count_ = 0;
-  std::array<char, 64 * 1024> buf_;
+  size_t out_count_ = 0;         // how many of them are not yet handed to a write
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> in_flight_{0};
   std::atomic<bool> down_{false};
