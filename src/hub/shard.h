@@ -47,6 +47,9 @@ struct ShardOptions {
   // A store that assigns seqs: how long a channel's gap (a later seq arrived,
   // an earlier one did not) waits before it is read from the store.
   int64_t fanout_gap_ms = 50;
+  // Presence of several nodes: this node's entries expire this long after their
+  // last refresh, which comes every third of it (valkey.presence_ttl_ms).
+  int64_t presence_ttl_ms = 15'000;
 };
 
 class Shard {
@@ -84,10 +87,8 @@ class Shard {
   // This node's id in presence entries and notes (set before any request).
   void set_node_id(std::string id) { node_id_ = std::move(id); }
   // Refreshes this node's presence entries and re-reads the other nodes' (their
-  // dead nodes' entries expire) every kPresenceRefreshMs; call once, on its loop.
+  // dead nodes' entries expire) every presence_ttl_ms / 3; call once, on its loop.
   void start_presence();
-  static constexpr int64_t kPresenceRefreshMs = 5000;
-  static constexpr int64_t kPresenceTtlMs = 15000;
 
   // On this shard's loop: its `n` busiest channels since the previous call
   // (hub/channel_stats.h).

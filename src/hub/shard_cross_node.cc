@@ -192,7 +192,7 @@ void Shard::presence_event(Channel& c, const std::string& user, bool joined) {
 // Notes: "j" or "l", this node's id (hex), 0x1f, the user id.
 void Shard::share_presence(Channel& c, const std::string& user, bool joined) {
   if (joined) {
-    c.store->presence_set(c.id, node_id_, user, wall_ms() + kPresenceTtlMs);
+    c.store->presence_set(c.id, node_id_, user, wall_ms() + opts_.presence_ttl_ms);
   } else {
     c.store->presence_remove(c.id, node_id_, user);
   }
@@ -241,7 +241,7 @@ void Shard::reconcile_presence(Channel& c, const std::vector<store::Store::Prese
 
 void Shard::start_presence() {
   presence_timer_ = std::make_unique<boost::asio::steady_timer>(loops_.loop(index_));
-  presence_timer_->expires_after(std::chrono::milliseconds(kPresenceRefreshMs));
+  presence_timer_->expires_after(std::chrono::milliseconds(opts_.presence_ttl_ms / 3));
   presence_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     refresh_presence();
@@ -250,7 +250,7 @@ void Shard::start_presence() {
 }
 
 void Shard::refresh_presence() {
-  const int64_t expires = wall_ms() + kPresenceTtlMs;
+  const int64_t expires = wall_ms() + opts_.presence_ttl_ms;
   for (auto& [key, cp] : channels_) {
     Channel& c = *cp;
     if (!c.shared_presence || c.loading) continue;

@@ -24,6 +24,9 @@ struct ValkeyConfig {
   // entries (approx.), a safety valve for Valkey's memory while no persister runs.
   uint64_t wal_hard_cap = 1'000'000;
   uint32_t fanout_gap_ms = 50;        // a channel's gap older than this is read from the store
+  // A node's presence entries expire this long after its last refresh (every
+  // third of it): how long the users of a node that died stay present elsewhere.
+  uint32_t presence_ttl_ms = 15'000;
 };
 
 // [postgres]: the persister's database. With store = "valkey" and url set, the

@@ -318,6 +318,14 @@ TEST(Config, ValkeyStoreAndItsSection) {
   EXPECT_EQ(error_of(with_demo("[valkey]\npartitions = 0\n")),
             "valkey.partitions must be an integer between 1 and 16384");
   EXPECT_EQ(error_of(with_demo("[valkey]\nreplicas = 2\n")), "unknown key valkey.replicas");
+  EXPECT_EQ(error_of(with_demo("[valkey]\npresence_ttl_ms = 999\n")),
+            "valkey.presence_ttl_ms must be an integer between 1000 and 60000");
+  EXPECT_EQ(error_of(with_demo("[valkey]\npresence_ttl_ms = 60001\n")),
+            "valkey.presence_ttl_ms must be an integer between 1000 and 60000");
+  auto ttl = parse_config(with_demo("[valkey]\npresence_ttl_ms = 3000\n"));
+  ASSERT_TRUE(ttl.is_ok()) << ttl.error().msg;
+  EXPECT_EQ(ttl->valkey.presence_ttl_ms, 3000u);
+  EXPECT_EQ(parse_config(kDemo)->valkey.presence_ttl_ms, 15000u);
 }
 
 TEST(Config, PostgresAndPersistSections) {

@@ -145,7 +145,8 @@ void Server::create_services() {
   tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100, idle_ms(),
-                                                      config_.valkey.fanout_gap_ms});
+                                                      config_.valkey.fanout_gap_ms,
+                                                      config_.valkey.presence_ttl_ms});
   // Only when some namespace has an upstream; the URLs were checked in start().
   auto api_key_of = [t = tenants_.get()](std::string_view id) {
     const session::TenantRuntime* rt = t->find(id);
