@@ -58,6 +58,7 @@ class EmbeddedStore final : public Store {
   // completed (it reads what is written, and deletes expired dedupe records).
   void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override;
   void append(AppendRequest req, AppendDone done) override;
+  void append_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs) override;
   void read_after(const ChannelKey& key, uint64_t after, uint32_t limit, ReadDone done) override;
   void read_before(const ChannelKey& key, uint64_t before, uint32_t limit,
                    ReadDone done) override;

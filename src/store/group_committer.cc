@@ -53,6 +53,20 @@ void GroupCommitter::submit(AppendRequest req, AppendDone done) {
   if (wake) work_cv_.notify_one();
 }
 
+void GroupCommitter::submit_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs) {
+  if (reqs.empty()) return;
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [req, done] : reqs) {
+      queue_.push_back(Pending{std::move(req), std::move(done), Status::ok()});
+    }
+    submitted_ += reqs.size();
+    wake = writer_waiting_;
+  }
+  if (wake) work_cv_.notify_one();
+}
+
 void GroupCommitter::flush() {
   assert(std::this_thread::get_id() != writer_.get_id());
   std::unique_lock lock(mu_);
@@ -211,9 +225,11 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
   // Seqs are gap-free, so last - oldest + 1 is the number held.
   if (s.ok() && ch->last_seq - ch->oldest_seq + 1 > history_max_held(p.req.history_limit)) {
     uint64_t new_oldest = ch->last_seq - history_keep(p.req.history_limit) + 1;
-    // One range tombstone per trim step, in the same batch as the append.
+    // One range tombstone per trim step, in the same batch as the append. It
+    // starts at the bare channel prefix (nothing is stored below oldest_seq, so
+    // it deletes the same messages): a begin key without a seq is never in the
+    // memtable insert-hint domain (embedded_store.cc, ChannelOfMessageKey).
     std::string begin = key.substr(0, prefix_len);
-    append_seq(begin, ch->oldest_seq);
     std::string end = key.substr(0, prefix_len);
     append_seq(end, new_oldest);
     s = wb.DeleteRange(begin, end);

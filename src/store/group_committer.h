@@ -70,6 +70,8 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   void submit(AppendRequest req, AppendDone done);
+  // submit() of each, in order, under one lock and with at most one wake-up.
+  void submit_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs);
   // Blocks until every append submitted before the call has completed. Must not be
   // called from a done callback (it would wait for itself).
   void flush();

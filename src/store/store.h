@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -105,6 +106,12 @@ class Store {
   // store fails every later append with kUnavailable until it recovers, so no seq
   // gap is ever written.
   virtual void append(AppendRequest req, AppendDone done) = 0;
+  // Several appends, exactly as if append() were called for each in turn; a
+  // store may queue them at once (the embedded store: one lock and at most one
+  // wake-up of its writer for an emit of 50 events, not one per event).
+  virtual void append_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs) {
+    for (auto& [req, done] : reqs) append(std::move(req), std::move(done));
+  }
 
   // Stored messages with seq > after, oldest first, at most `limit`. A read sees
   // every append whose completion ran before the read was called; it may also see
