@@ -21,7 +21,7 @@ bool OrderBoard::apply(std::string_view member, double score) {
     names_.emplace_back(member);
     scores_.push_back(score);
     ids_.emplace(names_.back(), id);
-    tree_.insert(Key{score, id});
+    nodes_.push_back(tree_.insert(Key{score, id}).first);
     return true;
   }
   const uint32_t id = it->second;
@@ -34,9 +34,9 @@ bool OrderBoard::apply(std::string_view member, double score) {
     case Agg::kLast: now = score; break;
   }
   if (now == old) return false;
-  tree_.erase(Key{old, id});
+  tree_.erase(nodes_[id]);
   scores_[id] = now;
-  tree_.insert(Key{now, id});
+  nodes_[id] = tree_.insert(Key{now, id}).first;
   return true;
 }
 

@@ -73,6 +73,10 @@ class OrderBoard {
   bool desc_;
   std::deque<std::string> names_;   // by member number; a deque keeps each name in place
   std::vector<double> scores_;      // by member number
+  // By member number: its node, so that an update erases it without searching
+  // the tree (half the comparisons of erase-by-key, which tie-break on names).
+  // A tree's point iterators stay valid until their own element is erased.
+  std::vector<Tree::point_iterator> nodes_;
   std::unordered_map<std::string_view, uint32_t> ids_;  // views into names_
   Tree tree_;
 };

@@ -152,7 +152,7 @@ uint32_t Partition::limit_for(uint64_t off, int64_t now_ms) {
 }
 
 void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
-                       LandingFn fn) {
+                       LandingFn fn, StoreBatch& batch) {
   PARLEY_CHECK(ready());
   if (shared_) {
     // The store dedupes (every node's appends) and says where the event landed.
@@ -189,8 +189,14 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
       InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn), {}});
   store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
                            limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
-  store_.append(std::move(req), [this](store::AppendOutcome out) {
-    loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
+  if (box_ == nullptr) {
+    batch.emplace_back(std::move(req), [this](store::AppendOutcome out) {
+      loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
+    });
+    return;
+  }
+  batch.emplace_back(std::move(req), [box = box_, p = p_](store::AppendOutcome out) {
+    box->push(p, std::move(out));
   });
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "events/append_box.h"
 #include "protocol/client_op.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
@@ -66,6 +67,11 @@ class Partition {
   // the topic can schedule a delivery pass; and for each committed event.
   void set_on_committed(std::function<void(uint64_t off)> fn) { on_committed_ = std::move(fn); }
   void set_observer(CommitObserver fn) { observer_ = std::move(fn); }
+  // Where the store's completions of this partition's appends go (append_box.h):
+  // the topic's box, which hands each back to on_appended() on this loop.
+  void set_box(AppendBox* box) { box_ = box; }
+  // One append completed (in submission order), on this loop.
+  void on_appended(store::AppendOutcome out);
 
   // Recovery: ready() once the store said what it holds. recover() (when
   // needs_recovery()) asks it; `then` runs on this loop either way.
@@ -83,8 +89,12 @@ class Partition {
   size_t inflight() const { return inflight_.size(); }
 
   // Appends one event (ready() must hold) or finds it a duplicate; `fn` runs
-  // once, on this loop, when it is acknowledged, found, or failed.
-  void append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms, LandingFn fn);
+  // once, on this loop, when it is acknowledged, found, or failed. The store
+  // append goes into `batch`, which the caller hands to Store::append_many once
+  // its emit is sequenced (one queueing for the whole emit).
+  using StoreBatch = std::vector<std::pair<store::AppendRequest, store::AppendDone>>;
+  void append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms, LandingFn fn,
+              StoreBatch& batch);
 
   // Cursors: a reader starting at `next` (earliest() <= next <= committed()+1).
   // `group` is written into its frames (a group member's). Returns its id.
@@ -123,7 +133,6 @@ class Partition {
     LandingFn done;
   };
 
-  void on_appended(store::AppendOutcome out);
   void on_appended_shared(store::AppendOutcome out);
   // Shared store: merges a committed event in offset order (held until its
   // predecessors are here), commits what is contiguous.
@@ -180,6 +189,7 @@ class Partition {
   std::unique_ptr<boost::asio::steady_timer> gap_timer_;
   bool gap_armed_ = false;
   bool filling_ = false;
+  AppendBox* box_ = nullptr;
 };
 
 }  // namespace parley::events

@@ -73,11 +73,15 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       metrics_(metrics),
       node_(std::move(node)) {
   snap_id_ = store::ChannelId{tenant.id, name_ + "\x1fs"};
+  box_ = std::make_unique<AppendBox>(loop, loops, [this](uint32_t p, store::AppendOutcome out) {
+    parts_[p]->on_appended(std::move(out));
+  });
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
         loop, loops, store, store::ChannelId{tenant.id, name_ + '\x1f' + std::to_string(p)}, name_,
         p, cfg, metrics);
+    part->set_box(box_.get());
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
       stats_->ends[p].store(off, std::memory_order_relaxed);
@@ -275,18 +279,38 @@ void Topic::run_emit(session::EmitRequest req) {
   state->reply_loop = req.reply_loop;
   state->done = std::move(req.done);
   // PROTOCOL.md: a repeated id within one emit is a duplicate of the first.
-  std::unordered_map<std::string_view, size_t> first_of_id;
+  // Sorted (hash, index) pairs instead of a hash map: one allocation per emit,
+  // not one node per event; equal hashes are compared by text.
+  std::vector<std::pair<size_t, size_t>> by_hash;
+  by_hash.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const auto& id = req.events[i].id;
-    if (id.empty()) continue;
-    auto [it, inserted] = first_of_id.emplace(id, i);
-    if (!inserted) state->copy_of[i] = it->second;
+    if (!id.empty()) by_hash.emplace_back(std::hash<std::string_view>{}(id), i);
+  }
+  std::sort(by_hash.begin(), by_hash.end());
+  for (size_t a = 0; a < by_hash.size();) {
+    size_t b = a + 1;
+    while (b < by_hash.size() && by_hash[b].first == by_hash[a].first) ++b;
+    // [a, b): one hash, in index order; each id's first occurrence wins.
+    for (size_t x = a + 1; x < b; ++x) {
+      const size_t i = by_hash[x].second;
+      for (size_t y = a; y < x; ++y) {
+        const size_t j = by_hash[y].second;
+        if (state->copy_of[j] == SIZE_MAX && req.events[j].id == req.events[i].id) {
+          state->copy_of[i] = j;
+          break;
+        }
+      }
+    }
+    a = b;
   }
   for (size_t i = 0; i < n; ++i) {
     if (state->copy_of[i] == SIZE_MAX) ++state->remaining;
   }
   inflight_ += state->remaining;
   const int64_t now = wall_ms();
+  Partition::StoreBatch batch;
+  batch.reserve(state->remaining);
   auto finish = [this, state] {
     auto& out = state->out;
     for (size_t i = 0; i < state->copy_of.size(); ++i) {
@@ -311,8 +335,10 @@ void Topic::run_emit(session::EmitRequest req) {
         state->out.status = l.status;
       }
       if (--state->remaining == 0) finish();
-    });
+    }, batch);
   }
+  // In offset order per partition, as sequenced above.
+  if (!batch.empty()) store_.append_many(std::move(batch));
 }
 
 // ---- tail -------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "events/append_box.h"
 #include "events/leaderboard.h"
 #include "events/partition.h"
 #include "events/topic_stats.h"
@@ -118,6 +119,8 @@ class Topic {
   const TenantConfig& tenant_;
   std::string name_;
   const TopicConfig& cfg_;
+  // Before parts_: the partitions' store callbacks point at it.
+  std::unique_ptr<AppendBox> box_;
   std::vector<std::unique_ptr<Partition>> parts_;
   unsigned recovering_ = 0;
   std::vector<std::function<void()>> waiting_;
