@@ -663,22 +663,46 @@ void Topic::commit(session::CommitRequest req) {
 void Topic::write_commit(Group& g, session::CommitRequest req) {
   g.committed[req.p] = req.off;
   stats_->set_group_offset(g.name, req.p, req.off);
+  // A record holds every partition's offset: while one is being written, the
+  // commits that arrive wait for the next, which carries them all (a consumer
+  // committing after each frame wrote one store record per frame: ~6,000
+  // records, each with its trim, per second at 35,000 events/s).
+  if (g.writing) {
+    g.queued.push_back(std::move(req));
+    return;
+  }
+  std::vector<session::CommitRequest> reqs;
+  reqs.push_back(std::move(req));
+  write_commits(g, std::move(reqs));
+}
+
+void Topic::write_commits(Group& g, std::vector<session::CommitRequest> reqs) {
+  g.writing = true;
   store::AppendRequest a{g.log,
                          store::StoredMessage{++g.log_seq, wall_ms(), "server", {},
                                               encode_offsets(g.committed)},
                          1, 0, 0};
-  store_.append(std::move(a), [this, &g, req = std::move(req)](store::AppendOutcome out) mutable {
-    loops_.run_on(loop_, [this, &g, req = std::move(req), out = std::move(out)]() mutable {
+  store_.append(std::move(a), [this, &g, reqs = std::move(reqs)](store::AppendOutcome out) mutable {
+    loops_.run_on(loop_, [this, &g, reqs = std::move(reqs), out = std::move(out)]() mutable {
+      g.writing = false;
+      auto queued = std::move(g.queued);
+      g.queued.clear();
       if (!out.status) {
         // Not durable: the group reloads what the store holds before its next
-        // commit (its members keep their assignment).
+        // commit (its members keep their assignment). The commits queued
+        // behind this write are not written either: answered the same.
         g.loaded = false;
         g.log_seq = 0;
+        for (auto& q : queued) reqs.push_back(std::move(q));
+        queued.clear();
       }
-      Status st = out.status ? Status::ok() : Status(out.status.error());
-      loops_.run_on(req.reply_loop, [done = std::move(req.done), st = std::move(st)]() mutable {
-        done(std::move(st), std::nullopt);
-      });
+      const Status st = out.status ? Status::ok() : Status(out.status.error());
+      for (auto& req : reqs) {
+        loops_.run_on(req.reply_loop, [done = std::move(req.done), st]() mutable {
+          done(std::move(st), std::nullopt);
+        });
+      }
+      if (!queued.empty()) write_commits(g, std::move(queued));
     });
   });
 }

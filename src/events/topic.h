@@ -78,6 +78,11 @@ class Topic {
     std::vector<Member> members;  // in join order
     std::vector<std::optional<uint64_t>> committed;  // per partition
     uint64_t log_seq = 0;  // last record of the commit log
+    // One commit-log write in flight per group: the commits that arrive
+    // meanwhile are answered by the next write, whose record holds every
+    // partition's offset (write_commit).
+    bool writing = false;
+    std::vector<session::CommitRequest> queued;
     // Shared store: this node holds the group (Store::claim on the commit log's
     // key) while it has members here; a node that does not is refused.
     bool held = false, claiming = false;
@@ -105,6 +110,7 @@ class Topic {
   void rebalance(Group& g, uint64_t quiet);
   void remove_member(Group& g, uint64_t conn);
   void write_commit(Group& g, session::CommitRequest req);
+  void write_commits(Group& g, std::vector<session::CommitRequest> reqs);
   // Shared store: takes the group for this node (then(ok)), or says which error
   // to answer (another node holds it: unavailable). Held groups are renewed
   // every kGroupHoldMs / 3 and released when their last member here leaves.
