@@ -5,7 +5,9 @@
 // partition, a tail on either node sees every node's events in that order, a
 // retry on the other node is a dup with the original offset; a consumer group
 // stays on one node, and a member on a second node is refused
-// (`unavailable`, retryable, "served by another node") until the first node lets it go.
+// (`unavailable`, retryable, "served by another node") until the first node lets
+// it go (its last member leaves, or it dies and its hold lapses: the next node
+// starts from its commits).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -175,12 +177,9 @@ TEST(EventsAcrossNodes, OnTheThreeMasterCluster) {
   two_nodes_emit_and_tail(shared_redis(), cluster.addresses(), true);
 }
 
-TEST(EventsAcrossNodes, AConsumerGroupStaysOnOneNodeAndASecondNodeIsRefused) {
-  RedisServer& redis = shared_redis();
-  ASSERT_TRUE(redis.ok()) << redis.why();
-  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-  ServerProcess a(node_spec({redis.address()}));
-  ServerProcess b(node_spec({redis.address()}));
+void group_on_one_node(const std::vector<std::string>& nodes, bool cluster) {
+  ServerProcess a(node_spec(nodes, cluster));
+  ServerProcess b(node_spec(nodes, cluster));
   a.start();
   b.start();
   auto m1 = game_server(a);
@@ -227,6 +226,71 @@ TEST(EventsAcrossNodes, AConsumerGroupStaysOnOneNodeAndASecondNodeIsRefused) {
     std::this_thread::sleep_for(200ms);
   }
   EXPECT_EQ(op_of(answer), "assigned") << answer;
+}
+
+TEST(EventsAcrossNodes, AConsumerGroupStaysOnOneNodeAndASecondNodeIsRefused) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  group_on_one_node({redis.address()}, false);
+}
+
+TEST(EventsAcrossNodes, AConsumerGroupStaysOnOneNodeOnTheThreeMasterCluster) {
+  RedisCluster& cluster = shared_redis_cluster();
+  ASSERT_TRUE(cluster.ok()) << cluster.why();
+  cluster.flush_all();
+  group_on_one_node(cluster.addresses(), true);
+}
+
+TEST(EventsAcrossNodes, AGroupHeldByANodeThatDiesMovesToAnotherWithItsCommits) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerProcess a(node_spec({redis.address()}));
+  ServerProcess b(node_spec({redis.address()}));
+  a.start();
+  b.start();
+  auto pb = game_server(b);
+  int errors = 0;
+  emit_n(*pb, 40, "k", &errors);
+  ASSERT_EQ(errors, 0);
+  auto m1 = game_server(a);
+  m1->send(R"({"op":"consume","rid":1,"topic":"hunt","group":"g"})");
+  const int64_t gen = json_int(m1->expect("assigned"), "gen").value_or(0);
+  const auto got = read_events(*m1, 40);
+  ASSERT_EQ(got.size(), 40u);
+  std::map<int64_t, int64_t> last;
+  for (const auto& d : got) last[d.p] = std::max(last[d.p], d.off);
+  for (const auto& [p, off] : last) {
+    m1->send(R"({"op":"commit","rid":2,"topic":"hunt","group":"g","gen":)" + std::to_string(gen) +
+             R"(,"p":)" + std::to_string(p) + R"(,"off":)" + std::to_string(off) + "}");
+    m1->expect("committed");
+  }
+  a.kill9();
+  const auto killed = Clock::now();
+  // Node b takes the group once a's hold lapses (kGroupHoldMs, 15 s), and reads
+  // a's commits: every partition starts after what a's member committed.
+  auto m2 = game_server(b);
+  std::string answer;
+  bool refused_first = false;
+  for (int rid = 10; Clock::now() < killed + 30s; ++rid) {
+    m2->send(R"({"op":"consume","rid":)" + std::to_string(rid) + R"(,"topic":"hunt","group":"g"})");
+    std::optional<std::string> f;
+    do {
+      f = m2->next(5s);
+    } while (f && op_of(*f) != "assigned" && op_of(*f) != "error");
+    answer = f.value_or("");
+    if (op_of(answer) == "assigned") break;
+    if (rid == 10) refused_first = json_str(answer, "code") == "unavailable";
+    std::this_thread::sleep_for(500ms);
+  }
+  EXPECT_TRUE(refused_first);
+  ASSERT_EQ(op_of(answer), "assigned") << answer;
+  EXPECT_LT(Clock::now() - killed, 20s);
+  for (const auto& part : json_array_items(json_raw(answer, "parts").value_or(""))) {
+    const int64_t p = json_int(part, "p").value_or(-1);
+    EXPECT_EQ(json_int(part, "next").value_or(0), last[p] + 1) << answer;
+  }
 }
 
 TEST(EventsAcrossNodes, LeaderboardsOnEveryNodeCountEveryNodesEvents) {
