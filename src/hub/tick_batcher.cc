@@ -81,6 +81,19 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   }
 }
 
+void TickBatcher::cork(SubscriberRef sub) {
+  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
+  if (sub->corked_) return;
+  sub->corked_ = true;
+  corked_.push_back(std::move(sub));
+  if (drain_posted_ || flushing_) return;  // that drain writes it
+  drain_posted_ = true;
+  boost::asio::post(loop_, [this] {
+    drain_posted_ = false;
+    drain();
+  });
+}
+
 void TickBatcher::make_ready(Entry* entry) {
   entry->second.ready = true;
   ready_.push_back(entry);
@@ -172,7 +185,21 @@ void TickBatcher::send_now(Entry* entry) {
 }
 
 void TickBatcher::send_assemblies() {
+  // Corked frames (acks) first: an ack never waits for others' deliveries,
+  // and leaves in one write with its subscriber's frame of this slice.
+  for (SubscriberRef& sub : corked_) {
+    sub->corked_ = false;
+    if (Assembly* a = assembly_of(*sub)) {
+      a->frame.add_static(kClose, 1);
+      a->sub->send(std::move(a->frame));
+      a->sent = true;
+    } else {
+      sub->flush_corked();
+    }
+  }
+  corked_.clear();
   for (Assembly& a : assemblies_) {
+    if (a.sent) continue;
     a.frame.add_static(kClose, 1);
     a.sub->send(std::move(a.frame));
   }

@@ -61,6 +61,12 @@ class TickBatcher {
   void add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub);
   void remove_member(const std::string& channel_key, uint64_t conn_id);
   void deliver(const std::string& channel_key, ChannelEvent ev);
+  // `sub` holds a corked frame (an ack: net::Connection::send_corked). The
+  // next drain, which runs at the end of this loop iteration, writes it
+  // first, before the drain's other sends and in the same write as the
+  // drain's frame for `sub` if it has one: a publisher's ack and the echo of
+  // its message leave in one syscall instead of two.
+  void cork(SubscriberRef sub);
 
   size_t channel_count() const { return channels_.size(); }
 
@@ -101,6 +107,7 @@ class TickBatcher {
     explicit Assembly(SubscriberRef s) : sub(std::move(s)) {}
     SubscriberRef sub;
     net::OutFrame frame;
+    bool sent = false;  // with the subscriber's corked frame, first
   };
 
   // Lists the channel for the next drain (posting one if none is).
@@ -129,6 +136,7 @@ class TickBatcher {
   Channels channels_;
   std::map<uint32_t, TickClass> ticks_;
 
+  std::vector<SubscriberRef> corked_;  // written by the next send_assemblies
   std::vector<Entry*> ready_;  // FIFO from ready_head_
   size_t ready_head_ = 0;
   bool drain_posted_ = false;

@@ -25,7 +25,8 @@ using namespace std::chrono_literals;
 // test after a round trip through the loop.
 class CountingSub final : public Subscriber {
  public:
-  explicit CountingSub(uint64_t conn) : conn_(conn), user_("u" + std::to_string(conn)) {}
+  explicit CountingSub(uint64_t conn, std::vector<std::string>* log = nullptr)
+      : conn_(conn), user_("u" + std::to_string(conn)), log_(log) {}
   uint64_t conn_id() const override { return conn_; }
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return 0; }
@@ -35,6 +36,10 @@ class CountingSub final : public Subscriber {
     for (const auto& p : frame.parts()) text.append(static_cast<const char*>(p.data()), p.size());
     last = text;
     ++frames;
+    if (log_) log_->push_back("send " + std::to_string(conn_));
+  }
+  void flush_corked() override {
+    if (log_) log_->push_back("flush " + std::to_string(conn_));
   }
   int frames = 0;
   std::string last;
@@ -42,6 +47,7 @@ class CountingSub final : public Subscriber {
  private:
   uint64_t conn_;
   std::string user_;
+  std::vector<std::string>* log_;
 };
 
 ChannelEvent msg(const std::string& text) {
@@ -178,6 +184,39 @@ TEST_F(TickBatcherTest, ADrainYieldsToTheLoopBetweenSlices) {
   EXPECT_EQ(a_sent, 1);
   EXPECT_EQ(b_sent, 0) << "the second slice ran before the queued task";
   EXPECT_EQ(b.back()->frames, 1);
+}
+
+TEST_F(TickBatcherTest, CorkedSubscribersAreWrittenFirstWithTheirFrameOfTheDrain) {
+  // An ack is corked in the connection (net::Connection::send_corked); the
+  // drain writes it before any other delivery: through the subscriber's own
+  // frame when it has one in this drain (one write for both), else alone.
+  std::vector<std::string> log;
+  std::vector<std::shared_ptr<CountingSub>> subs;
+  auto other = std::make_shared<CountingSub>(9, &log);
+  on_loop([&] {
+    for (uint64_t c = 1; c <= 3; ++c) {
+      subs.push_back(std::make_shared<CountingSub>(c, &log));
+      fan_.add_member("c", 1000, subs.back());
+    }
+  });
+  on_loop([&] {
+    fan_.deliver("c", msg("{\"n\":1}"));
+    fan_.cork(subs[2]);
+    fan_.cork(other);  // not a member: its corked frame goes alone
+    fan_.cork(subs[2]);  // listed once
+  });
+  settle();
+  on_loop([&] {
+    EXPECT_EQ(log, (std::vector<std::string>{"send 3", "flush 9", "send 1", "send 2"}));
+    for (auto& s : subs) EXPECT_EQ(s->last, "[{\"n\":1}]");
+  });
+  // A cork with nothing delivered still gets its drain.
+  on_loop([&] {
+    log.clear();
+    fan_.cork(other);
+  });
+  settle();
+  on_loop([&] { EXPECT_EQ(log, (std::vector<std::string>{"flush 9"})); });
 }
 
 }  // namespace

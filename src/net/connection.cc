@@ -72,18 +72,28 @@ void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
   start_reading();
 }
 
-bool Connection::send(OutFrame&& frame) {
-  if (closing()) return true;  // silently dropped: the peer is going away
+bool Connection::fits(const OutFrame& frame) const {
   const uint64_t n = frame.bytes();
   if (frame.backfill) {
     const uint64_t cap = queue_cap_ * kBackfillAllowance;
-    if (backfill_bytes_ + n > cap && backfill_bytes_ > 0) return false;
-  } else {
-    // The first frame always fits, however large: a fast reader of one big
-    // tick batch is not a slow consumer.
-    const uint64_t live = queued_bytes_ - backfill_bytes_;
-    if (live + n > queue_cap_ && live > 0) return false;
+    return backfill_bytes_ + n <= cap || backfill_bytes_ == 0;
   }
+  // The first frame always fits, however large: a fast reader of one big
+  // tick batch is not a slow consumer.
+  const uint64_t live = queued_bytes_ - backfill_bytes_;
+  return live + n <= queue_cap_ || live == 0;
+}
+
+bool Connection::send_corked(OutFrame&& frame) {
+  if (closing()) return true;  // silently dropped: the peer is going away
+  if (!fits(frame)) return false;
+  enqueue(std::move(frame));
+  return true;
+}
+
+bool Connection::send(OutFrame&& frame) {
+  if (closing()) return true;  // silently dropped: the peer is going away
+  if (!fits(frame)) return false;
   if (head_ == queue_.size() && !waiting_writable_ && !flushing_ && !broken_ && !finished_ &&
       frame.parts().size() <= OutFrame::kMaxParts) {
     return write_direct(frame);

@@ -62,6 +62,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // kBackfillAllowance x the cap, so that live traffic and a resume each
   // stay bounded without starving one another.
   bool send(OutFrame&& frame);
+  // Queues a frame like send() but writes nothing yet: the next send(),
+  // flush_corked() or close writes it together with what follows, in one
+  // syscall (an ack and the delivery right behind it). The caller sees to
+  // the flush (hub::TickBatcher::cork).
+  bool send_corked(OutFrame&& frame);
+  void flush_corked() { flush(); }
   // Drops what is queued but not yet started, queues `last`, then closes with
   // `code` once it is out (slow consumer, drain).
   void send_last_and_close(OutFrame last, int code, std::string reason);
@@ -157,6 +163,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void enqueue(OutFrame&& frame);
+  // The queue's byte cap (see send()): false when `frame` does not fit.
+  bool fits(const OutFrame& frame) const;
   // send() with nothing queued: writes the frame now, queuing only the rest.
   bool write_direct(OutFrame& frame);
   // Forgets the frames from queue_[from] on, with their byte accounting.

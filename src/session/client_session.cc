@@ -32,6 +32,10 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
 void ClientSession::send(net::OutFrame&& frame) {
   if (gone()) return;
   if (conn_->send(std::move(frame))) return;
+  send_over_cap();
+}
+
+void ClientSession::send_over_cap() {
   // Over max_queue_bytes: a slow consumer. It can reconnect and resume with `since`.
   gw_.metrics().local().inc(gw_.metrics().local().slow_consumers);
   std::string bye;
@@ -40,6 +44,12 @@ void ClientSession::send(net::OutFrame&& frame) {
 }
 
 void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(frame))); }
+
+void ClientSession::reply_corked(std::string frame) {
+  if (gone()) return;
+  if (!conn_->send_corked(net::OutFrame(std::move(frame)))) return send_over_cap();
+  gw_.hub().fanout(loop()).cork(shared_from_this());
+}
 
 void ClientSession::reply_error(const std::string& rid, const Error& e) {
   gw_.metrics().local().reject(e.code);
@@ -551,7 +561,9 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
     if (!out.status) return self->reply_error(rid, out.status.error());
     std::string ack;
     protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
-    self->reply(std::move(ack));
+    // Corked: it leaves with the echo of the message if that is delivered
+    // in this loop iteration (the publisher is a member), in one write.
+    self->reply_corked(std::move(ack));
     if (!out.dup) self->tenant_->messages.fetch_add(1, std::memory_order_relaxed);
     self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
   };

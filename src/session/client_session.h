@@ -47,6 +47,7 @@ class ClientSession final : public net::ConnectionHandler,
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
   void send(net::OutFrame&& frame) override;
+  void flush_corked() override { conn_->flush_corked(); }
 
   // EventSink
   void deliver_event_frame(std::string frame, std::function<void()> written) override;
@@ -111,6 +112,11 @@ class ClientSession final : public net::ConnectionHandler,
   // answers rate_limited and returns false when empty.
   bool take_rate(const std::string& rid, bool tenant_wide);
   void reply(std::string frame);
+  // An ack: written by this loop's TickBatcher at the end of the iteration,
+  // with the delivery behind it (TickBatcher::cork).
+  void reply_corked(std::string frame);
+  // A frame did not fit max_queue_bytes: the slow consumer is let go.
+  void send_over_cap();
   void reply_error(const std::string& rid, const Error& e);
   void fail(const std::string& rid, ErrorCode code, std::string msg, int close_code = 0);
 
