@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/client.h"
@@ -221,8 +222,18 @@ TEST(CorruptionTest, ADamagedTableIsLoggedOncePerChannelAndCounted) {
     EXPECT_EQ(r.status, 503) << r.body;
     EXPECT_EQ(r.body.find('/'), std::string::npos) << r.body;  // no path to the client
   }
-  const std::string log = server.log();
-  EXPECT_EQ(count_of(log, "unreadable data in channel log:sst"), 1u) << log;
+  // The server's stdout reaches server.log through the harness's drain thread:
+  // wait for the line instead of racing it (seen empty under load), then give
+  // any second line the same time to show before counting.
+  const std::string line = "unreadable data in channel log:sst";
+  std::string log = server.log();
+  for (int i = 0; i < 100 && count_of(log, line) == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+    log = server.log();
+  }
+  std::this_thread::sleep_for(200ms);
+  log = server.log();
+  EXPECT_EQ(count_of(log, line), 1u) << log;
   const std::string m = metrics(server);
   EXPECT_EQ(m.find("parley_store_unreadable_reads_total 0\n"), std::string::npos) << m;
 }
