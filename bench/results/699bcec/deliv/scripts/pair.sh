@@ -25,6 +25,10 @@ publish_per_conn_sec = 1000
 [tenants.demo.namespaces.room]
 durable = ${DURABLE:+true}${DURABLE:-false}
 tick_ms = 20
+[tenants.demo.namespaces.world]
+durable = false
+tick_ms = 20
+presence = true
 T
 }
 for r in $(seq 1 $ROUNDS); do
