@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -78,6 +79,28 @@ inline void collect_events(const std::string& frame, std::vector<Delivered>& out
     out.push_back(Delivered{p, json_int(e, "off").value_or(-1), json_str(e, "key").value_or(""),
                             json_str(e, "id").value_or(""), json_str(e, "from").value_or(""), group,
                             json_raw(e, "body").value_or("")});
+  }
+}
+
+// Reads `events` frames until `want` events came or 20 s passed.
+inline std::vector<Delivered> read_events(Client& c, size_t want) {
+  using namespace std::chrono_literals;
+  std::vector<Delivered> got;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+    auto f = c.next(1s);
+    if (f && op_of(*f) == "events") collect_events(*f, got);
+  }
+  return got;
+}
+
+// Per partition: offsets 1, 2, 3, ... with no gap and no repeat.
+inline void expect_gap_free(const std::vector<Delivered>& got, const std::string& who = "") {
+  std::map<int64_t, int64_t> last;
+  for (const auto& d : got) {
+    ASSERT_EQ(d.off, last[d.p] + 1) << who << (who.empty() ? "" : ": ") << "partition " << d.p
+                                    << " jumped from " << last[d.p];
+    last[d.p] = d.off;
   }
 }
 

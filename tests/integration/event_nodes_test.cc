@@ -56,26 +56,6 @@ void start_tail(Client& c, const std::string& from = "earliest") {
   ASSERT_FALSE(c.expect("tailing").empty());
 }
 
-// Reads `events` frames until `want` events came or 20 s passed.
-std::vector<Delivered> read_events(Client& c, size_t want) {
-  std::vector<Delivered> got;
-  const auto deadline = Clock::now() + 20s;
-  while (got.size() < want && Clock::now() < deadline) {
-    auto f = c.next(1s);
-    if (f && op_of(*f) == "events") collect_events(*f, got);
-  }
-  return got;
-}
-
-// Per partition: offsets 1, 2, 3, ... with no gap and no repeat.
-void expect_gap_free(const std::vector<Delivered>& got, const std::string& who) {
-  std::map<int64_t, int64_t> last;
-  for (const auto& d : got) {
-    ASSERT_EQ(d.off, last[d.p] + 1) << who << ": partition " << d.p << " jumped from " << last[d.p];
-    last[d.p] = d.off;
-  }
-}
-
 // Emits `n` events (ids <tag><i>, keys spread over the partitions) in batches of
 // 10, one batch in flight; returns id -> (p, off) for what was acknowledged and
 // counts error answers.
