@@ -67,11 +67,19 @@ struct Room {
 
 int g_epoll = -1;
 int g_tick_ms = 0;
-std::vector<int> g_dirty;  // fds with a non-empty batch
+std::vector<int> g_dirty;  // fds with a batch for the tick due at g_tick_due
+int64_t g_tick_due = 0;     // steady-clock ms
 std::unordered_map<std::string, Room> g_rooms;
 std::unordered_map<int, std::unique_ptr<Conn>> g_conns;
 uint64_t g_next_conn = 1;
 simdjson::ondemand::parser g_parser;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 
 void arm_out(Conn& c, bool on) {
   if (c.out_armed == on) return;
@@ -130,13 +138,14 @@ void send_json(Conn& c, std::string_view json) {
 void deliver(Conn& c, std::string_view frame) {
   if (g_tick_ms <= 0) return write_frame(c, frame);
   if (c.batch.empty() && !c.dirty) {
+    // The first batch of a tick: due at the next multiple of TICK_MS, as Parley aligns.
+    if (g_dirty.empty()) g_tick_due = (now_ms() / g_tick_ms + 1) * g_tick_ms;
     c.dirty = true;
     g_dirty.push_back(c.fd);
   }
   c.batch.append(frame);
 }
 
-void flush_tick();
 
 void close_conn(Conn& c) {
   for (Room* r : c.rooms) std::erase(r->members, &c);
@@ -386,12 +395,6 @@ void flush_tick() {
   }
 }
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -416,20 +419,15 @@ int main(int argc, char** argv) {
   std::printf("parley-floor listening on 127.0.0.1:%d\n", port);
   std::fflush(stdout);
   epoll_event events[256];
-  int64_t next_tick = g_tick_ms > 0 ? (now_ms() / g_tick_ms + 1) * g_tick_ms : 0;
   for (;;) {
     int timeout = -1;
-    if (g_tick_ms > 0 && !g_dirty.empty()) {
+    if (!g_dirty.empty()) {
       const int64_t now = now_ms();
-      if (now >= next_tick) {
+      if (now >= g_tick_due) {
         flush_tick();
-        next_tick = (now / g_tick_ms + 1) * g_tick_ms;
         continue;
       }
-      timeout = static_cast<int>(next_tick - now);
-    } else if (g_tick_ms > 0) {
-      // Nothing waits: the next batch starts a fresh tick, aligned like Parley's.
-      next_tick = (now_ms() / g_tick_ms + 1) * g_tick_ms;
+      timeout = static_cast<int>(g_tick_due - now);
     }
     const int n = epoll_wait(g_epoll, events, 256, timeout);
     for (int i = 0; i < n; ++i) {
