@@ -21,7 +21,8 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "realtime messaging server for multiplayer
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
+# libpq5: loaded with dlopen when PostgreSQL is configured, so shlibdeps cannot see it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser, libpq5")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_deb}/postinst ${_deb}/prerm ${_deb}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

@@ -1,9 +1,9 @@
 #include "persist/archive_writer.h"
 
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <cstdlib>
+
+#include "store/postgres/libpq.h"
 
 namespace parley::persist {
 
@@ -53,7 +53,7 @@ Result<WriteCount> ArchiveWriter::write(const std::vector<const ArchiveRow*>& ro
     }
     auto r = conn_.exec(insert_sql(count), params);
     if (!r) return fail(r.error());
-    const uint64_t inserted = std::strtoull(PQcmdTuples(r->get()), nullptr, 10);
+    const uint64_t inserted = std::strtoull(store::postgres::loaded_libpq().cmd_tuples(r->get()), nullptr, 10);
     n.inserted += inserted;
     n.duplicates += count - std::min<uint64_t>(count, inserted);
   }

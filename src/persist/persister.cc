@@ -12,6 +12,7 @@
 #include "persist/valkey_link.h"
 #include "persist/wal_entry.h"
 #include "persist/wal_trim.h"
+#include "store/postgres/libpq.h"
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/partition_map.h"
 
@@ -348,6 +349,7 @@ Status Persister::start() {
   if (opts_.tenants.empty()) return Error{ErrorCode::kBadRequest, "no tenants"};
   if (opts_.partitions == 0 || opts_.batch == 0) return Error{ErrorCode::kBadRequest, "partitions and batch must be > 0"};
   if (opts_.consumer.empty()) return Error{ErrorCode::kBadRequest, "persist.consumer is empty"};
+  if (auto lib = store::postgres::libpq(); !lib) return lib.error();
   std::vector<HostPort> nodes;
   for (const auto& n : opts_.nodes) {
     auto hp = parse_host_port(n);

@@ -1,11 +1,10 @@
 #include "store/postgres/pg_history.h"
 
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <cstdlib>
 
 #include "store/blocking_check.h"
+#include "store/postgres/libpq.h"
 #include "store/postgres/pg_conn.h"
 
 namespace parley::store::postgres {
@@ -54,15 +53,16 @@ Result<std::vector<StoredMessage>> PgHistory::read_now(const ChannelId& id, uint
     return r.error();
   }
   pg_result* res = r->get();
-  const int n = PQntuples(res);
+  const LibPq& pq = loaded_libpq();
+  const int n = pq.ntuples(res);
   out.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     StoredMessage m;
-    m.seq = std::strtoull(PQgetvalue(res, i, 0), nullptr, 10);
-    m.ts_ms = std::strtoll(PQgetvalue(res, i, 1), nullptr, 10);
-    m.from.assign(PQgetvalue(res, i, 2), static_cast<size_t>(PQgetlength(res, i, 2)));
-    m.id.assign(PQgetvalue(res, i, 3), static_cast<size_t>(PQgetlength(res, i, 3)));
-    m.body.assign(PQgetvalue(res, i, 4), static_cast<size_t>(PQgetlength(res, i, 4)));
+    m.seq = std::strtoull(pq.getvalue(res, i, 0), nullptr, 10);
+    m.ts_ms = std::strtoll(pq.getvalue(res, i, 1), nullptr, 10);
+    m.from.assign(pq.getvalue(res, i, 2), static_cast<size_t>(pq.getlength(res, i, 2)));
+    m.id.assign(pq.getvalue(res, i, 3), static_cast<size_t>(pq.getlength(res, i, 3)));
+    m.body.assign(pq.getvalue(res, i, 4), static_cast<size_t>(pq.getlength(res, i, 4)));
     out.push_back(std::move(m));
   }
   if (newest) std::reverse(out.begin(), out.end());

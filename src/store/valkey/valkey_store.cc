@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "common/clock.h"
+#include "store/postgres/libpq.h"
 #include "store/postgres/pg_history.h"
 #include "store/store_policy.h"
 #include "store/valkey/partition_map.h"
@@ -26,6 +27,10 @@ Result<std::unique_ptr<ValkeyStore>> ValkeyStore::open(runtime::LoopGroup& loops
   for (const auto& n : opts.nodes) {
     auto hp = parse_host_port(n);
     if (!hp) return Error{ErrorCode::kBadRequest, "valkey.nodes: " + n + ": " + hp.error().msg};
+  }
+  // libpq is loaded here, not at its first read, so that a missing library stops the start.
+  if (!opts.postgres_url.empty()) {
+    if (auto lib = postgres::libpq(); !lib) return lib.error();
   }
   std::unique_ptr<ValkeyStore> s(new ValkeyStore(loops, std::move(opts)));
   if (s->opts_.cluster) {
