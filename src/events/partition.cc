@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include <boost/asio/steady_timer.hpp>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
@@ -81,7 +80,7 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
       metrics_(metrics),
       shared_(store.assigns_seq()) {
   if (shared_) {
-    gap_timer_ = std::make_unique<boost::asio::steady_timer>(loops.loop(loop));
+    follow();
     // Before the recovery reads the last offset: nothing committed after that
     // read can be missed for good.
     store_.watch(id_);
@@ -96,6 +95,7 @@ void Partition::recover(std::function<void()> then) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
   PARLEY_CHECK(needs_recovery());
   recovering_ = true;
+  if (follower_) follower_->pause();
   const int64_t cutoff = wall_ms() - int64_t{cfg_.dedupe_window_s} * 1000;
   store_.recover(id_, cutoff, [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
     loops_.run_on(loop_, [this, then = std::move(then), rec = std::move(rec)]() mutable {
@@ -119,7 +119,7 @@ void Partition::recover(std::function<void()> then) {
         }
         if (shared_) {
           // What the feed brought while the recovery read: after its cut, in order.
-          offer(store::StoredMessage{});
+          follower_->resume();
         }
       }
       then();
@@ -261,26 +261,32 @@ void Partition::on_feed(store::StoredMessage m) {
 }
 
 void Partition::on_resync() {
-  if (shared_ && recovered_) fill_gap();
+  if (follower_) follower_->fill();
 }
 
 void Partition::offer(store::StoredMessage m) {
-  if (!recovered_) {
-    // Until the recovery's cut says where the log goes on (bounded by count:
-    // the cut is not known yet).
-    if (m.seq > 0 && held_.size() < kMaxHeldAhead) held_.emplace(m.seq, std::move(m));
-    return;
-  }
-  if (m.seq > committed_off_ && m.seq - committed_off_ <= kMaxHeldAhead) {
-    held_.emplace(m.seq, std::move(m));
-  } else if (m.seq > committed_off_) {
-    fill_gap();  // too far ahead to hold: the fill reads up to it in order
-  }
-  while (!held_.empty() && held_.begin()->first <= committed_off_ + 1) {
-    auto node = held_.extract(held_.begin());
-    if (node.key() == committed_off_ + 1) commit_stored(node.mapped());
-  }
-  if (!held_.empty()) arm_gap_fill();
+  const uint64_t off = m.seq;
+  if (follower_->wants(off)) follower_->hold(off, std::move(m));
+}
+
+void Partition::follow() {
+  store::LogFollower<store::StoredMessage>::Hooks hooks;
+  hooks.release = [this](uint64_t, store::StoredMessage& m, bool next) {
+    if (next) commit_stored(m);
+  };
+  hooks.from_store = [](store::StoredMessage& m) { return std::move(m); };
+  hooks.passed_over = [this](uint64_t from, uint64_t to) {
+    spdlog::warn("events: {}: offsets {}..{} are no longer in the store; passed over", id_.channel,
+                 from, to);
+    recent_.clear();
+    recent_bytes_ = 0;
+  };
+  follower_ = std::make_unique<store::LogFollower<store::StoredMessage>>(
+      loops_, loop_, store_, id_, committed_off_,
+      store::LogFollower<store::StoredMessage>::Limits{std::chrono::milliseconds(kGapMs), kMaxHeldAhead,
+                                                       kReadPage},
+      std::move(hooks));
+  follower_->pause();  // until recover() has read where the log goes on
 }
 
 void Partition::commit_stored(const store::StoredMessage& m) {
@@ -306,44 +312,6 @@ void Partition::commit_stored(const store::StoredMessage& m) {
     recent_.pop_front();
   }
   if (on_committed_) on_committed_(m.seq);
-}
-
-void Partition::arm_gap_fill() {
-  if (gap_armed_) return;
-  gap_armed_ = true;
-  gap_timer_->expires_after(std::chrono::milliseconds(kGapMs));
-  gap_timer_->async_wait([this](const boost::system::error_code& ec) {
-    gap_armed_ = false;
-    if (!ec && !held_.empty()) fill_gap();
-  });
-}
-
-void Partition::fill_gap() {
-  if (filling_) return;
-  filling_ = true;
-  store_.read_after(id_, committed_off_, kReadPage, [this](Result<std::vector<store::StoredMessage>> r) {
-    loops_.run_on(loop_, [this, r = std::move(r)]() mutable {
-      filling_ = false;
-      if (!r) return arm_gap_fill();
-      if (r->empty() && !held_.empty()) {
-        // The store holds nothing before what was heard: trimmed past it.
-        spdlog::warn("events: {}: offsets {}..{} are no longer in the store; passed over", id_.channel,
-                     committed_off_ + 1, held_.begin()->first - 1);
-        committed_off_ = held_.begin()->first - 1;
-        recent_.clear();
-        recent_bytes_ = 0;
-      } else if (!r->empty() && r->front().seq > committed_off_ + 1) {
-        spdlog::warn("events: {}: offsets {}..{} are no longer in the store; passed over", id_.channel,
-                     committed_off_ + 1, r->front().seq - 1);
-        committed_off_ = r->front().seq - 1;
-        recent_.clear();
-        recent_bytes_ = 0;
-      }
-      const bool full = r->size() == kReadPage;
-      for (auto& m : *r) offer(std::move(m));
-      if (full) fill_gap();  // more after this page
-    });
-  });
 }
 
 uint64_t Partition::open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next,

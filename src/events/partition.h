@@ -16,7 +16,6 @@
 // at a time, paced by the client's reading) when they are behind it.
 #pragma once
 
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -33,6 +32,7 @@
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
 #include "store/dedupe_table.h"
+#include "store/log_follower.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
 
@@ -138,8 +138,8 @@ class Partition {
   // predecessors are here), commits what is contiguous.
   void offer(store::StoredMessage m);
   void commit_stored(const store::StoredMessage& m);
-  void arm_gap_fill();
-  void fill_gap();
+  // Shared store: gives the partition its LogFollower.
+  void follow();
   // The history limit of the append of `off`: `retention`, or fewer when
   // retention_s lets older events go.
   uint32_t limit_for(uint64_t off, int64_t now_ms);
@@ -185,10 +185,7 @@ class Partition {
 
   // Shared store: offsets from the store, events of every node (offer()).
   const bool shared_;
-  std::map<uint64_t, store::StoredMessage> held_;  // above committed_off_ + 1
-  std::unique_ptr<boost::asio::steady_timer> gap_timer_;
-  bool gap_armed_ = false;
-  bool filling_ = false;
+  std::unique_ptr<store::LogFollower<store::StoredMessage>> follower_;
   AppendBox* box_ = nullptr;
 };
 

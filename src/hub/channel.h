@@ -16,6 +16,7 @@
 #include "net/out_frame.h"
 #include "store/dedupe_key.h"
 #include "store/dedupe_table.h"
+#include "store/log_follower.h"
 #include "store/store.h"
 
 namespace parley::hub {
@@ -68,18 +69,15 @@ struct Channel {
 
   // A store that assigns seqs, several nodes writing (docs/architecture.md
   // "Cross-node fan-out"): committed messages that arrived ahead of
-  // committed_seq + 1 (this node's own answers and other nodes' pushes), by seq,
-  // delivered once contiguous. A gap that outlives fanout_gap_ms is read from
-  // the store.
+  // committed_seq + 1 (this node's own answers and other nodes' pushes) wait in
+  // the follower, delivered once contiguous; a gap that outlives fanout_gap_ms
+  // is read from the store.
   struct Held {
     net::SharedBuf json;
     std::unique_ptr<UpstreamEvent> upstream;
     std::vector<UpstreamEvent> after;
   };
-  std::map<uint64_t, Held> held;
-  bool gap_timer = false;  // a gap check is scheduled
-  bool filling = false;    // a gap fill read is in flight
-  uint32_t fill_misses = 0;  // fills in a row that did not close the gap
+  std::unique_ptr<store::LogFollower<Held>> follower;
   bool watched = false;    // Store::watch made for this channel
   // Presence of several nodes (a store that assigns seqs, a namespace with
   // presence): users with a connection on another node -> those nodes. A user

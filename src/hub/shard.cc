@@ -83,6 +83,7 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
       // Before the recovery reads the counter: a push committed after it is held.
       fresh->store->watch(fresh->id);
       fresh->watched = true;
+      follow(*fresh);
     }
     it = channels_.emplace(key, std::move(fresh)).first;
     channel_count_.fetch_add(1, std::memory_order_relaxed);
@@ -91,6 +92,7 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
   // and dedupe restart from what the store holds.
   Channel* c = it->second.get();
   c->loading = true;
+  if (c->follower) c->follower->pause();  // its committed seq is read again
   c->waiting.push_back(std::move(fn));
   c->shared_presence = c->store->assigns_seq() && ns.presence;
   const int64_t cutoff = wall_ms() - int64_t{ns.dedupe_window_s} * 1000;
@@ -145,7 +147,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
             [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
   for (const auto& e : entries) c->dedupe.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
   // Pushes that came while the counter was read: the newer ones go out now.
-  if (!c->held.empty()) deliver_held(*c);
+  if (c->follower) c->follower->resume();
   if (c->shared_presence) reconcile_presence(*c, presence);
   for (auto& fn : waiting) fn(c, nullptr);
 }
@@ -658,8 +660,8 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
     for (auto it = channels_.begin(b); it != channels_.end(b); ++it, ++seen) {
       Channel& c = *it->second;
       if (c.loading) continue;
-      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 && c.held.empty() &&
-          !c.filling && now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
+      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 &&
+          (!c.follower || c.follower->idle()) && now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
         idle.push_back(it->first);
       } else {
         expire_dedupe(c, now_ms);

@@ -138,10 +138,8 @@ class Shard {
   // Cross-node ordering (store assigns seqs; shard_cross_node.cc): `seq`
   // committed; delivered once every seq before it was.
   void hold(Channel& c, uint64_t seq, Channel::Held h);
-  void deliver_held(Channel& c);
-  void arm_gap(Channel& c);
-  void fill_gap(Channel& c);
-  void on_fill(const std::string& key, uint64_t after, Result<std::vector<store::StoredMessage>> r);
+  // Gives a channel of a store that assigns seqs its LogFollower.
+  void follow(Channel& c);
   void on_committed_shared(Channel* c, Channel::InFlight f, store::AppendOutcome outcome);
   // Drops a channel from channels_ (and its store watch).
   void forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it);

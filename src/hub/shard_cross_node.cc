@@ -1,12 +1,12 @@
 // The Shard's cross-node part, for a store that assigns seqs (several nodes
-// share a channel): this node's own appends answered with the store's seq, the
-// pushes of committed messages from the store, their hold-back until every
-// earlier seq was delivered, the gap fill from the channel's history, and
-// presence shared with the other nodes through notes and expiring entries.
+// share a channel): this node's own appends answered with the store's seq and
+// the pushes of committed messages from the store, both handed to the channel's
+// LogFollower (held until every earlier seq was delivered, gaps filled from the
+// channel's history), and presence shared with the other nodes through notes
+// and expiring entries.
 // The channel's own sequencing (a store that takes the shard's seq) is in
 // shard.cc. Same class, same thread: every method runs on the shard's loop.
 #include <algorithm>
-#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "common/check.h"
@@ -50,107 +50,44 @@ void Shard::hold(Channel& c, uint64_t seq, Channel::Held h) {
     for (auto& ev : h.after) upstream_->forward(std::move(ev));
     return;
   }
-  auto [it, inserted] = c.held.try_emplace(seq, std::move(h));
-  if (!inserted) {
+  if (Channel::Held* was = c.follower->held(seq)) {
     // The push came first and is waiting: this node's own answer brings the
     // upstream events that go out with it.
-    Channel::Held& was = it->second;
-    if (h.upstream && !was.upstream) was.upstream = std::move(h.upstream);
-    for (auto& ev : h.after) was.after.push_back(std::move(ev));
+    if (h.upstream && !was->upstream) was->upstream = std::move(h.upstream);
+    for (auto& ev : h.after) was->after.push_back(std::move(ev));
     return;
   }
   if (seq != c.committed_seq + 1) metrics::ThreadMetrics::inc(metrics_.local().fanout_held);
-  if (!c.loading) deliver_held(c);
+  c.follower->keep(seq, std::move(h));
 }
 
-void Shard::deliver_held(Channel& c) {
-  while (!c.held.empty()) {
-    auto it = c.held.begin();
-    if (it->first > c.committed_seq + 1) break;
-    Channel::Held h = std::move(it->second);
-    const uint64_t seq = it->first;
-    c.held.erase(it);
-    if (seq == c.committed_seq + 1) {
-      c.committed_seq = seq;
-      c.last_seq = std::max(c.last_seq, seq);
-      broadcast(c, ChannelEvent{std::move(h.json), 0, {}, {}, steady_ns()});
+void Shard::follow(Channel& c) {
+  Channel* ch = &c;
+  store::LogFollower<Channel::Held>::Hooks hooks;
+  hooks.release = [this, ch](uint64_t seq, Channel::Held& h, bool next) {
+    if (next) {
+      ch->last_seq = std::max(ch->last_seq, seq);
+      broadcast(*ch, ChannelEvent{std::move(h.json), 0, {}, {}, steady_ns()});
     }
     if (h.upstream) upstream_->forward(std::move(*h.upstream));
     for (auto& ev : h.after) upstream_->forward(std::move(ev));
-  }
-  if (c.held.empty()) {
-    c.fill_misses = 0;
-    return;
-  }
-  arm_gap(c);
-}
-
-void Shard::arm_gap(Channel& c) {
-  if (c.gap_timer || c.filling) return;
-  c.gap_timer = true;
-  auto t = std::make_shared<boost::asio::steady_timer>(loops_.loop(index_),
-                                                        std::chrono::milliseconds(opts_.fanout_gap_ms));
-  t->async_wait([this, t, key = c.fanout_key](const boost::system::error_code& ec) {
-    if (ec) return;
-    auto it = channels_.find(key);
-    if (it == channels_.end()) return;
-    Channel& ch = *it->second;
-    ch.gap_timer = false;
-    if (ch.loading || ch.held.empty()) return;
-    fill_gap(ch);
-  });
-}
-
-void Shard::fill_gap(Channel& c) {
-  if (c.filling) return;
-  c.filling = true;
-  metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_fills);
-  const uint64_t after = c.committed_seq;
-  c.store->read_after(c.id, after, kFillPage, [this, key = c.fanout_key, after](auto r) mutable {
-    loops_.run_on(index_, [this, key = std::move(key), after, r = std::move(r)]() mutable {
-      on_fill(key, after, std::move(r));
-    });
-  });
-}
-
-void Shard::on_fill(const std::string& key, uint64_t after,
-                    Result<std::vector<store::StoredMessage>> r) {
-  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
-  auto it = channels_.find(key);
-  if (it == channels_.end()) return;
-  Channel& c = *it->second;
-  c.filling = false;
-  if (!r) {
-    if (!c.held.empty()) arm_gap(c);  // the store is down: try again later
-    return;
-  }
-  auto& msgs = *r;
-  if (c.committed_seq == after && !msgs.empty() && msgs.front().seq > after + 1) {
-    // The store no longer holds what this node missed (trimmed from its
-    // history before the gap was filled): nothing can deliver it any more.
-    metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_skipped, msgs.front().seq - after - 1);
-    spdlog::warn("channel {}: seqs {}..{} were trimmed before this node could deliver them",
-                 c.id.channel, after + 1, msgs.front().seq - 1);
-    c.committed_seq = msgs.front().seq - 1;
-  }
-  for (auto& m : msgs) {
-    if (m.seq <= c.committed_seq || c.held.contains(m.seq)) continue;
+  };
+  hooks.from_store = [ch](store::StoredMessage& m) {
     auto json = std::make_shared<std::string>();
-    protocol::encode_msg(*json, {c.id.channel, m.seq, m.from, m.id, m.ts_ms, m.body});
-    c.held.emplace(m.seq, Channel::Held{std::move(json), nullptr, {}});
-  }
-  const uint64_t before = c.committed_seq;
-  deliver_held(c);
-  if (msgs.size() == kFillPage && c.held.empty()) return fill_gap(c);  // more may follow
-  if (!c.held.empty() && c.committed_seq == before && ++c.fill_misses >= 3 && msgs.empty()) {
-    // Three reads found nothing below what is held: the store lost it.
-    const uint64_t to = c.held.begin()->first - 1;
-    metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_skipped, to - c.committed_seq);
-    spdlog::warn("channel {}: seqs {}..{} are not in the store; skipped", c.id.channel,
-                 c.committed_seq + 1, to);
-    c.committed_seq = to;
-    deliver_held(c);
-  }
+    protocol::encode_msg(*json, {ch->id.channel, m.seq, m.from, m.id, m.ts_ms, m.body});
+    return Channel::Held{std::move(json), nullptr, {}};
+  };
+  hooks.passed_over = [this, ch](uint64_t from, uint64_t to) {
+    metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_skipped, to - from + 1);
+    spdlog::warn("channel {}: seqs {}..{} are no longer in the store; passed over", ch->id.channel,
+                 from, to);
+  };
+  hooks.on_fill = [this] { metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_fills); };
+  c.follower = std::make_unique<store::LogFollower<Channel::Held>>(
+      loops_, index_, *c.store, c.id, c.committed_seq,
+      store::LogFollower<Channel::Held>::Limits{std::chrono::milliseconds(opts_.fanout_gap_ms), kMaxHeld,
+                                                 kFillPage},
+      std::move(hooks));
 }
 
 void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
@@ -159,23 +96,19 @@ void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
   auto it = channels_.find(id.key());
   if (it == channels_.end()) return;  // not loaded here: its recovery reads the counter
   Channel& c = *it->second;
-  if (msg.seq <= c.committed_seq || c.held.contains(msg.seq)) return;
-  if (msg.seq > c.committed_seq + kMaxHeld) {
-    // Far ahead: left to the fill, which reads it in order.
-    if (!c.loading) arm_gap(c);
-    return;
-  }
+  if (!c.follower->wants(msg.seq)) return;
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {c.id.channel, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
   c.last_seq = std::max(c.last_seq, msg.seq);
-  hold(c, msg.seq, Channel::Held{std::move(json), nullptr, {}});
+  if (msg.seq != c.committed_seq + 1) metrics::ThreadMetrics::inc(metrics_.local().fanout_held);
+  c.follower->hold(msg.seq, Channel::Held{std::move(json), nullptr, {}});
 }
 
 void Shard::on_resync(const store::ChannelId& id) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(id.key());
-  if (it == channels_.end() || it->second->loading) return;
-  fill_gap(*it->second);
+  if (it == channels_.end()) return;
+  it->second->follower->fill();  // not while it recovers: the recovery reads the counter
 }
 
 void Shard::presence_event(Channel& c, const std::string& user, bool joined) {
