@@ -373,7 +373,10 @@ TEST(Fanout, PresenceCrossesNodesAndADeadNodesMembersExpire) {
   EXPECT_TRUE(has_member(dj, "alice")) << dj;
   auto carol = connect_as(a.http_port(), "carol");
   ASSERT_EQ(op_of(carol->join("chat:p")), "joined");
+  // B may still be telling of bob's leave (A's note can reach B after dave's
+  // join, under load): dave's first join news is carol's.
   p = next_presence(*dave);
+  for (int i = 0; i < 3 && !p.empty() && json_raw(p, "leave") == "[\"bob\"]"; ++i) p = next_presence(*dave);
   EXPECT_EQ(json_raw(p, "join"), "[\"carol\"]") << p;
   a.kill9();
   const auto killed = std::chrono::steady_clock::now();
