@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "net/preauth_budget.h"
+#include "net/thread_buffer.h"
 
 namespace parley::net {
 
@@ -315,7 +316,7 @@ ssize_t Connection::write_some(const iovec* iov, int count) {
     // A small gathered write (a frame's header, "[", a slice of a tick buffer,
     // "]") is cheaper to copy into one buffer and send() than to hand the
     // kernel as iovecs: it imports the vector and copies segment by segment.
-    thread_local char flat[kFlattenBytes];
+    char* const flat = thread_buffer<struct FlattenTag, kFlattenBytes>();
     size_t total = 0;
     for (int i = 0; i < count && total <= kFlattenBytes; ++i) total += iov[i].iov_len;
     if (total <= kFlattenBytes) {

@@ -8,6 +8,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "common/json_writer.h"
+#include "net/thread_buffer.h"
 #include "protocol/websocket.h"
 
 namespace parley::net {
@@ -274,9 +275,10 @@ void HttpSession::write_response(HttpResponse res) {
 }
 
 void HttpSession::linger() {
-  thread_local char sink[4096];
+  constexpr size_t kSinkBytes = 4096;
+  char* const sink = thread_buffer<struct LingerTag, kSinkBytes>();
   if (lingered_ == 0) stream_.expires_after(kLingerTime);
-  stream_.async_read_some(boost::asio::buffer(sink),
+  stream_.async_read_some(boost::asio::buffer(sink, kSinkBytes),
                           [self = shared_from_this()](beast::error_code ec, size_t n) {
                             self->lingered_ += n;
                             if (ec || self->lingered_ > kLingerBytes) return;

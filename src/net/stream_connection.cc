@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "net/thread_buffer.h"
+
 namespace parley::net {
 
 namespace {
@@ -124,9 +126,9 @@ bool StreamConnection<Socket>::flush_transport() {
 
 template <typename Socket>
 void StreamConnection<Socket>::drain_next() {
-  thread_local char sink[kReadChunk];
+  char* const sink = thread_buffer<struct DrainTag, kReadChunk>();
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
-  socket_.async_read_some(boost::asio::buffer(sink, sizeof sink),
+  socket_.async_read_some(boost::asio::buffer(sink, kReadChunk),
                           [self](boost::system::error_code ec, size_t) {
                             if (ec) {
                               self->abort();

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "net/thread_buffer.h"
+
 namespace parley::net {
 
 namespace {
@@ -84,7 +86,7 @@ bool TlsSession::flush(int fd) {
 }
 
 ssize_t TlsSession::read(int fd, void* out, size_t cap) {
-  thread_local char cipher[kRecvBytes];
+  char* const cipher = thread_buffer<struct CipherTag, kRecvBytes>();
   for (;;) {
     ERR_clear_error();
     const int n = SSL_read(ssl_, out, static_cast<int>(std::min<size_t>(cap, INT32_MAX)));
@@ -104,7 +106,7 @@ ssize_t TlsSession::read(int fd, void* out, size_t cap) {
     }
     // The handshake's answers go out before more is awaited from the peer.
     flush(fd);
-    const ssize_t got = ::recv(fd, cipher, sizeof cipher, 0);
+    const ssize_t got = ::recv(fd, cipher, kRecvBytes, 0);
     if (got == 0) return 0;
     if (got < 0) return -1;  // errno from recv (EAGAIN: wait for readability)
     BIO_write(rbio_, cipher, static_cast<int>(got));

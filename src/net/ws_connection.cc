@@ -2,9 +2,10 @@
 
 #include <sys/socket.h>
 
-#include <array>
 #include <boost/asio/post.hpp>
 #include <cerrno>
+
+#include "net/thread_buffer.h"
 
 namespace parley::net {
 
@@ -16,10 +17,8 @@ constexpr size_t kScratchBytes = 64 * 1024;
 // Reads per readiness before other connections get their turn.
 constexpr int kReadsPerWake = 4;
 
-uint8_t* scratch() {
-  thread_local std::array<uint8_t, kScratchBytes> buf;
-  return buf.data();
-}
+struct ScratchTag;
+uint8_t* scratch() { return thread_buffer<ScratchTag, kScratchBytes, uint8_t>(); }
 }  // namespace
 
 WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
