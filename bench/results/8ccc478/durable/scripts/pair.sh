@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# pair.sh BASE NEW OUT ROUNDS [bench args...]: the base and new servers side by side
+# (same config, own ports), each driven by its own parley-bench at the same time, so
+# both see the same machine; every process at nice -15. Prints per-round server CPU
+# and the ratio new/base, then the median ratio. THREADS=n sets threads; FSYNC=always
+# sets fsync (conf.sh); BASE_ARGS / NEW_ARGS are added to one side's bench args only
+# (BASE=NEW, BASE_ARGS='--ns room': the durable path against the same shape not durable). `chat` is durable, `--ns room` is not. (From ../../../699bcec/deliv.)
+set -u
+BASE=$1; NEW=$2; OUT=$3; ROUNDS=${4:-3}; shift 4
+B=${BENCH:-/tmp/durable/bins/parley-bench}
+. "$(dirname "$0")/conf.sh"
+mkdir -p "$OUT"
+for r in $(seq 1 $ROUNDS); do
+  D=$OUT/round-$r; mkdir -p $D/base $D/new
+  PB=$((20000 + RANDOM % 20000)); PN=$((PB + 1))
+  conf $D/base $PB; conf $D/new $PN
+  nice -n -15 $BASE serve --config $D/base/p.toml > $D/base/log 2>&1 & SB=$!
+  nice -n -15 $NEW serve --config $D/new/p.toml > $D/new/log 2>&1 & SN=$!
+  sleep 1
+  L0=$(cut -d' ' -f1-3 /proc/loadavg)
+  nice -n -15 $B "$@" ${BASE_ARGS:-} --target 127.0.0.1:$PB --no-progress --server-pid $SB > $D/base/bench.txt 2>&1 & BB=$!
+  nice -n -15 $B "$@" ${NEW_ARGS:-} --target 127.0.0.1:$PN --no-progress --server-pid $SN > $D/new/bench.txt 2>&1 & BN=$!
+  wait $BB $BN
+  kill $SB $SN; wait $SB $SN 2>/dev/null
+  cb=$(awk '/server CPU s \(load\)/ {print $5}' $D/base/bench.txt)
+  cn=$(awk '/server CPU s \(load\)/ {print $5}' $D/new/bench.txt)
+  db=$(awk '$1=="deliveries/s" {print $2; exit}' $D/base/bench.txt)
+  dn=$(awk '$1=="deliveries/s" {print $2; exit}' $D/new/bench.txt)
+  vb=$(grep -c "verdict: PASS" $D/base/bench.txt); vn=$(grep -c "verdict: PASS" $D/new/bench.txt)
+  ab=$(awk '$1=="ack" {print $2"/"$4; exit}' $D/base/bench.txt); an=$(awk '$1=="ack" {print $2"/"$4; exit}' $D/new/bench.txt)
+  echo "round $r ack p50/p99 ms base $ab new $an" | tee -a $OUT/acks.log
+  echo "round $r load $L0 -> $(cut -d' ' -f1-3 /proc/loadavg): base CPU $cb deliv/s $db pass $vb | new CPU $cn deliv/s $dn pass $vn | CPU new/base $(echo "$cn $cb" | awk '{printf "%.3f", $1/$2}') | CPU per delivery new/base $(echo "$cn $dn $cb $db" | awk '{printf "%.3f", ($1/$2)/($3/$4)}')" | tee -a $OUT/pairs.log
+done
+grep "^round" $OUT/pairs.log | awk "{print \$NF}" | sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median new/base server CPU per delivery over %d rounds: %.3f\n", NR, m}' | tee -a $OUT/pairs.log
