@@ -323,15 +323,21 @@ uint64_t Partition::open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t
 
 void Partition::close_cursor(uint64_t id) { cursors_.erase(id); }
 
-void Partition::pump() {
+void Partition::pump(FrameBatch& out) {
   for (auto it = cursors_.begin(); it != cursors_.end();) {
     if (it->second.sink.expired()) {
       it = cursors_.erase(it);
       continue;
     }
-    pump_one(it->first, it->second);
+    pump_one(it->first, it->second, out);
     ++it;
   }
+}
+
+void Partition::pump_now(uint64_t id, Cursor& c) {
+  FrameBatch out;
+  pump_one(id, c, out);
+  out.post(loops_, metrics_);
 }
 
 void Partition::begin_frame(std::string& f, const Cursor& c) const {
@@ -341,7 +347,7 @@ void Partition::begin_frame(std::string& f, const Cursor& c) const {
   f += ",\"evs\":[";
 }
 
-void Partition::pump_one(uint64_t id, Cursor& c) {
+void Partition::pump_one(uint64_t id, Cursor& c, FrameBatch& out) {
   if (c.paced || c.next > committed_off_) return;
   if (recent_.empty() || recent_.front().off > c.next) return read_page(id, c);
   auto sink = c.sink.lock();
@@ -361,10 +367,7 @@ void Partition::pump_one(uint64_t id, Cursor& c) {
     frame += "]}";
     c.next = recent_[i - 1].off + 1;
     // Posted in order from this one loop: frames reach the connection in offset order.
-    loops_.run_on(sink->loop(), [this, sink, oldest_ns, frame = std::move(frame)]() mutable {
-      sink->deliver_event_frame(std::move(frame), nullptr);
-      metrics_.local().observe(metrics::Stage::kEventDispatch, steady_ns() - oldest_ns);
-    });
+    out.add(sink, std::move(frame), oldest_ns);
   }
 }
 
@@ -396,13 +399,13 @@ void Partition::read_page(uint64_t id, Cursor& c) {
             auto again = cursors_.find(id);
             if (again == cursors_.end() || again->second.next != from) return;
             again->second.paced = false;
-            pump_one(id, again->second);
+            pump_now(id, again->second);
           });
           return;
         }
         c.paced = false;
         c.next = std::max(c.next, earliest());
-        return pump_one(id, c);
+        return pump_now(id, c);
       }
       std::string frame;
       begin_frame(frame, c);
@@ -421,7 +424,7 @@ void Partition::read_page(uint64_t id, Cursor& c) {
             auto again = cursors_.find(id);
             if (again == cursors_.end()) return;
             again->second.paced = false;
-            pump_one(id, again->second);
+            pump_now(id, again->second);
           });
         });
       });

@@ -27,6 +27,7 @@
 
 #include "common/status.h"
 #include "events/append_box.h"
+#include "events/frame_batch.h"
 #include "protocol/client_op.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
@@ -100,9 +101,9 @@ class Partition {
   // `group` is written into its frames (a group member's). Returns its id.
   uint64_t open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next, std::string group);
   void close_cursor(uint64_t id);
-  // Sends what each cursor has not had yet (the topic calls it after commits,
-  // once per loop iteration or per tick).
-  void pump();
+  // Adds to `out` what each cursor has not had yet (the topic calls it after
+  // commits, once per loop iteration or per tick, and posts `out`).
+  void pump(FrameBatch& out);
   size_t cursors() const { return cursors_.size(); }
   // Where the partition lives in the store (a rebuild reads it back).
   const store::ChannelId& store_id() const { return id_; }
@@ -143,7 +144,9 @@ class Partition {
   // The history limit of the append of `off`: `retention`, or fewer when
   // retention_s lets older events go.
   uint32_t limit_for(uint64_t off, int64_t now_ms);
-  void pump_one(uint64_t id, Cursor& c);
+  void pump_one(uint64_t id, Cursor& c, FrameBatch& out);
+  // pump_one outside a pass (a paced cursor's next page): posts at once.
+  void pump_now(uint64_t id, Cursor& c);
   void begin_frame(std::string& f, const Cursor& c) const;
   void read_page(uint64_t id, Cursor& c);
 

@@ -226,9 +226,12 @@ void Topic::schedule_pump() {
 }
 
 void Topic::pump() {
+  // One post per connection for the whole pass (frame_batch.h).
+  FrameBatch out;
   for (auto& p : parts_) {
-    if (p->cursors()) p->pump();
+    if (p->cursors()) p->pump(out);
   }
+  out.post(loops_, metrics_);
 }
 
 void Topic::send_to(const std::weak_ptr<session::EventSink>& sink, std::string frame) {

@@ -189,7 +189,8 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
     if (!out.status) return self->reply_error(rid, out.status.error());
     std::string frame;
     protocol::encode_emitted(frame, rid, topic, out.offs, out.dup);
-    self->reply(std::move(frame));
+    // Corked: a producer's acks of one loop iteration leave in one write.
+    self->reply_corked(std::move(frame));
     self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
   };
   gw_.events()->emit(std::move(req));
@@ -263,7 +264,9 @@ void ClientSession::on_commit(protocol::ClientOp& op) {
     if (!st) return self->reply_event_error(rid, st.error(), range);
     std::string frame;
     protocol::encode_committed(frame, rid);
-    self->reply(std::move(frame));
+    // Corked: it leaves with the consumer's next events frames of this loop
+    // iteration, in one write.
+    self->reply_corked(std::move(frame));
   };
   gw_.events()->commit(std::move(req));
 }
@@ -332,6 +335,14 @@ void ClientSession::deliver_event_frame(std::string frame, std::function<void()>
   f.backfill = true;
   send(std::move(f));
   if (!gone()) after_backfill(std::move(written));
+}
+
+void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
+  if (gone()) return;
+  for (auto& f : frames) {
+    if (!conn_->send_corked(net::OutFrame(std::move(f)))) return send_over_cap();
+  }
+  gw_.hub().fanout(loop()).cork(shared_from_this());
 }
 
 void ClientSession::after_backfill(std::function<void()> fn) {

@@ -51,6 +51,7 @@ class ClientSession final : public net::ConnectionHandler,
 
   // EventSink
   void deliver_event_frame(std::string frame, std::function<void()> written) override;
+  void deliver_event_frames(std::vector<std::string> frames) override;
 
   bool authenticated() const { return tenant_ != nullptr; }
   TenantRuntime* tenant() const { return tenant_; }
