@@ -3,7 +3,8 @@
 // store's writer, one call per event); posting each completion to the loop cost
 // one Asio operation and one scheduler lock (and often a wake-up) per event.
 // The box gathers them instead: the first completion of a round posts one drain
-// to the loop, later ones only join the queue, and the drain hands every
+// to the loop (at the end of the store's completion round: completion_round.h),
+// later ones only join the queue, and the drain hands every
 // completion to its partition in arrival order (so each partition still sees
 // its appends complete in submission order).
 //
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "runtime/loop_group.h"
+#include "store/completion_round.h"
 #include "store/store.h"
 
 namespace parley::events {
@@ -40,7 +42,8 @@ class AppendBox {
       post = !posted_;
       posted_ = true;
     }
-    if (post) loops_.run_on(loop_, [this] { drain(); });
+    // At the end of the store's completion round: one drain for the round.
+    if (post) store::CompletionRound::defer([this] { loops_.run_on(loop_, [this] { drain(); }); });
   }
 
  private:

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "store/blocking_check.h"
+#include "store/completion_round.h"
 #include "store/record_codec.h"
 #include "store/store_policy.h"
 
@@ -147,8 +148,12 @@ void GroupCommitter::run() {
     maybe_recover();
     commit(batch);
     evict_idle(now_ms_);
-    for (Pending& p : batch) {
-      if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
+    {
+      // What the callbacks defer (completion_round.h) runs once they all have.
+      CompletionRound round;
+      for (Pending& p : batch) {
+        if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
+      }
     }
     size_t n = batch.size();
     batch = {};  // free the bodies before the next wait
