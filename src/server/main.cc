@@ -22,6 +22,7 @@
 #include "server/persist_command.h"
 #include "server/reload_command.h"
 #include "server/server.h"
+#include "server/startup_pages.h"
 
 namespace {
 
@@ -107,6 +108,9 @@ int serve(const std::vector<std::string>& argv) {
                  "  metrics:  http://" << cfg->listen << "/metrics\n"
               << std::endl;
   }
+  const auto released = parley::server::release_startup_pages();
+  spdlog::debug("start-up pages given back: {} KiB of {} file mappings", released.bytes / 1024,
+                released.mappings);
   return server.run_until_signal();
 }
 
