@@ -26,7 +26,12 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       outboxes_(loops.size()),
       committed_(loops.loop(index), [this](std::vector<Committed>& batch) {
         on_committed_batch(batch);
-      }) {}
+      }) {
+  // Store completions before fan-out: each drain slice of this loop first takes
+  // the completions that arrived meanwhile, so an ack waits for at most the
+  // slice in progress, not for the loop's whole queue.
+  fanouts_[index_]->set_before_drain([this] { committed_.run(); });
+}
 
 // One join's `since` backfill while its pages are read. Shard-owned; the store
 // callbacks carry it and post it back to the shard's loop.

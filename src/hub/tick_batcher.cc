@@ -86,7 +86,7 @@ void TickBatcher::cork(SubscriberRef sub) {
   if (sub->corked_) return;
   sub->corked_ = true;
   corked_.push_back(std::move(sub));
-  if (drain_posted_ || flushing_) return;  // that drain writes it
+  if (drain_posted_ || flushing_ || in_before_drain_) return;  // that drain writes it
   drain_posted_ = true;
   boost::asio::post(loop_, [this] {
     drain_posted_ = false;
@@ -97,7 +97,8 @@ void TickBatcher::cork(SubscriberRef sub) {
 void TickBatcher::make_ready(Entry* entry) {
   entry->second.ready = true;
   ready_.push_back(entry);
-  if (drain_posted_ || flushing_) return;  // a slice in progress posts the next itself
+  // A slice in progress posts the next itself; one about to start takes it.
+  if (drain_posted_ || flushing_ || in_before_drain_) return;
   drain_posted_ = true;
   boost::asio::post(loop_, [this] {
     drain_posted_ = false;
@@ -147,7 +148,12 @@ void TickBatcher::on_tick(uint32_t tick_ms) {
 
 void TickBatcher::drain() {
   // The scratch members are one slice's; sending never re-enters the fan-out.
-  PARLEY_CHECK(!flushing_);
+  PARLEY_CHECK(!flushing_ && !in_before_drain_);
+  if (before_drain_) {
+    in_before_drain_ = true;
+    before_drain_();
+    in_before_drain_ = false;
+  }
   flushing_ = true;
   ++flush_count_;
   size_t assembled = 0;

@@ -28,6 +28,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,6 +70,13 @@ class TickBatcher {
   void cork(SubscriberRef sub);
 
   size_t channel_count() const { return channels_.size(); }
+
+  // Runs at the start of every drain, before the slice assembles anything: the
+  // loop's hub shard takes its store completions there (Shard's constructor), so
+  // their acks and events leave in this slice instead of queueing behind it and
+  // every slice after it (issue 9: acks never wait behind fan-out). Set before
+  // the loop runs. What it delivers or corks goes out with the slice.
+  void set_before_drain(std::function<void()> fn) { before_drain_ = std::move(fn); }
 
   // Deliveries (member frames) a drain assembles before it yields to the loop.
   static constexpr size_t kSliceDeliveries = 256;
@@ -140,6 +148,8 @@ class TickBatcher {
   std::vector<Entry*> ready_;  // FIFO from ready_head_
   size_t ready_head_ = 0;
   bool drain_posted_ = false;
+  std::function<void()> before_drain_;
+  bool in_before_drain_ = false;  // what it makes ready or corks, this drain sends
 
   // Scratch of a drain slice, kept between slices so that one allocates
   // (almost) nothing but its shared buffers. Subscriber::fanout_flush_ marks

@@ -37,21 +37,29 @@ class Inbox {
     if (first) boost::asio::post(loop_, [this] { run(); });
   }
 
- private:
+  // On the loop: drains what is queued now instead of when the posted drain
+  // comes up (that one then finds less, or nothing). Not from inside `drain`.
   void run() {
+    if (running_) return;
     {
       std::lock_guard lock(mu_);
+      if (items_.empty()) return;
       batch_.swap(items_);
     }
+    running_ = true;
     drain_(batch_);
+    running_ = false;
     batch_.clear();  // keeps its capacity for the next batch
   }
+
+ private:
 
   boost::asio::io_context& loop_;
   Drain drain_;
   std::mutex mu_;
   std::vector<T> items_;  // guarded by mu_
   std::vector<T> batch_;  // the loop's: the batch being drained
+  bool running_ = false;  // the loop's
 };
 
 }  // namespace parley::runtime

@@ -30,10 +30,17 @@ nice -n -15 $BIN serve --config $OUT/parley.toml > $OUT/server.log 2>&1 & SP=$!
 sleep 1
 echo "start $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)" > $OUT/load.txt
 nice -n -15 $B chat-6k --duration $DUR --ramp-up 10 --threads 2 --target 127.0.0.1:$PORT --no-progress \
-  --server-pid $SP --json $OUT/chat-6k.json > $OUT/chat-6k.txt 2>&1
+  --server-pid $SP --json $OUT/chat-6k.json > $OUT/chat-6k.txt 2>&1 & BP=$!
+# Per-thread CPU (schedstat, ns) over 20 s of the load phase (from second 20 after
+# the start: the 10 s connect ramp is over).
+snap() { for t in /proc/$SP/task/*; do echo "${t##*/} $(tr ' ' _ < $t/comm) $(cat $t/schedstat)"; done; }
+sleep 20; snap > $OUT/threads.a; sleep 20; snap > $OUT/threads.b
+# on CPU, and runnable but waiting for a CPU (schedstat's second field), per second
+join <(sort $OUT/threads.a) <(sort $OUT/threads.b) | awk '{d=$7-$3; w=$8-$4; n=$9-$5; if (d>0) printf "%-8s %-16s on cpu %.3f cores, waiting for a cpu %.3f s/s, %.0f slices/s\n", $1, $2, d/20e9, w/20e9, n/20}' > $OUT/threads.txt
+wait $BP
 echo "end $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)" >> $OUT/load.txt
 curl -s http://127.0.0.1:$PORT/metrics > $OUT/metrics.txt
 kill $SP; wait $SP 2>/dev/null
 sh $REPO/bench/stage_breakdown.sh $OUT/metrics.txt > $OUT/stages.txt
 rm -rf $OUT/data
-cat $OUT/load.txt; grep -E "^  (ack|delivery) |acked/s|deliveries/s|accepted|server CPU|generator CPU|deliveries/server|peak RSS|verdict" $OUT/chat-6k.txt; cat $OUT/stages.txt
+cat $OUT/load.txt $OUT/threads.txt; grep -E "^  (ack|delivery) |acked/s|deliveries/s|accepted|server CPU|generator CPU|deliveries/server|peak RSS|verdict" $OUT/chat-6k.txt; cat $OUT/stages.txt

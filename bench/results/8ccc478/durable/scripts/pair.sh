@@ -4,7 +4,8 @@
 # both see the same machine; every process at nice -15. Prints per-round server CPU
 # and the ratio new/base, then the median ratio. THREADS=n sets threads; FSYNC=always
 # sets fsync (conf.sh); BASE_ARGS / NEW_ARGS are added to one side's bench args only
-# (BASE=NEW, BASE_ARGS='--ns room': the durable path against the same shape not durable). `chat` is durable, `--ns room` is not. (From ../../../699bcec/deliv.)
+# (BASE=NEW, BASE_ARGS='--ns room': the durable path against the same shape not durable).
+# Also prints each server's stage means (queue_wait, append, ack) from its /metrics. `chat` is durable, `--ns room` is not. (From ../../../699bcec/deliv.)
 set -u
 BASE=$1; NEW=$2; OUT=$3; ROUNDS=${4:-3}; shift 4
 B=${BENCH:-/tmp/durable/bins/parley-bench}
@@ -21,6 +22,12 @@ for r in $(seq 1 $ROUNDS); do
   nice -n -15 $B "$@" ${BASE_ARGS:-} --target 127.0.0.1:$PB --no-progress --server-pid $SB > $D/base/bench.txt 2>&1 & BB=$!
   nice -n -15 $B "$@" ${NEW_ARGS:-} --target 127.0.0.1:$PN --no-progress --server-pid $SN > $D/new/bench.txt 2>&1 & BN=$!
   wait $BB $BN
+  # The servers' own stage histograms (bench/stage_breakdown.sh), from their start.
+  curl -s http://127.0.0.1:$PB/metrics > $D/base/metrics.txt; curl -s http://127.0.0.1:$PN/metrics > $D/new/metrics.txt
+  for s in base new; do sh ${REPO:-/work/wt/durable}/bench/stage_breakdown.sh $D/$s/metrics.txt > $D/$s/stages.txt 2>/dev/null; done
+  sb=$(awk -F'|' '$2 ~ /queue_wait|append|ack/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf "%s %s ", $2, $4}' $D/base/stages.txt)
+  sn=$(awk -F'|' '$2 ~ /queue_wait|append|ack/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf "%s %s ", $2, $4}' $D/new/stages.txt)
+  echo "round $r server stage means ms: base $sb| new $sn" | tee -a $OUT/stages.log
   kill $SB $SN; wait $SB $SN 2>/dev/null
   cb=$(awk '/server CPU s \(load\)/ {print $5}' $D/base/bench.txt)
   cn=$(awk '/server CPU s \(load\)/ {print $5}' $D/new/bench.txt)
