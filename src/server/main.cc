@@ -180,9 +180,14 @@ int dispatch(int argc, char** argv) {
 // that even then the process says why and exits with a code instead of aborting.
 int main(int argc, char** argv) {
   // glibc gives each thread that allocates its own arena (up to 8 per core), and
-  // every arena keeps its freed pages: two arenas held 4-9 MiB less RSS under an
-  // event stream with no measured cost (issue 12). MALLOC_ARENA_MAX still wins.
-  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+  // every arena keeps its freed pages: few arenas hold less RSS. Two (the main
+  // thread's and one for every other thread) held 4-9 MiB less than the default
+  // under an event stream, but the loops, the store's writer and RocksDB's threads
+  // then all took one arena lock: 0.4-0.7 futex calls per event at 60,000/s,
+  // mostly that lock. Four (with the fixed mmap threshold below, which keeps
+  // memtable blocks out of the arenas) halved those calls with the peak RSS at
+  // 100,000 events/s unchanged (issue 12). MALLOC_ARENA_MAX still wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 4);
   // A fixed mmap threshold: glibc's own rises to the largest block ever freed,
   // after which RocksDB's 512 KiB memtable arena blocks came from the arena and
   // stayed there as holes once their memtable was flushed. Mapped, they go back
