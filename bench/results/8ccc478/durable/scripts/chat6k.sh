@@ -7,7 +7,7 @@
 set -u
 BIN=$1; OUT=$2; DUR=${3:-60}; B=${BENCH:-/tmp/durable/bins/parley-bench}
 REPO=${REPO:-/work/wt/durable}
-mkdir -p $OUT/data; PORT=$((20000 + RANDOM % 20000))
+mkdir -p $OUT/data; PORT=$((20000 + RANDOM % 12000))
 cat > $OUT/parley.toml <<T
 [server]
 listen = "127.0.0.1:$PORT"

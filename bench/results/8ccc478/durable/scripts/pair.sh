@@ -13,7 +13,8 @@ B=${BENCH:-/tmp/durable/bins/parley-bench}
 mkdir -p "$OUT"
 for r in $(seq 1 $ROUNDS); do
   D=$OUT/round-$r; mkdir -p $D/base $D/new
-  PB=$((20000 + RANDOM % 20000)); PN=$((PB + 1))
+  # Ports below the ephemeral range (32768-): 2,000 client sockets once held a random one.
+  PB=$((20000 + RANDOM % 12000)); PN=$((PB + 1))
   conf $D/base $PB; conf $D/new $PN
   nice -n -15 $BASE serve --config $D/base/p.toml > $D/base/log 2>&1 & SB=$!
   nice -n -15 $NEW serve --config $D/new/p.toml > $D/new/log 2>&1 & SN=$!

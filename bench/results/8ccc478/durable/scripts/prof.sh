@@ -7,7 +7,7 @@ set -u
 BIN=$1; NS=$2; OUT=$3; shift 3
 B=${BENCH:-/tmp/durable/bins/parley-bench}
 . "$(dirname "$0")/conf.sh"
-mkdir -p $OUT; D=$OUT; PORT=$((20000 + RANDOM % 20000))
+mkdir -p $OUT; D=$OUT; PORT=$((20000 + RANDOM % 12000))
 conf $D $PORT
 nice -n -15 $BIN serve --config $D/p.toml > $D/log 2>&1 & SP=$!
 sleep 1
