@@ -49,7 +49,8 @@ void ServerProcess::write_config_text(std::ostream& cfg) const {
   if (spec_.tcp) cfg << "tcp_listen = \"127.0.0.1:0\"\n";
   if (spec_.unix_socket) cfg << "unix_listen = \"" << unix_path() << "\"\n";
   cfg << "store = \"" << spec_.store << "\"\ndata_dir = \"" << dir_ << "/data\"\n"
-      << "log_level = \"warn\"\n" << spec_.server_extra << "\n\n" << spec_.tenants_toml;
+      << "log_level = \"" << spec_.log_level << "\"\n"
+      << spec_.server_extra << "\n\n" << spec_.tenants_toml;
 }
 
 ServerProcess::~ServerProcess() {

@@ -30,6 +30,7 @@ struct ServerSpec {
   std::string tenants_toml = default_tenants_toml();
   std::string store = "embedded";
   std::string server_extra;  // more [server] keys, one per line
+  std::string log_level = "warn";
   bool tcp = true;
   bool unix_socket = false;
 };
