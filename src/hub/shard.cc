@@ -490,15 +490,40 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
                               c->ns->history, c->ns->dedupe_window_s,
                               c->ns->durable ? 0u : c->ns->history_ttl_s};
   // Completes on the store's thread (or inline): a group commit's completions
-  // reach this loop as one batch.
-  c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
+  // reach this loop as one batch. An inline completion (the memory store) of the
+  // channel's only append in flight is handled right here, after append()
+  // returns: no completion of this channel can be queued before it, and it
+  // saves two tasks of this loop per message (the inbox's and the outboxes').
+  std::optional<store::AppendOutcome> inline_done;
+  const uint64_t gen = c->inflight.size() == 1 ? ++append_gen_ : 0;
+  inline_gen_ = gen;
+  c->store->append(std::move(append), [this, c, gen, &inline_done](store::AppendOutcome out) {
+    // inline_gen_ is this append's only while append() runs: a completion
+    // that comes later (another thread, or posted back here) takes the inbox.
+    // Only this loop's thread reads inline_gen_ (the loop test comes first).
+    if (runtime::LoopGroup::current() == static_cast<int>(index_) && gen != 0 &&
+        inline_gen_ == gen) {
+      inline_gen_ = 0;
+      inline_done = std::move(out);
+      return;
+    }
     committed_.push(Committed{c, std::move(out)});
   });
+  inline_gen_ = 0;
+  if (inline_done) {
+    flushing_ = true;
+    on_committed(c, std::move(*inline_done));
+    flushing_ = false;
+    flush_outboxes();
+  }
 }
 
 void Shard::on_committed_batch(std::vector<Committed>& batch) {
+  // Acks and events leave at the end of this task (flushing_ stops to_loop
+  // from posting a flush of its own, which would find nothing left to do).
+  flushing_ = true;
   for (auto& done : batch) on_committed(done.channel, std::move(done.outcome));
-  // Acks and events leave now, not after another pass through this loop's queue.
+  flushing_ = false;
   flush_outboxes();
 }
 
@@ -683,7 +708,7 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
 
 void Shard::to_loop(unsigned loop, std::function<void()> fn) {
   outboxes_[loop].push_back(std::move(fn));
-  if (flush_scheduled_) return;
+  if (flush_scheduled_ || flushing_) return;
   flush_scheduled_ = true;
   loops_.run_on(index_, [this] { flush_outboxes(); });
 }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -158,6 +159,12 @@ class Shard {
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
   std::vector<std::vector<std::function<void()>>> outboxes_;
   bool flush_scheduled_ = false;
+  // Set while a task runs that flushes the outboxes itself before it ends.
+  bool flushing_ = false;
+  // publish_loaded: the append whose inline completion it handles itself
+  // (0: none); only ever non-zero while a store's append() runs.
+  uint64_t inline_gen_ = 0;
+  uint64_t append_gen_ = 0;
   // Outbox batches posted to this shard's own loop and not yet run.
   unsigned own_batches_queued_ = 0;
   UpstreamSink* upstream_ = nullptr;

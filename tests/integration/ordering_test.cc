@@ -219,6 +219,17 @@ TEST_F(OrderingTest, EveryMemberOnEveryLoopReceivesEveryMessageOnceInSeqOrder) {
   expect_every_member_got_everything_in_order(run);
 }
 
+// world: is not durable: its appends complete inline (memory store) and the
+// shard acks and fans out within the publish's own task (Shard::publish_loaded),
+// while other loops' publishes reach the shard by posting: the same guarantees.
+TEST_F(OrderingTest, NotDurableChannelKeepsEveryGuaranteeAcrossLoops) {
+  auto run = publish_concurrently("world:fanout", {.ws_publishers = 8, .ws_subscribers = 4},
+                                  kPerPublisher);
+  expect_unique_gap_free_acks(run);
+  expect_send_order_kept(run);
+  expect_every_member_got_everything_in_order(run);
+}
+
 TEST_F(OrderingTest, WebSocketAndTcpPublishersShareOneGapFreeSequence) {
   auto run = publish_concurrently(
       "chat:mixed",

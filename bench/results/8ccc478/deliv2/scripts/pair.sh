@@ -41,13 +41,22 @@ for r in $(seq 1 $ROUNDS); do
   L0=$(cut -d' ' -f1-3 /proc/loadavg)
   nice -n -15 $B "$@" --target 127.0.0.1:$PB --no-progress --server-pid $SB > $D/base/bench.txt 2>&1 & BB=$!
   nice -n -15 $B "$@" --target 127.0.0.1:$PN --no-progress --server-pid $SN > $D/new/bench.txt 2>&1 & BN=$!
-  wait $BB $BN
+  # task-clock (ns precision; /proc's CPU seconds are in 10 ms ticks) and
+  # context switches of both servers over the same window of the load phase.
+  sleep ${PERF_AT:-5}
+  perf stat -x, -e task-clock,context-switches -p $SB -o $D/base/perf.txt -- sleep ${PERF_S:-8} & PPB=$!
+  perf stat -x, -e task-clock,context-switches -p $SN -o $D/new/perf.txt -- sleep ${PERF_S:-8} & PPN=$!
+  wait $BB $BN $PPB $PPN
   kill $SB $SN; wait $SB $SN 2>/dev/null
   cb=$(awk '/server CPU s \(load\)/ {print $5}' $D/base/bench.txt)
   cn=$(awk '/server CPU s \(load\)/ {print $5}' $D/new/bench.txt)
   db=$(awk '$1=="deliveries/s" {print $2; exit}' $D/base/bench.txt)
   dn=$(awk '$1=="deliveries/s" {print $2; exit}' $D/new/bench.txt)
   vb=$(grep -c "verdict: PASS" $D/base/bench.txt); vn=$(grep -c "verdict: PASS" $D/new/bench.txt)
+  tb=$(awk -F, '/task-clock/ {print $1}' $D/base/perf.txt); tn=$(awk -F, '/task-clock/ {print $1}' $D/new/perf.txt)
+  xb=$(awk -F, '/context-switches/ {print $1}' $D/base/perf.txt); xn=$(awk -F, '/context-switches/ {print $1}' $D/new/perf.txt)
+  echo "round $r task-clock ms over ${PERF_S:-8} s: base $tb new $tn | context switches base $xb new $xn | task-clock new/base $(echo "$tn $tb" | awk '{printf "%.3f", $1/$2}')" | tee -a $OUT/taskclock.log
   echo "round $r load $L0 -> $(cut -d' ' -f1-3 /proc/loadavg): base CPU $cb deliv/s $db pass $vb | new CPU $cn deliv/s $dn pass $vn | CPU new/base $(echo "$cn $cb" | awk '{printf "%.3f", $1/$2}') | CPU per delivery new/base $(echo "$cn $dn $cb $db" | awk '{printf "%.3f", ($1/$2)/($3/$4)}')" | tee -a $OUT/pairs.log
 done
 grep "^round" $OUT/pairs.log | awk "{print \$NF}" | sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median new/base server CPU per delivery over %d rounds: %.3f\n", NR, m}' | tee -a $OUT/pairs.log
+grep "^round" $OUT/taskclock.log | awk "{print \$NF}" | sort -n | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "median new/base task-clock (same 8 s window, equal offered load) over %d rounds: %.3f\n", NR, m}' | tee -a $OUT/taskclock.log

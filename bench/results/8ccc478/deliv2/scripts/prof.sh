@@ -24,6 +24,6 @@ if [ "$LABEL" = floor ]; then nice -n -15 $BIN $PORT > $D/log 2>&1 & SP=$!; else
 sleep 1
 nice -n -15 $B chat --ns room --conns ${CONNS:-200} --rate ${RATE:-200} --duration 20 "$@" --target 127.0.0.1:$PORT --no-progress --server-pid $SP > $D/bench.txt 2>&1 & BP=$!
 sleep 8
-perf record -F ${FREQ:-4000} -g -p $SP -o $D/perf.data -- sleep 8 >/dev/null 2>&1
+perf record -F ${FREQ:-4000} ${CG:--g} -p $SP -o $D/perf.data -- sleep 8 >/dev/null 2>&1
 wait $BP; kill $SP; wait $SP 2>/dev/null
 echo "$LABEL $D/perf.data $(grep 'deliveries/server' $D/bench.txt)"
