@@ -44,7 +44,7 @@ TEST(FootprintTest, StartUpPagesAreGivenBackAndTheServerServesOn) {
   server.start();
   const std::string marker = "start-up pages given back: ";
   std::string log;
-  for (int i = 0; i < 200 && log.find(marker) == std::string::npos; ++i) {
+  for (int i = 0; i < 500 && log.find(marker) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     log = server.log();
   }
