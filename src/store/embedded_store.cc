@@ -1,9 +1,13 @@
 #include "store/embedded_store.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
@@ -12,6 +16,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
@@ -65,6 +70,27 @@ class ChannelOfMessageKey final : public rocksdb::SliceTransform {
     if (key.size() < 3 + 8 || key[0] != kMessageTag || key[key.size() - 9] != '\0') return false;
     const std::string_view prefix(key.data(), key.size() - 8);
     return std::count(prefix.begin(), prefix.end(), '\0') == 2;
+  }
+};
+
+// Compaction yields the CPU to the server's own threads: a universal merge
+// takes a core for seconds, and on a two-core machine the loops, the store's
+// writer and the flush (which a full memtable waits for) then shared the other
+// one. Each compaction thread lowers its own priority by 10 nice steps (Linux
+// nice is per thread) once, at its first compaction: below the server's threads,
+// not below the rest of the machine (RocksDB's own LowerThreadPoolCPUPriority
+// sets nice 19, and under other processes' load compaction starved and RocksDB
+// slowed every write). Merged data is never waited for by a client.
+class CompactionYields final : public rocksdb::EventListener {
+ public:
+  void OnCompactionBegin(rocksdb::DB*, const rocksdb::CompactionJobInfo&) override {
+    thread_local bool lowered = false;
+    if (lowered) return;
+    lowered = true;
+    const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, tid);
+    if (errno == 0) ::setpriority(PRIO_PROCESS, tid, std::min(19, nice + 10));
   }
 };
 
@@ -122,6 +148,7 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   // rewritten a logarithmic number of times, whatever the key layout.
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
   o.memtable_insert_with_hint_prefix_extractor = std::make_shared<ChannelOfMessageKey>();
+  o.listeners.push_back(std::make_shared<CompactionYields>());
   // Left at its default on purpose: the WAL is flushed to the OS on every write
   // (manual_wal_flush = false), so an acknowledged append survives kill -9.
 

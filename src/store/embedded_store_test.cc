@@ -10,6 +10,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/resource.h>
 #include <future>
 #include <mutex>
 #include <memory>
@@ -200,6 +204,50 @@ TEST(EmbeddedStore, FsyncAlwaysAppendsAreDurable) {
   auto rec = recover_sync(*store, kLobby, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 5u);
+}
+
+// ---- Compaction priority
+
+// The nice value of this process's threads named `name` (/proc/self/task).
+std::vector<int> nice_of_threads(const std::string& name) {
+  std::vector<int> out;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm");
+    std::string c;
+    std::getline(comm, c);
+    if (c != name) continue;
+    std::ifstream stat(t.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // Fields after the parenthesised name: state is field 3, nice field 19.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && rest >> field; ++i) {
+      if (i == 19) out.push_back(std::stoi(field));
+    }
+  }
+  return out;
+}
+
+// Compaction yields the CPU to the server's threads (embedded_store.cc,
+// CompactionYields): the thread that ran a compaction is 10 nice steps below the
+// process, the flush thread is not.
+TEST(EmbeddedStore, CompactionThreadRunsTenNiceStepsBelowTheProcess) {
+  TempDir dir;
+  auto store = open_or_die(dir.sub("db"));
+  for (uint64_t s = 1; s <= 50; ++s) {
+    ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(s, wall_ms()))));
+  }
+  auto* embedded = dynamic_cast<EmbeddedStore*>(store.get());
+  ASSERT_NE(embedded, nullptr);
+  ASSERT_TRUE(embedded->compact());
+  errno = 0;
+  const int process_nice = getpriority(PRIO_PROCESS, static_cast<id_t>(getpid()));
+  ASSERT_EQ(errno, 0);
+  const auto low = nice_of_threads("rocksdb:low");
+  ASSERT_FALSE(low.empty());
+  EXPECT_EQ(low.front(), std::min(19, process_nice + 10));
+  for (int n : nice_of_threads("rocksdb:high")) EXPECT_EQ(n, process_nice);
 }
 
 // ---- Completion rounds
