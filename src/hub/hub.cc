@@ -116,10 +116,11 @@ void Hub::depart(MemberLink& link) {
     fanouts_[link.loop]->remove_member(link.fanout_key, link.conn);
     link.registered = false;
   }
-  // Posted from this loop after the join, so the shard runs it after the join.
+  // Posted from this loop after the join (the same queue: Shard::post), so the
+  // shard runs it after the join.
   const unsigned i = shard_of(link.id.tenant, link.id.channel);
   Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, tenant = link.tenant, ch = link.id.channel, conn = link.conn] {
+  s->post([s, tenant = link.tenant, ch = link.id.channel, conn = link.conn] {
     s->leave(tenant, ch, conn);
   });
 }
@@ -130,9 +131,8 @@ void Hub::to_owner(Req req, void (Shard::*method)(Req)) {
   // expression the evaluation order is unspecified, and a moved-from channel
   // name would route the task to another shard's loop.
   const unsigned i = shard_of(req.tenant->id, req.ch);
-  loops_.run_on(i, [s = shards_[i].get(), method, req = std::move(req)]() mutable {
-    (s->*method)(std::move(req));
-  });
+  Shard* s = shards_[i].get();
+  s->post([s, method, req = std::move(req)]() mutable { (s->*method)(std::move(req)); });
 }
 
 void Hub::set_upstream(UpstreamSink* sink) {
@@ -177,7 +177,7 @@ void Hub::members(const TenantConfig* tenant, std::string ch, unsigned reply_loo
                   MembersDone done) {
   const unsigned i = shard_of(tenant->id, ch);
   Shard* s = shards_[i].get();
-  loops_.run_on(i, [s, tenant, ch = std::move(ch), reply_loop, done = std::move(done)]() mutable {
+  s->post([s, tenant, ch = std::move(ch), reply_loop, done = std::move(done)]() mutable {
     s->members(tenant, ch, reply_loop, std::move(done));
   });
 }

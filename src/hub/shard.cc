@@ -26,11 +26,19 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       outboxes_(loops.size()),
       committed_(loops.loop(index), [this](std::vector<Committed>& batch) {
         on_committed_batch(batch);
+      }),
+      inbound_(loops.loop(index), [](std::vector<std::function<void()>>& batch) {
+        for (auto& fn : batch) fn();
       }) {
-  // Store completions before fan-out: each drain slice of this loop first takes
-  // the completions that arrived meanwhile, so an ack waits for at most the
-  // slice in progress, not for the loop's whole queue.
-  fanouts_[index_]->set_before_drain([this] { committed_.run(); });
+  // Control work before fan-out (issue 9): each drain slice of this loop first
+  // takes the store completions and the hub's requests (pubs, joins, ...) that
+  // arrived meanwhile, so they wait for at most the slice in progress, not for
+  // the loop's queue behind it; the acks they produce for this loop's
+  // connections are corked and written first by that slice.
+  fanouts_[index_]->set_before_drain([this] {
+    committed_.run();
+    inbound_.run();
+  });
 }
 
 // One join's `since` backfill while its pages are read. Shard-owned; the store

@@ -58,6 +58,12 @@ class Shard {
   Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*> fanouts, Stores stores,
         metrics::Metrics& metrics, ShardOptions opts);
 
+  // Any thread: runs `fn` on this shard's loop, after what was posted here before
+  // it (FIFO per posting thread), at the latest when its posted drain comes up and
+  // earlier when one of the loop's fan-out drain slices starts first (Hub routes
+  // every session request through it: a pub does not wait behind queued fan-out).
+  void post(std::function<void()> fn) { inbound_.push(std::move(fn)); }
+
   void join(JoinRequest req);
   void leave(const TenantConfig* tenant, const std::string& ch, uint64_t conn);
   void publish(PublishRequest req);
@@ -169,6 +175,7 @@ class Shard {
   unsigned own_batches_queued_ = 0;
   UpstreamSink* upstream_ = nullptr;
   runtime::Inbox<Committed> committed_;
+  runtime::Inbox<std::function<void()>> inbound_;  // post(): the hub's requests
   std::atomic<size_t> inflight_total_{0};
   std::atomic<size_t> channel_count_{0};
   bool sweeping_ = false;
