@@ -30,6 +30,7 @@ for r in $(seq 1 $ROUNDS); do
   sn=$(awk -F'|' '$2 ~ /queue_wait|append|ack/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf "%s %s ", $2, $4}' $D/new/stages.txt)
   echo "round $r server stage means ms: base $sb| new $sn" | tee -a $OUT/stages.log
   kill $SB $SN; wait $SB $SN 2>/dev/null
+  rm -rf $D/base/data $D/new/data  # the stores' files: not results
   cb=$(awk '/server CPU s \(load\)/ {print $5}' $D/base/bench.txt)
   cn=$(awk '/server CPU s \(load\)/ {print $5}' $D/new/bench.txt)
   db=$(awk '$1=="deliveries/s" {print $2; exit}' $D/base/bench.txt)

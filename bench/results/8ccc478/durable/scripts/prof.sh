@@ -23,5 +23,5 @@ case "${PROF:-stat}" in
         awk '$1 ~ /^[0-9,.]+$/ && $1 != "0" {gsub(",","",$1); printf "%-40s %10s  per msg %.3f\n", $2, $1, $1/1000}' $D/perfstat.raw > $D/perfstat.txt;;
   perf) perf record -F ${FREQ:-1999} -g -p $SP -o $D/perf.data -- sleep 5 2>/dev/null >/dev/null;;
 esac
-wait $BP; kill $SP; wait $SP 2>/dev/null
+wait $BP; kill $SP; wait $SP 2>/dev/null; rm -rf $D/data
 echo "$NS $(grep -E 'server CPU s|deliveries/server' $D/bench.txt | tr -s ' ' | tr '\n' ' ') load $L0 -> $(cut -d' ' -f1-3 /proc/loadavg)" | tee $D/summary.txt

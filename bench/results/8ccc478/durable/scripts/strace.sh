@@ -9,5 +9,5 @@ sleep 1
 nice -n -15 $B chat --ns $NS --conns 200 --rate 200 --duration 14 --target 127.0.0.1:$PORT --no-progress --server-pid $SP > $D/bench.txt 2>&1 & BP=$!
 sleep 8
 timeout 2 strace -f -tt -p $SP -o $D/strace.txt 2>/dev/null
-wait $BP; kill $SP; wait $SP 2>/dev/null
+wait $BP; kill $SP; wait $SP 2>/dev/null; rm -rf $D/data
 for t in /proc/$SP/task/*; do :; done

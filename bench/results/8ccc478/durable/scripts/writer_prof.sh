@@ -16,5 +16,5 @@ sleep 10
 for t in /proc/$SP/task/*; do echo "$(cat $t/comm) ${t##*/} $(awk '{print $1}' $t/schedstat)"; done > $D/sched.b
 join -j 2 <(sort -k2 $D/sched.a) <(sort -k2 $D/sched.b) | awk -v w=$W '{d=$5-$3; if (d>0) printf "%-16s %s%s us/msg %.1f\n", $2, $1, ($1==w?" (writer)":""), d/1000/2000}' > $D/sched.txt
 perf record -F 20000 -g -t $W -o $D/perf.data -- sleep 6 2>/dev/null >/dev/null
-wait $BP; kill $SP; wait $SP 2>/dev/null
+wait $BP; kill $SP; wait $SP 2>/dev/null; rm -rf $D/data
 cat $D/sched.txt
