@@ -501,7 +501,7 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   // reach this loop as one batch. An inline completion (the memory store) of the
   // channel's only append in flight is handled right here, after append()
   // returns: no completion of this channel can be queued before it, and it
-  // saves two tasks of this loop per message (the inbox's and the outboxes').
+  // saves the inbox's task.
   std::optional<store::AppendOutcome> inline_done;
   const uint64_t gen = c->inflight.size() == 1 ? ++append_gen_ : 0;
   inline_gen_ = gen;
@@ -518,12 +518,10 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
     committed_.push(Committed{c, std::move(out)});
   });
   inline_gen_ = 0;
-  if (inline_done) {
-    flushing_ = true;
-    on_committed(c, std::move(*inline_done));
-    flushing_ = false;
-    flush_outboxes();
-  }
+  // The ack and the event leave with the outboxes' flush, posted once behind
+  // what this loop already holds: publishes queued behind this one share it
+  // (one post per loop for all of them under load).
+  if (inline_done) on_committed(c, std::move(*inline_done));
 }
 
 void Shard::on_committed_batch(std::vector<Committed>& batch) {
