@@ -44,10 +44,7 @@ top = 20
 interval_ms = 100
 )";
   s.store = "valkey";
-  std::string list;
-  for (const auto& n : nodes) list += (list.empty() ? "\"" : ", \"") + n + "\"";
-  s.tenants_toml += "\n[valkey]\nnodes = [" + list + "]\n";
-  if (cluster) s.tenants_toml += "cluster = true\n";
+  s.tenants_toml += "\n" + valkey_toml(nodes, cluster);
   return s;
 }
 

@@ -472,7 +472,7 @@ TEST(EventsOnValkey, EmitTailAndRetriesWorkAndEveryKeyCarriesAPartitionTag) {
   ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
   ServerSpec s = spec();
   s.store = "valkey";
-  s.tenants_toml += "\n[valkey]\nnodes = [\"" + redis.address() + "\"]\n";
+  s.tenants_toml += "\n" + valkey_toml({redis.address()});
   ServerProcess server(s);
   server.start();
 

@@ -26,11 +26,7 @@ ServerSpec node_spec(const std::vector<std::string>& nodes, const std::string& e
   ServerSpec spec = spec_with_tenants(default_tenants_toml(
       "publish_per_sec = 0\npublish_per_conn_sec = 0\n"));
   spec.store = "valkey";
-  std::string list;
-  for (const auto& n : nodes) list += (list.empty() ? "\"" : ", \"") + n + "\"";
-  spec.tenants_toml += "\n[valkey]\nnodes = [" + list + "]\n";
-  if (cluster) spec.tenants_toml += "cluster = true\n";
-  spec.tenants_toml += extra;
+  spec.tenants_toml += "\n" + valkey_toml(nodes, cluster) + extra;
   return spec;
 }
 

@@ -57,7 +57,7 @@ TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
           "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n") +
       "\n[tenants.demo.topics.hunt]\npartitions = 2\n");
   spec.store = "valkey";
-  spec.tenants_toml += "\n[valkey]\nnodes = [\"" + redis.address() + "\"]\n";
+  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
   ServerProcess server(spec);
   server.start();
   auto c = connect_as(server.http_port(), "alice");

@@ -34,24 +34,22 @@ std::string tenants() {
       "publish_per_sec = 0\npublish_per_conn_sec = 0\n[tenants.demo.namespaces.chat]\nhistory = 20\n");
 }
 
-std::string valkey_toml(const std::vector<std::string>& nodes, bool cluster = false) {
-  std::string s = "[valkey]\nnodes = [";
-  for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ", \"" : "\"") + nodes[i] + "\"";
-  s += "]\npartitions = " + std::to_string(kPartitions) + "\n";
-  if (cluster) s += "cluster = true\n";
-  return s;
+// The [valkey] section of the servers and the persister: few partitions, so
+// that each test's rows spread over every one of them.
+std::string valkey_section(const std::vector<std::string>& nodes, bool cluster = false) {
+  return valkey_toml(nodes, cluster) + "partitions = " + std::to_string(kPartitions) + "\n";
 }
 
 ServerSpec server_spec(const std::vector<std::string>& nodes, const std::string& pg_url, bool cluster = false) {
   ServerSpec spec = spec_with_tenants(tenants());
   spec.store = "valkey";
-  spec.tenants_toml += "\n" + valkey_toml(nodes, cluster) + "\n[postgres]\nurl = \"" + pg_url + "\"\n";
+  spec.tenants_toml += "\n" + valkey_section(nodes, cluster) + "\n[postgres]\nurl = \"" + pg_url + "\"\n";
   return spec;
 }
 
 PersisterSpec persister_spec(const std::vector<std::string>& nodes, const std::string& pg_url,
                              const std::string& consumer, bool cluster = false) {
-  return PersisterSpec{tenants(), valkey_toml(nodes, cluster), pg_url,
+  return PersisterSpec{tenants(), valkey_section(nodes, cluster), pg_url,
                        "consumer = \"" + consumer + "\"\nclaim_idle_ms = 1000\ntrim_interval_ms = 100\n"
                        "poll_ms = 10\n"};
 }

@@ -21,7 +21,7 @@ ServerSpec valkey_spec(const std::string& address, const std::string& extra = ""
   ServerSpec spec = spec_with_tenants(default_tenants_toml(
       "publish_per_sec = 0\npublish_per_conn_sec = 0\n"));
   spec.store = "valkey";
-  spec.tenants_toml += "\n[valkey]\nnodes = [\"" + address + "\"]\n" + extra;
+  spec.tenants_toml += "\n" + valkey_toml({address}) + extra;
   return spec;
 }
 

@@ -19,6 +19,14 @@
 
 namespace parley::testing {
 
+std::string valkey_toml(const std::vector<std::string>& nodes, bool cluster) {
+  std::string s = "[valkey]\nnodes = [";
+  for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ", \"" : "\"") + nodes[i] + "\"";
+  s += "]\n";
+  if (cluster) s += "cluster = true\n";
+  return s;
+}
+
 std::string default_tenants_toml(const std::string& demo_extra) {
   return std::string("[tenants.demo]\nsecret = \"") + kDemoSecret + "\"\napi_key = \"" +
          kDemoApiKey + "\"\n" + demo_extra +

@@ -26,6 +26,10 @@ inline constexpr const char* kOtherApiKey = "key-other";
 // The default tenants section; tests append namespaces or override keys.
 std::string default_tenants_toml(const std::string& demo_extra = "");
 
+// A [valkey] section naming these nodes ("host:port") for store = "valkey", the
+// Cluster mode when `cluster`; keys appended after it land in the section.
+std::string valkey_toml(const std::vector<std::string>& nodes, bool cluster = false);
+
 struct ServerSpec {
   std::string tenants_toml = default_tenants_toml();
   std::string store = "embedded";
