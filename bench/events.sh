@@ -10,7 +10,8 @@
 #
 # usage: bench/events.sh [PRESET] [parley-bench flags...]
 #   PRESET defaults to hunt-20k; PARLEY_BIN / PARLEY_BENCH_BIN override the binaries
-#   (defaults: build/src/server/parley, build/tools/bench/parley-bench).
+#   (defaults: build/src/server/parley, build/tools/bench/parley-bench);
+#   KEEP_LOG=FILE keeps the server's log there (RocksDB's "Stopping writes" lines).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,7 +22,8 @@ bench="${PARLEY_BENCH_BIN:-$root/build/tools/bench/parley-bench}"
 port="${PARLEY_EVENTS_PORT:-7970}"
 
 work="$(mktemp -d)"
-trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null
+      if [ -n "${KEEP_LOG:-}" ]; then cp "$work/server.log" "$KEEP_LOG"; fi; rm -rf "$work"' EXIT
 
 cat > "$work/parley.toml" <<TOML
 [server]
