@@ -10,7 +10,7 @@ DedupeExpiryFilter::DedupeExpiryFilter(Clock now_ms) : now_ms_(now_ms) {}
 
 bool DedupeExpiryFilter::Filter(int, const rocksdb::Slice& key, const rocksdb::Slice& value,
                                 std::string*, bool*) const {
-  if (key.empty() || (key[0] != kDedupeTag && key[0] != kLegacyDedupeTag)) return false;
+  if (key.empty() || !is_dedupe_tag(key[0])) return false;
   DedupeValue v;
   if (!decode_dedupe_value(std::string_view(value.data(), value.size()), v)) return false;
   return v.expiry_ms < now_ms_();

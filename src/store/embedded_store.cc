@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 
 #include <rocksdb/cache.h>
@@ -45,31 +47,54 @@ constexpr unsigned kReaderThreads = 2;
 constexpr size_t kWriteBufferBytes = 4 * kMiB;
 constexpr size_t kMaxUnreadableLogged = 10000;  // channels remembered as already logged
 
-// A message key is 'm' tenant \0 channel \0 seq (8 bytes, big-endian): its prefix is
-// the channel, inside which seqs only grow. The memtable keeps the last insert
-// position per prefix (memtable_insert_with_hint_prefix_extractor), so the next
-// message of a channel is linked in next to it instead of searched for from the
+// A message key is 'm' tenant \0 channel \0 seq (8 bytes, big-endian) and a dedupe
+// key 'e' tenant \0 channel \0 seq DedupeKey: the part up to the seq is the
+// channel, inside which seqs only grow. The memtable keeps the last insert position
+// per prefix (memtable_insert_with_hint_prefix_extractor), so the next record of a
+// channel is linked in next to the previous one instead of searched for from the
 // skiplist's head: the writer thread spent over half its time in those searches
-// under an event stream (issue 12's profile). Other keys (dedupe entries) are
-// inserted as before.
+// under an event stream (issue 12's profile), and with dedupe records ordered by
+// (sender, id) each of them was still such a search (issue 9: a skiplist walk in
+// cold cache per durable pub). Other keys (records of earlier layouts, the probe)
+// are inserted as before.
 //
 // Debian's RocksDB (7.8) shares these hints between the point keys and the range
 // tombstones (fixed upstream in 2024, PR 12558): a hint into one skiplist used to
 // insert into the other corrupts it. So a range tombstone's begin key must never
 // be in the domain: the committer starts every trim at the bare channel prefix
-// (group_committer.cc), whose first size - 8 bytes hold one NUL, not two.
-class ChannelOfMessageKey final : public rocksdb::SliceTransform {
+// (group_committer.cc), which has no 8 bytes after its second NUL.
+class ChannelOfSeqKey final : public rocksdb::SliceTransform {
  public:
-  const char* Name() const override { return "parley.ChannelOfMessageKey"; }
+  const char* Name() const override { return "parley.ChannelOfSeqKey"; }
   rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
-    return rocksdb::Slice(key.data(), key.size() - 8);
+    return rocksdb::Slice(key.data(), prefix_len(key));
   }
-  bool InDomain(const rocksdb::Slice& key) const override {
-    // 'm' tenant \0 channel \0, then 8 bytes: exactly two NULs before the seq,
-    // the last one just before it.
-    if (key.size() < 3 + 8 || key[0] != kMessageTag || key[key.size() - 9] != '\0') return false;
-    const std::string_view prefix(key.data(), key.size() - 8);
-    return std::count(prefix.begin(), prefix.end(), '\0') == 2;
+  bool InDomain(const rocksdb::Slice& key) const override { return prefix_len(key) != 0; }
+
+ private:
+  // Length of the channel part, or 0 outside the domain.
+  static size_t prefix_len(const rocksdb::Slice& key) {
+    if (key.size() < 3 + 8) return 0;
+    if (key[0] == kMessageTag) {
+      // 'm' tenant \0 channel \0, then 8 bytes: exactly two NULs before the seq,
+      // the last one just before it.
+      if (key[key.size() - 9] != '\0') return 0;
+      const std::string_view prefix(key.data(), key.size() - 8);
+      return std::count(prefix.begin(), prefix.end(), '\0') == 2 ? prefix.size() : 0;
+    }
+    if (key[0] == kDedupeTag) {
+      // 'e' tenant \0 channel \0 (names hold no NUL), then 8 bytes of seq and a
+      // DedupeKey of at least one byte.
+      const char* begin = key.data();
+      const char* end = begin + key.size();
+      const auto* first = static_cast<const char*>(std::memchr(begin + 1, '\0', key.size() - 1));
+      if (first == nullptr) return 0;
+      const auto* second =
+          static_cast<const char*>(std::memchr(first + 1, '\0', static_cast<size_t>(end - first - 1)));
+      if (second == nullptr || end - second < 1 + 8 + 1) return 0;
+      return static_cast<size_t>(second + 1 - begin);
+    }
+    return 0;
   }
 };
 
@@ -147,7 +172,7 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   // profile). Universal merges sorted runs of similar size instead: each byte is
   // rewritten a logarithmic number of times, whatever the key layout.
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
-  o.memtable_insert_with_hint_prefix_extractor = std::make_shared<ChannelOfMessageKey>();
+  o.memtable_insert_with_hint_prefix_extractor = std::make_shared<ChannelOfSeqKey>();
   o.listeners.push_back(std::make_shared<CompactionYields>());
   // Left at its default on purpose: the WAL is flushed to the OS on every write
   // (manual_wal_flush = false), so an acknowledged append survives kill -9.
@@ -160,6 +185,26 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   t.pin_l0_filter_and_index_blocks_in_cache = true;
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
   return o;
+}
+
+// One entry per (sender, id), the one of the highest seq. A reused id (sent again
+// after its window ended, so given a new seq) overwrote its record while records
+// were keyed by (sender, id); keyed by seq, both records stay until the older one
+// expires, and the newer one is what the id now answers.
+void keep_newest_per_id(std::vector<DedupeEntry>& entries) {
+  std::unordered_map<std::string, size_t> at;  // DedupeKey bytes -> index in `kept`
+  at.reserve(entries.size());
+  std::vector<DedupeEntry> kept;
+  kept.reserve(entries.size());
+  for (DedupeEntry& e : entries) {
+    auto [it, fresh] = at.try_emplace(std::string(DedupeKey(e.from, e.id).bytes()), kept.size());
+    if (fresh) {
+      kept.push_back(std::move(e));
+    } else if (e.seq > kept[it->second].seq) {
+      kept[it->second] = std::move(e);
+    }
+  }
+  entries = std::move(kept);
 }
 
 // What a record that fails to decode is called in the log.
@@ -489,8 +534,9 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
 
   rocksdb::WriteBatch expired;
   const int64_t now = wall_ms();
-  // Both layouts: records written before issue 11 stay readable until they expire.
-  for (char tag : {kDedupeTag, kLegacyDedupeTag}) {
+  // Every layout, oldest first: records of earlier builds stay readable until they
+  // expire (record_codec.h).
+  for (char tag : kDedupeTags) {
     ChannelIterator it(db_.get(), channel_prefix(tag, key));
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       rocksdb::Slice k = it->key(), v = it->value();
@@ -511,6 +557,7 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
     }
     if (!it->status().ok()) return read_failed(key, it->status().ToString());
   }
+  keep_newest_per_id(out.dedupe);
   // Best effort: the compaction filter drops whatever this misses. A stopped or
   // read-only database refuses the write without touching its files.
   if (expired.Count() > 0 && !read_only_) db_->Write(rocksdb::WriteOptions(), &expired);

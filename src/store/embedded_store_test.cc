@@ -166,6 +166,18 @@ TEST(EmbeddedStore, InterleavedChannelsTrimmingInOneMemtableReadBackInOrder) {
       auto before = read_before_sync(store, ch, kPerChannel + 1, 5);
       ASSERT_TRUE(before);
       EXPECT_EQ(seqs_of(*before), seq_range(kPerChannel - 4, kPerChannel)) << ch.channel;
+      // Every dedupe record (inserted at its channel's run end, through the same
+      // insert hints as the messages, beside the trims' range tombstones) is there,
+      // in seq order, each with its own message's id.
+      auto rec = recover_sync(store, ch, 0);
+      ASSERT_TRUE(rec);
+      EXPECT_EQ(rec->last_seq, kPerChannel);
+      std::vector<uint64_t> dedupe_seqs;
+      for (const auto& e : rec->dedupe) {
+        EXPECT_EQ(e.id, "m" + std::to_string(e.seq)) << ch.channel;
+        dedupe_seqs.push_back(e.seq);
+      }
+      EXPECT_EQ(dedupe_seqs, seq_range(1, kPerChannel)) << ch.channel;
     }
   };
   {
@@ -411,6 +423,51 @@ TEST(EmbeddedStore, RecoversDedupeRecordsOfThePreviousLayout) {
     if (e.from == "old-user" && e.id == "old-id") legacy = e.seq == 1;
   }
   EXPECT_TRUE(legacy);
+}
+
+// A data dir written before dedupe records were ordered by seq holds 'k' tenant \0
+// channel \0 DedupeKey records (issue 11's layout): recovered beside the new ones
+// (older layouts first), expired ones skipped and deleted, and appends go on.
+TEST(EmbeddedStore, RecoversDedupeRecordsOfTheIdOrderedLayout) {
+  TempDir dir;
+  const int64_t now = wall_ms();
+  {
+    auto store = open_or_die(dir.sub("db"));
+    ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(1, now))));
+  }
+  std::string live_key, gone_key;
+  {
+    // What the previous build wrote for seqs 2 and 3 (and one record long expired).
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options o;
+    ASSERT_TRUE(rocksdb::DB::Open(o, dir.sub("db"), &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string v;
+    encode_dedupe_value({2, now, now + 120'000}, v);
+    live_key = channel_prefix(kIdDedupeTag, kLobby) + std::string(DedupeKey("old-user", "old-id").bytes());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), live_key, v).ok());
+    encode_dedupe_value({3, now - 7'200'000, now - 7'080'000}, v);
+    gone_key = channel_prefix(kIdDedupeTag, kLobby) + std::string(DedupeKey("old-user", "gone").bytes());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), gone_key, v).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  auto store = open_or_die(dir.sub("db"));
+  ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(4, now))));
+  auto rec = testing::recover_sync(*store, kLobby, now - 120'000);
+  ASSERT_TRUE(rec);
+  std::vector<std::pair<uint64_t, std::string>> got;
+  for (const auto& e : rec->dedupe) got.emplace_back(e.seq, e.from + "/" + e.id);
+  // The 'k' record first (older layout), then the seq-ordered ones.
+  const std::vector<std::pair<uint64_t, std::string>> want = {
+      {2, "old-user/old-id"}, {1, "u1/m1"}, {4, "u1/m4"}};
+  EXPECT_EQ(got, want);
+  // The expired 'k' record was deleted by that recovery (not merely skipped: a
+  // cutoff of 0 would return it), the live one kept.
+  rec = testing::recover_sync(*store, kLobby, 0);
+  ASSERT_TRUE(rec);
+  std::set<uint64_t> seqs;
+  for (const auto& e : rec->dedupe) seqs.insert(e.seq);
+  EXPECT_EQ(seqs, (std::set<uint64_t>{1, 2, 4}));
 }
 
 // Issue 11, finding 8: the writer's per-channel state (~150 B) used to stay for

@@ -218,7 +218,7 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
 
   // The dedupe entry rides in the same batch: message and entry land atomically.
   if (s.ok() && !msg.id.empty()) {
-    std::string dkey = dedupe_record_key(p.req.key, DedupeKey(msg.from, msg.id));
+    std::string dkey = dedupe_record_key(p.req.key, msg.seq, DedupeKey(msg.from, msg.id));
     DedupeValue dv{msg.seq, msg.ts_ms, msg.ts_ms + int64_t{p.req.dedupe_window_s} * 1000};
     encode_dedupe_value(dv, value);
     s = wb.Put(dkey, value);
@@ -233,7 +233,7 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
     // One range tombstone per trim step, in the same batch as the append. It
     // starts at the bare channel prefix (nothing is stored below oldest_seq, so
     // it deletes the same messages): a begin key without a seq is never in the
-    // memtable insert-hint domain (embedded_store.cc, ChannelOfMessageKey).
+    // memtable insert-hint domain (embedded_store.cc, ChannelOfSeqKey).
     std::string begin = key.substr(0, prefix_len);
     std::string end = key.substr(0, prefix_len);
     append_seq(end, new_oldest);

@@ -86,14 +86,21 @@ bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq) {
   return true;
 }
 
-std::string dedupe_record_key(const ChannelKey& channel, const DedupeKey& key) {
+std::string dedupe_record_key(const ChannelKey& channel, uint64_t seq, const DedupeKey& key) {
   std::string k = channel_prefix(kDedupeTag, channel);
+  append_seq(k, seq);
   k.append(key.bytes());
   return k;
 }
 
 bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id) {
   if (tag == kDedupeTag) {
+    // be64(seq), then the DedupeKey (at least its length byte).
+    if (suffix.size() < 9) return false;
+    suffix.remove_prefix(8);
+    tag = kIdDedupeTag;
+  }
+  if (tag == kIdDedupeTag) {
     auto key = DedupeKey::from_bytes(suffix);
     if (!key) return false;
     from.assign(key->from());

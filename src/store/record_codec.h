@@ -4,9 +4,17 @@
 //   message: 'm' tenant \0 channel \0 be64(seq)   -> a channel's messages are one
 //            contiguous run ordered by seq, and nothing of another channel (or of the
 //            same channel name in another tenant) can fall inside it.
-//   dedupe:  'k' tenant \0 channel \0 DedupeKey   -> a channel's dedupe entries are one
-//            contiguous run; DedupeKey (store/dedupe_key.h) is varint(len(from)) from
-//            id, so neither field's bytes can shift into the other.
+//   dedupe:  'e' tenant \0 channel \0 be64(seq) DedupeKey -> a channel's dedupe entries
+//            are one contiguous run ordered by seq, like its messages, so each new one
+//            is inserted at the run's end next to the previous one (the memtable's
+//            insert hint, embedded_store.cc); DedupeKey (store/dedupe_key.h) is
+//            varint(len(from)) from id, so neither field's bytes can shift into the
+//            other. Recovery reads the whole run into the hub's table, so the order
+//            of the run costs no lookup.
+//   id-ordered dedupe: 'k' tenant \0 channel \0 DedupeKey, written from issue 11 until
+//            the seq-ordered layout: ordered by (sender, id), each insert searched the
+//            memtable's skiplist from its head. Still read (and expired by the
+//            compaction filter and by recovery); never written any more.
 //   legacy dedupe: 'd' tenant \0 channel \0 from \0 id, written before issue 11. It let
 //            ("a", "b\0c") and ("a\0b", "c") share a record. Still read (split at the
 //            first \0, right for every sender without a \0) and expired by the
@@ -27,8 +35,14 @@
 namespace parley::store {
 
 inline constexpr char kMessageTag = 'm';
-inline constexpr char kDedupeTag = 'k';
+inline constexpr char kDedupeTag = 'e';
+inline constexpr char kIdDedupeTag = 'k';
 inline constexpr char kLegacyDedupeTag = 'd';
+// Every dedupe layout, oldest first (recovery reads them in this order).
+inline constexpr char kDedupeTags[] = {kLegacyDedupeTag, kIdDedupeTag, kDedupeTag};
+inline bool is_dedupe_tag(char tag) {
+  return tag == kDedupeTag || tag == kIdDedupeTag || tag == kLegacyDedupeTag;
+}
 // One key, rewritten by the store's write probe when it recovers from a failed write.
 inline constexpr char kProbeTag = 'x';
 
@@ -43,10 +57,10 @@ void append_seq(std::string& key, uint64_t seq);
 // The seq of a message key of `prefix_len` prefix bytes; false when malformed.
 bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq);
 
-// The dedupe record key of (channel, key).
-std::string dedupe_record_key(const ChannelKey& channel, const DedupeKey& key);
+// The dedupe record key of message `seq` of `channel`, sent as `key`.
+std::string dedupe_record_key(const ChannelKey& channel, uint64_t seq, const DedupeKey& key);
 // Splits the part of a dedupe record key after the channel prefix into (from, id);
-// `tag` says which layout (kDedupeTag or kLegacyDedupeTag). False when malformed.
+// `tag` says which layout (one of kDedupeTags). False when malformed.
 bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id);
 
 // Message value: format byte, ts, from, id, body. seq lives in the key.

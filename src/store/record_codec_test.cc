@@ -63,8 +63,8 @@ TEST(RecordCodec, DedupeSuffixSplitsAtTheFirstNul) {
 TEST(RecordCodec, DedupeRecordKeysOfPairsThatShareBytesDiffer) {
   using namespace std::string_literals;
   const ChannelKey ch{"t", "c"};
-  const std::string a = dedupe_record_key(ch, DedupeKey("a", "b\0c"s));
-  const std::string b = dedupe_record_key(ch, DedupeKey("a\0b"s, "c"));
+  const std::string a = dedupe_record_key(ch, 7, DedupeKey("a", "b\0c"s));
+  const std::string b = dedupe_record_key(ch, 7, DedupeKey("a\0b"s, "c"));
   EXPECT_NE(a, b);
   const std::string prefix = channel_prefix(kDedupeTag, ch);
   ASSERT_EQ(a.compare(0, prefix.size(), prefix), 0);
@@ -72,14 +72,34 @@ TEST(RecordCodec, DedupeRecordKeysOfPairsThatShareBytesDiffer) {
   ASSERT_TRUE(parse_dedupe_suffix(kDedupeTag, std::string_view(b).substr(prefix.size()), from, id));
   EXPECT_EQ(from, "a\0b"s);
   EXPECT_EQ(id, "c");
-  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, "\x05" "ab", from, id));  // length past the end
+  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, std::string(8, '\0') + "\x05" "ab", from, id));  // length past the end
+  EXPECT_FALSE(parse_dedupe_suffix(kDedupeTag, std::string(8, '\0'), from, id));  // seq only
+  // The id-ordered layout (issue 11 until the seq-ordered one): no seq in the key.
+  const std::string old = channel_prefix(kIdDedupeTag, ch) + std::string(DedupeKey("u", "i").bytes());
+  ASSERT_TRUE(parse_dedupe_suffix(kIdDedupeTag, std::string_view(old).substr(prefix.size()), from, id));
+  EXPECT_EQ(from, "u");
+  EXPECT_EQ(id, "i");
+}
+
+// A channel's dedupe records sort by seq, whatever their senders and ids: each new
+// one lands at the end of the channel's run (the memtable insert hint's domain).
+TEST(RecordCodec, DedupeRecordKeysSortBySeqWithinTheirChannel) {
+  const ChannelKey ch{"t", "c"};
+  const std::string k1 = dedupe_record_key(ch, 1, DedupeKey("zz", "zz"));
+  const std::string k2 = dedupe_record_key(ch, 2, DedupeKey("a", "a"));
+  const std::string k256 = dedupe_record_key(ch, 256, DedupeKey("a", "a"));
+  EXPECT_LT(k1, k2);
+  EXPECT_LT(k2, k256);
+  const std::string prefix = channel_prefix(kDedupeTag, ch);
+  EXPECT_LT(k256, prefix_upper_bound(prefix));
+  EXPECT_EQ(k1.compare(0, prefix.size(), prefix), 0);
 }
 
 int64_t fixed_now() { return 10'000; }
 
 TEST(DedupeExpiryFilter, DropsOnlyExpiredDedupeRecords) {
   DedupeExpiryFilter filter(&fixed_now);
-  std::string dkey = channel_prefix(kDedupeTag, {"t", "c"}) + std::string("u1\0m1", 5);
+  std::string dkey = dedupe_record_key({"t", "c"}, 1, DedupeKey("u1", "m1"));
   std::string expired, live;
   encode_dedupe_value({1, 5'000, 9'999}, expired);
   encode_dedupe_value({2, 5'000, 10'000}, live);
@@ -88,7 +108,10 @@ TEST(DedupeExpiryFilter, DropsOnlyExpiredDedupeRecords) {
   EXPECT_TRUE(filter.Filter(0, dkey, expired, &nv, &changed));
   EXPECT_FALSE(filter.Filter(0, dkey, live, &nv, &changed));
   EXPECT_FALSE(filter.Filter(0, dkey, "garbage", &nv, &changed));
-  // Records of the layout before issue 11 expire the same way.
+  // Records of the earlier layouts expire the same way.
+  std::string by_id = channel_prefix(kIdDedupeTag, {"t", "c"}) + std::string(DedupeKey("u1", "m1").bytes());
+  EXPECT_TRUE(filter.Filter(0, by_id, expired, &nv, &changed));
+  EXPECT_FALSE(filter.Filter(0, by_id, live, &nv, &changed));
   std::string legacy = channel_prefix(kLegacyDedupeTag, {"t", "c"}) + std::string("u1\0m1", 5);
   EXPECT_TRUE(filter.Filter(0, legacy, expired, &nv, &changed));
   EXPECT_FALSE(filter.Filter(0, legacy, live, &nv, &changed));

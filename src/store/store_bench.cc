@@ -2,8 +2,13 @@
 // depths of appends in flight (the hub keeps many in flight under load), and the
 // memory store, and the valkey store against a running redis-server named by
 // PARLEY_VALKEY=ip:port (skipped without it). Not run by the tests: ./store_bench
+#include <time.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <semaphore>
 #include <string>
 #include <vector>
@@ -63,6 +68,61 @@ BENCHMARK(BM_EmbeddedAppend)
     ->Args({1, 64})
     ->Args({1, 1024})
     ->UseRealTime();
+
+int64_t cpu_ns(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// Issue 9's durable chat shape, paced: one append at a time every 1/rate s over 10
+// channels, ids like a client's UUIDs, so that every append is its own group commit
+// and the writer sleeps between them, as in `parley-bench compare chat --rate 200`.
+// Counter writer_us: CPU of every thread but this one (the store's writer, which
+// also runs the completion) per append: the durable pub's store cost, without the
+// event loops' noise. Args: rate (appends/s).
+void BM_EmbeddedPacedAppend(benchmark::State& state) {
+  testing::TempDir dir;
+  auto opened = open_embedded_store(EmbeddedOptions{dir.sub("db"), FsyncMode::kNever, 4096});
+  if (!opened) {
+    state.SkipWithError(opened.error().msg.c_str());
+    return;
+  }
+  Store& store = **opened;
+  constexpr int kChatChannels = 10;
+  std::vector<uint64_t> seqs(kChatChannels, 0);
+  const auto period = std::chrono::nanoseconds(1'000'000'000 / state.range(0));
+  std::binary_semaphore done(0);
+  char uuid[40];
+  uint64_t i = 0;
+  int64_t others_ns = 0, n = 0;
+  auto next = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    const int c = static_cast<int>(i % kChatChannels);
+    std::snprintf(uuid, sizeof uuid, "%08x-%04x-4%03x-a%03x-%012llx",
+                  static_cast<unsigned>(i * 2654435761u), static_cast<unsigned>(i & 0xffff),
+                  static_cast<unsigned>(i % 4096), static_cast<unsigned>((i / 7) % 4096),
+                  static_cast<unsigned long long>(i * 0x9e3779b97f4aULL & 0xffffffffffffULL));
+    AppendRequest req{ChannelKey{"demo", "chat:room-" + std::to_string(c)},
+                      StoredMessage{++seqs[c], wall_ms(), "user-" + std::to_string(i % 200), uuid,
+                                    R"({"text":"hello there, this is a message of typical chat size","n":)" +
+                                        std::to_string(i) + "}"},
+                      100, 120};
+    ++i;
+    const int64_t before = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    store.append(std::move(req), [&done](AppendOutcome) { done.release(); });
+    done.acquire();
+    // The writer may still be finishing its round after the release.
+    next += period;
+    std::this_thread::sleep_until(next);
+    others_ns += cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_ns(CLOCK_THREAD_CPUTIME_ID) - before;
+    ++n;
+  }
+  store.flush();
+  state.counters["writer_us"] = n > 0 ? double(others_ns) / 1000.0 / double(n) : 0;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EmbeddedPacedAppend)->ArgNames({"rate"})->Arg(200)->Iterations(3000)->UseRealTime();
 
 // Args: appends in flight. One pipelined connection per node and loop
 // (pool_size 2 on the two test loops); each channel's appends on one of them.
