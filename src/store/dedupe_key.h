@@ -23,14 +23,20 @@ class DedupeKey {
   DedupeKey() = default;
   DedupeKey(std::string_view from, std::string_view id) {
     bytes_.reserve(from.size() + id.size() + 2);
+    append(bytes_, from, id);
+  }
+
+  // Appends the bytes of DedupeKey(from, id) to `out` (the store's writer builds
+  // record keys in reused buffers).
+  static void append(std::string& out, std::string_view from, std::string_view id) {
     for (uint64_t n = from.size(); ; n >>= 7) {
       if (n < 0x80) {
-        bytes_.push_back(static_cast<char>(n));
+        out.push_back(static_cast<char>(n));
         break;
       }
-      bytes_.push_back(static_cast<char>((n & 0x7f) | 0x80));
+      out.push_back(static_cast<char>((n & 0x7f) | 0x80));
     }
-    bytes_.append(from).append(id);
+    out.append(from).append(id);
   }
 
   // Parses bytes written by bytes(); nullopt when they are not such a key (a

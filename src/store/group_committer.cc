@@ -1,11 +1,17 @@
 #include "store/group_committer.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
+#include <ctime>
 #include <memory>
 #include <utility>
 
 #include <rocksdb/db.h>
+#include <rocksdb/perf_level.h>
 #include <rocksdb/write_batch.h>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +25,32 @@ namespace parley::store {
 
 namespace {
 int64_t steady_ms() { return steady_ns() / 1'000'000; }
+
+// A reused buffer above this is given back after its group commit.
+constexpr size_t kKeepBatchBytes = 64 * 1024;
+constexpr size_t kKeepBatchEntries = 256;
+
+uint32_t* futex_word(std::atomic<uint32_t>& w) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                std::atomic<uint32_t>::is_always_lock_free);
+  return reinterpret_cast<uint32_t*>(&w);
+}
+
+// Sleeps while `w` holds `expected`, for at most timeout_ms (< 0: no limit).
+// Returns at once if it does not hold it; may return early (spuriously).
+void futex_wait(std::atomic<uint32_t>& w, uint32_t expected, int64_t timeout_ms) {
+  timespec ts{};
+  if (timeout_ms >= 0) {
+    ts.tv_sec = static_cast<time_t>(timeout_ms / 1000);
+    ts.tv_nsec = static_cast<long>(timeout_ms % 1000) * 1'000'000;
+  }
+  ::syscall(SYS_futex, futex_word(w), FUTEX_WAIT_PRIVATE, expected,
+            timeout_ms >= 0 ? &ts : nullptr, nullptr, 0);
+}
+
+void futex_wake_one(std::atomic<uint32_t>& w) {
+  ::syscall(SYS_futex, futex_word(w), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
 }  // namespace
 
 GroupCommitter::GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
@@ -30,15 +62,47 @@ GroupCommitter::GroupCommitter(Hooks hooks, FsyncMode fsync, size_t max_batch,
       next_recover_ms_(steady_ms() + kRetryMs),
       channel_idle_ms_(std::max<int64_t>(channel_idle_ms, 1)),
       refusal_(std::move(refusing)),
+      wb_(std::make_unique<rocksdb::WriteBatch>()),
       writer_([this] { run(); }) {}
 
 GroupCommitter::~GroupCommitter() {
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    wake = take_sleeper();
   }
-  work_cv_.notify_one();
+  if (wake) ring();
   writer_.join();  // run() returns only once the queue is empty
+}
+
+bool GroupCommitter::take_sleeper() {
+  // While the writer is busy it picks the queue up on its next round anyway:
+  // skipping the wake saves a futex call per append under load. Only the first
+  // waker after the writer went to sleep rings.
+  if (!writer_waiting_) return false;
+  writer_waiting_ = false;
+  bell_.store(1, std::memory_order_relaxed);
+  return true;
+}
+
+void GroupCommitter::ring() { futex_wake_one(bell_); }
+
+void GroupCommitter::wait_for_work(std::unique_lock<std::mutex>& lock, int64_t timeout_ms) {
+  const int64_t deadline = timeout_ms >= 0 ? steady_ms() + timeout_ms : 0;
+  while (queue_.empty() && !stop_) {
+    int64_t left = -1;
+    if (timeout_ms >= 0) {
+      left = deadline - steady_ms();
+      if (left <= 0) return;
+    }
+    writer_waiting_ = true;
+    bell_.store(0, std::memory_order_relaxed);
+    lock.unlock();
+    futex_wait(bell_, 0, left);
+    lock.lock();
+    writer_waiting_ = false;
+  }
 }
 
 void GroupCommitter::submit(AppendRequest req, AppendDone done) {
@@ -47,11 +111,9 @@ void GroupCommitter::submit(AppendRequest req, AppendDone done) {
     std::lock_guard lock(mu_);
     queue_.push_back(Pending{std::move(req), std::move(done), Status::ok()});
     ++submitted_;
-    wake = writer_waiting_;
+    wake = take_sleeper();
   }
-  // While the writer is busy it picks the queue up on its next round anyway:
-  // skipping the notify saves a futex call per append under load.
-  if (wake) work_cv_.notify_one();
+  if (wake) ring();
 }
 
 void GroupCommitter::submit_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs) {
@@ -63,16 +125,18 @@ void GroupCommitter::submit_many(std::vector<std::pair<AppendRequest, AppendDone
       queue_.push_back(Pending{std::move(req), std::move(done), Status::ok()});
     }
     submitted_ += reqs.size();
-    wake = writer_waiting_;
+    wake = take_sleeper();
   }
-  if (wake) work_cv_.notify_one();
+  if (wake) ring();
 }
 
 void GroupCommitter::flush() {
   assert(std::this_thread::get_id() != writer_.get_id());
   std::unique_lock lock(mu_);
   uint64_t target = submitted_;
+  ++flush_waiters_;
   drained_cv_.wait(lock, [&] { return completed_ >= target; });
+  --flush_waiters_;
 }
 
 size_t GroupCommitter::pending() const {
@@ -114,22 +178,25 @@ void GroupCommitter::maybe_recover() {
 }
 
 void GroupCommitter::run() {
+  // RocksDB counts into its thread-local perf context at the default level: the
+  // writer never reads it.
+  rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable);
+  size_t finished = 0;  // completed last round, counted under the next round's lock
   for (;;) {
-    std::vector<Pending> batch;
     {
       std::unique_lock lock(mu_);
-      writer_waiting_ = true;
-      auto ready = [&] { return !queue_.empty() || stop_; };
-      if (failed_) {
-        // Refusing: wake for recovery attempts as well as for work.
-        work_cv_.wait_for(lock, std::chrono::milliseconds(kRetryMs / 4), ready);
-      } else if (!channels_.empty()) {
-        // Wake up to forget idle channels even when nothing is written any more.
-        work_cv_.wait_for(lock, std::chrono::milliseconds(channel_idle_ms_ / 2 + 1), ready);
-      } else {
-        work_cv_.wait(lock, ready);
+      if (finished > 0) {
+        completed_ += finished;
+        finished = 0;
+        if (flush_waiters_ > 0) drained_cv_.notify_all();
       }
-      writer_waiting_ = false;
+      if (queue_.empty() && !stop_) {
+        // Refusing: wake for recovery attempts as well as for work. Channels held:
+        // wake up to forget idle ones even when nothing is written any more.
+        wait_for_work(lock, failed_              ? kRetryMs / 4
+                            : !channels_.empty() ? channel_idle_ms_ / 2 + 1
+                                                 : -1);
+      }
       now_ms_ = steady_ms();
       if (queue_.empty() && stop_) return;  // stopping, and everything has completed
       if (queue_.empty()) {
@@ -139,36 +206,33 @@ void GroupCommitter::run() {
         continue;
       }
       size_t n = std::min(queue_.size(), max_batch_);
-      batch.reserve(n);
+      batch_.reserve(n);
       for (size_t i = 0; i < n; ++i) {
-        batch.push_back(std::move(queue_.front()));
+        batch_.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
     }
     maybe_recover();
-    commit(batch);
+    commit(batch_);
     evict_idle(now_ms_);
     {
       // What the callbacks defer (completion_round.h) runs once they all have.
       CompletionRound round;
-      for (Pending& p : batch) {
+      for (Pending& p : batch_) {
         if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
       }
     }
-    size_t n = batch.size();
-    batch = {};  // free the bodies before the next wait
-    {
-      std::lock_guard lock(mu_);
-      completed_ += n;
-    }
-    drained_cv_.notify_all();
+    finished = batch_.size();
+    batch_.clear();  // frees the bodies before the next wait
+    if (batch_.capacity() > kKeepBatchEntries) batch_.shrink_to_fit();
   }
 }
 
 void GroupCommitter::commit(std::vector<Pending>& batch) {
   check_may_block();
   if (!failed_) {
-    rocksdb::WriteBatch wb;
+    rocksdb::WriteBatch& wb = *wb_;
+    wb.Clear();
     bool ok = true;
     for (Pending& p : batch) {
       if (!add(p, wb)) {
@@ -195,6 +259,7 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
         if (!s.ok()) refuse("store write failed", s.ToString());
       }
     }
+    if (wb.GetDataSize() > kKeepBatchBytes) wb_ = std::make_unique<rocksdb::WriteBatch>();
   }
   if (failed_) {
     for (Pending& p : batch) p.status = *failed_;
@@ -203,7 +268,8 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
 
 bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
   const StoredMessage& msg = p.req.msg;
-  std::string key = channel_prefix(kMessageTag, p.req.key);
+  std::string& key = key_buf_;
+  assign_channel_prefix(key, kMessageTag, p.req.key);
   ChannelState* ch = channel_state(key);
   if (ch == nullptr) return false;
   if (msg.seq <= ch->last_seq) {
@@ -212,16 +278,15 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
   }
   const size_t prefix_len = key.size();
   append_seq(key, msg.seq);
-  std::string value;
-  encode_message_value(msg, value);
-  rocksdb::Status s = wb.Put(key, value);
+  encode_message_value(msg, value_buf_);
+  rocksdb::Status s = wb.Put(key, value_buf_);
 
   // The dedupe entry rides in the same batch: message and entry land atomically.
   if (s.ok() && !msg.id.empty()) {
-    std::string dkey = dedupe_record_key(p.req.key, msg.seq, DedupeKey(msg.from, msg.id));
+    assign_dedupe_record_key(dkey_buf_, p.req.key, msg.seq, msg.from, msg.id);
     DedupeValue dv{msg.seq, msg.ts_ms, msg.ts_ms + int64_t{p.req.dedupe_window_s} * 1000};
-    encode_dedupe_value(dv, value);
-    s = wb.Put(dkey, value);
+    encode_dedupe_value(dv, value_buf_);
+    s = wb.Put(dkey_buf_, value_buf_);
   }
 
   if (ch->oldest_seq == 0) ch->oldest_seq = msg.seq;

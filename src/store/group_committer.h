@@ -11,6 +11,12 @@
 // Ordering: one writer, FIFO queue, callbacks run in queue order, so appends
 // complete in submission order (globally, hence per channel).
 //
+// Waking the writer: at low rates every append is its own group commit, so the
+// writer sleeps and is woken once per append. It sleeps on a futex word (bell_)
+// rather than a condition variable: glibc's condvar re-takes its mutex as
+// contended on wake-up, so the writer's next unlock was one more futex syscall per
+// append (issue 9's strace of a durable pub).
+//
 // Failure: when a write fails, that batch and every later append fail with
 // kUnavailable (retryable, no path in the text); nothing is written after a failed
 // batch, so no seq gap can reach the disk. The committer then REFUSES: every append
@@ -26,6 +32,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -96,6 +103,12 @@ class GroupCommitter {
   };
 
   void run();
+  // Writer thread, under `lock`: sleeps until there is work or stop_, or for at
+  // most timeout_ms (< 0: no limit).
+  void wait_for_work(std::unique_lock<std::mutex>& lock, int64_t timeout_ms);
+  // Any thread, under mu_: true when the caller must ring() after unlocking.
+  bool take_sleeper();
+  void ring();
   void commit(std::vector<Pending>& batch);
   // Enters the refusing state (logged once per refusal); `text` is the store's error.
   void refuse(const std::string& what, const std::string& text);
@@ -112,17 +125,26 @@ class GroupCommitter {
   const size_t max_batch_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;     // the writer waits for work
   std::condition_variable drained_cv_;  // flush() waits for completions
   std::deque<Pending> queue_;
   uint64_t submitted_ = 0;
   uint64_t completed_ = 0;
-  bool writer_waiting_ = false;
+  size_t flush_waiters_ = 0;    // callers blocked in flush(): only then is drained_cv_ notified
+  bool writer_waiting_ = false;  // the writer sleeps (or is about to) on bell_
   bool stop_ = false;
+  // 0 while the writer sleeps; set to 1 (under mu_) by whoever wakes it, before
+  // FUTEX_WAKE: a wake that comes before the writer's FUTEX_WAIT finds 1 and
+  // returns at once.
+  std::atomic<uint32_t> bell_{0};
 
   // Writer thread only. One small entry (~150 B) per channel written in the last
   // channel_idle_ms_: without eviction every channel ever written stayed here.
   std::unordered_map<std::string, ChannelState> channels_;  // key: message prefix
+  // Writer thread only: reused from one group commit to the next (capacity kept,
+  // bounded: a large batch's is given back).
+  std::vector<Pending> batch_;
+  std::unique_ptr<rocksdb::WriteBatch> wb_;
+  std::string key_buf_, value_buf_, dkey_buf_;
   std::optional<Error> failed_;       // what appends are told while refusing
   int64_t next_recover_ms_ = 0;       // steady time of the next try_recover
   const int64_t channel_idle_ms_;

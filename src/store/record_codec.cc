@@ -53,16 +53,21 @@ bool get_string(std::string_view& in, std::string& s) {
 
 }  // namespace
 
-std::string channel_prefix(char tag, const ChannelKey& key) {
+void assign_channel_prefix(std::string& p, char tag, const ChannelKey& key) {
   assert(key.tenant.find('\0') == std::string::npos);
   assert(key.channel.find('\0') == std::string::npos);
-  std::string p;
+  p.clear();
   p.reserve(key.tenant.size() + key.channel.size() + 3 + 8);
   p.push_back(tag);
   p.append(key.tenant);
   p.push_back('\0');
   p.append(key.channel);
   p.push_back('\0');
+}
+
+std::string channel_prefix(char tag, const ChannelKey& key) {
+  std::string p;
+  assign_channel_prefix(p, tag, key);
   return p;
 }
 
@@ -91,6 +96,13 @@ std::string dedupe_record_key(const ChannelKey& channel, uint64_t seq, const Ded
   append_seq(k, seq);
   k.append(key.bytes());
   return k;
+}
+
+void assign_dedupe_record_key(std::string& out, const ChannelKey& channel, uint64_t seq,
+                              std::string_view from, std::string_view id) {
+  assign_channel_prefix(out, kDedupeTag, channel);
+  append_seq(out, seq);
+  DedupeKey::append(out, from, id);
 }
 
 bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id) {

@@ -48,6 +48,8 @@ inline constexpr char kProbeTag = 'x';
 
 // 'tag' tenant \0 channel \0: every key of one kind for one channel starts with it.
 std::string channel_prefix(char tag, const ChannelKey& key);
+// The same, written over `out` (which keeps its capacity).
+void assign_channel_prefix(std::string& out, char tag, const ChannelKey& key);
 // The smallest string above every key that starts with `prefix` (its last byte,
 // always \0 here, becomes \1).
 std::string prefix_upper_bound(std::string_view prefix);
@@ -59,6 +61,9 @@ bool parse_message_seq(std::string_view key, size_t prefix_len, uint64_t& seq);
 
 // The dedupe record key of message `seq` of `channel`, sent as `key`.
 std::string dedupe_record_key(const ChannelKey& channel, uint64_t seq, const DedupeKey& key);
+// The same for (from, id), written over `out` (which keeps its capacity).
+void assign_dedupe_record_key(std::string& out, const ChannelKey& channel, uint64_t seq,
+                              std::string_view from, std::string_view id);
 // Splits the part of a dedupe record key after the channel prefix into (from, id);
 // `tag` says which layout (one of kDedupeTags). False when malformed.
 bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, std::string& id);
