@@ -8,6 +8,7 @@
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 #include "runtime/loop_group.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::hub {
 
@@ -714,32 +715,51 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
 
 void Shard::to_loop(unsigned loop, std::function<void()> fn) {
   outboxes_[loop].push_back(std::move(fn));
-  if (flush_scheduled_ || flushing_) return;
+  if (flushing_) return;
+  // This loop's share, in a read task on this loop (threads = 1, or the
+  // publisher's own shard): at that task's end rather than as one more task
+  // (runtime/loop_tail.h). Other loops' shares keep the posted flush, which
+  // gathers every publish the loop runs meanwhile into one post per loop.
+  if (loop == index_ && runtime::TailScope::active() &&
+      runtime::LoopGroup::current() == static_cast<int>(index_)) {
+    if (own_flush_deferred_) return;
+    own_flush_deferred_ = runtime::TailScope::defer(
+        [](void* s) {
+          auto* shard = static_cast<Shard*>(s);
+          shard->own_flush_deferred_ = false;
+          shard->flush_outbox(shard->index_);
+        },
+        this);
+    if (own_flush_deferred_) return;
+  }
+  if (flush_scheduled_) return;
   flush_scheduled_ = true;
   loops_.run_on(index_, [this] { flush_outboxes(); });
 }
 
 void Shard::flush_outboxes() {
   flush_scheduled_ = false;
-  for (unsigned l = 0; l < outboxes_.size(); ++l) {
-    if (outboxes_[l].empty()) continue;
-    std::vector<std::function<void()>> batch = std::move(outboxes_[l]);
-    outboxes_[l].clear();
-    if (l == index_ && own_batches_queued_ == 0) {
-      // This loop's share runs now rather than as one more task: nothing this
-      // shard sent its own loop earlier is still queued, so the order of its
-      // messages to this loop holds. (Each task costs a dispatch and often a
-      // non-blocking epoll_wait; a message was 5-6 of them on this loop.)
-      // The batch never re-enters the shard: sessions reach it by posting.
-      for (auto& fn : batch) fn();
-      continue;
-    }
-    if (l == index_) ++own_batches_queued_;
-    loops_.run_on(l, [this, l, batch = std::move(batch)]() mutable {
-      if (l == index_) --own_batches_queued_;
-      for (auto& fn : batch) fn();
-    });
+  for (unsigned l = 0; l < outboxes_.size(); ++l) flush_outbox(l);
+}
+
+void Shard::flush_outbox(unsigned l) {
+  if (outboxes_[l].empty()) return;
+  std::vector<std::function<void()>> batch = std::move(outboxes_[l]);
+  outboxes_[l].clear();
+  if (l == index_ && own_batches_queued_ == 0) {
+    // This loop's share runs now rather than as one more task: nothing this
+    // shard sent its own loop earlier is still queued, so the order of its
+    // messages to this loop holds. (Each task costs a dispatch and often a
+    // non-blocking epoll_wait; a message was 5-6 of them on this loop.)
+    // The batch never re-enters the shard: sessions reach it by posting.
+    for (auto& fn : batch) fn();
+    return;
   }
+  if (l == index_) ++own_batches_queued_;
+  loops_.run_on(l, [this, l, batch = std::move(batch)]() mutable {
+    if (l == index_) --own_batches_queued_;
+    for (auto& fn : batch) fn();
+  });
 }
 
 }  // namespace parley::hub

@@ -155,6 +155,7 @@ class Shard {
   // Queues `fn` to run on `loop`, after everything queued there before it.
   void to_loop(unsigned loop, std::function<void()> fn);
   void flush_outboxes();
+  void flush_outbox(unsigned loop);
 
   unsigned index_;
   runtime::LoopGroup& loops_;
@@ -165,6 +166,8 @@ class Shard {
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
   std::vector<std::vector<std::function<void()>>> outboxes_;
   bool flush_scheduled_ = false;
+  // This loop's outbox is flushed at the end of the current read task.
+  bool own_flush_deferred_ = false;
   // Set while a task runs that flushes the outboxes itself before it ends.
   bool flushing_ = false;
   // publish_loaded: the append whose inline completion it handles itself

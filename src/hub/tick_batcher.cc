@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "runtime/loop_group.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::hub {
 
@@ -87,7 +88,23 @@ void TickBatcher::cork(SubscriberRef sub) {
   sub->corked_ = true;
   corked_.push_back(std::move(sub));
   if (drain_posted_ || flushing_ || in_before_drain_) return;  // that drain writes it
+  post_drain();
+}
+
+void TickBatcher::post_drain() {
   drain_posted_ = true;
+  // In a read task: the drain runs at that task's end, after everything the
+  // task's frames produced (runtime/loop_tail.h); otherwise posted behind what
+  // the loop holds.
+  if (runtime::TailScope::defer(
+          [](void* self) {
+            auto* b = static_cast<TickBatcher*>(self);
+            b->drain_posted_ = false;
+            b->drain();
+          },
+          this)) {
+    return;
+  }
   boost::asio::post(loop_, [this] {
     drain_posted_ = false;
     drain();
@@ -99,11 +116,7 @@ void TickBatcher::make_ready(Entry* entry) {
   ready_.push_back(entry);
   // A slice in progress posts the next itself; one about to start takes it.
   if (drain_posted_ || flushing_ || in_before_drain_) return;
-  drain_posted_ = true;
-  boost::asio::post(loop_, [this] {
-    drain_posted_ = false;
-    drain();
-  });
+  post_drain();
 }
 
 void TickBatcher::hold(Entry* entry) {

@@ -120,6 +120,9 @@ class TickBatcher {
 
   // Lists the channel for the next drain (posting one if none is).
   void make_ready(Entry* entry);
+  // Schedules the next drain: at the end of the current read task when there
+  // is one (runtime::TailScope), else posted. Sets drain_posted_.
+  void post_drain();
   void hold(Entry* entry);
   void arm(uint32_t tick_ms, TickClass& tc);
   // The tick of a class: its held channels become ready and a drain runs.

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "net/thread_buffer.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::net {
 
@@ -47,6 +48,8 @@ void StreamConnection<Socket>::read_next() {
           self->abort();
           return;
         }
+        // What the frames cause on this loop runs at this task's end (ws_connection.cc).
+        runtime::TailScope tail;
         self->reader_.commit(n);
         self->heard_from_peer();
         self->handle_frames();
@@ -88,6 +91,7 @@ void StreamConnection<Socket>::on_tls_readable() {
   // TLS may hold decrypted bytes the socket no longer signals: read until it
   // asks for more ciphertext, yielding the loop now and then.
   constexpr int kRoundsPerTurn = 16;
+  runtime::TailScope tail;
   for (int round = 0; round < kRoundsPerTurn; ++round) {
     auto room = reader_.prepare(kReadChunk);
     const ssize_t n = tls_->read(socket_.native_handle(), room.data(), room.size());

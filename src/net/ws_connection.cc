@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "net/thread_buffer.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::net {
 
@@ -72,6 +73,9 @@ void WsConnection::wait_readable() {
 }
 
 void WsConnection::on_readable() {
+  // What these frames cause on this loop (the shard's work, the acks, the
+  // fan-out drain) runs at the end of this task, not as tasks of its own.
+  runtime::TailScope tail;
   uint8_t* buf = scratch();
   for (int round = 0; round < kReadsPerWake; ++round) {
     const ssize_t n = read_some(buf, kScratchBytes);

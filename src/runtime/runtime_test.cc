@@ -10,6 +10,7 @@
 #include "runtime/gate.h"
 #include "runtime/inbox.h"
 #include "runtime/loop_group.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::runtime {
 namespace {
@@ -55,6 +56,68 @@ TEST(InboxTest, APushAfterADrainPostsAgain) {
     EXPECT_EQ(drained.load(), i + 1);
   }
   loops.stop();
+}
+
+TEST(TailScopeTest, DefersToTheOutermostScopesEndInOrder) {
+  std::vector<int> ran;
+  auto push = [](void* v) { static_cast<std::vector<int>*>(v)->push_back(static_cast<int>(static_cast<std::vector<int>*>(v)->size())); };
+  EXPECT_FALSE(TailScope::defer(push, &ran));  // no scope: the caller posts
+  {
+    TailScope outer;
+    EXPECT_TRUE(TailScope::defer(push, &ran));
+    {
+      TailScope inner;
+      EXPECT_TRUE(TailScope::defer(push, &ran));
+    }
+    EXPECT_TRUE(ran.empty());  // the inner scope's end is not the task's end
+  }
+  EXPECT_EQ(ran, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(TailScope::active());
+}
+
+TEST(TailScopeTest, WorkDeferredByTheTailJoinsIt) {
+  struct Chain {
+    int left = 3;
+    int runs = 0;
+    static void step(void* p) {
+      auto* c = static_cast<Chain*>(p);
+      ++c->runs;
+      if (--c->left > 0) EXPECT_TRUE(TailScope::defer(&Chain::step, c));
+    }
+  } chain;
+  {
+    TailScope scope;
+    TailScope::defer(&Chain::step, &chain);
+  }
+  EXPECT_EQ(chain.runs, 3);
+  EXPECT_FALSE(TailScope::defer(&Chain::step, &chain));  // over: the next scope starts empty
+}
+
+TEST(InboxTest, APushOnItsLoopInsideATailScopeDrainsAtTheScopesEndWithoutATask) {
+  boost::asio::io_context io;
+  std::vector<int> drained;
+  Inbox<int> inbox(io, [&](std::vector<int>& batch) {
+    drained.insert(drained.end(), batch.begin(), batch.end());
+  });
+  size_t tasks_after = 99;
+  boost::asio::post(io, [&] {
+    {
+      TailScope scope;
+      inbox.push(1);
+      inbox.push(2);
+      EXPECT_TRUE(drained.empty());
+    }
+    EXPECT_EQ(drained, (std::vector<int>{1, 2}));
+    tasks_after = io.poll();  // nothing was posted for the drain
+  });
+  io.run();
+  EXPECT_EQ(tasks_after, 0u);
+  // Outside a scope a push still posts its drain.
+  inbox.push(3);
+  EXPECT_EQ(drained.size(), 2u);
+  io.restart();
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_EQ(drained, (std::vector<int>{1, 2, 3}));
 }
 
 TEST(GateTest, CloseOnAnEmptyGateCompletesAtOnce) {

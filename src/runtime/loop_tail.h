@@ -1,0 +1,57 @@
+// Work a loop task leaves for its own end instead of posting it.
+//
+// A read handler opens a TailScope around the frames it handles. Work those
+// frames cause on the same loop that would otherwise be a posted task of its
+// own (the shard's request inbox, its outbox flush, the fan-out drain) is
+// deferred to the scope's end: it runs in the same task, in the order it was
+// deferred, right after the handler's own work. Each posted task costs a
+// dispatch and, in Asio's scheduler, a non-blocking epoll_wait before it
+// (issue 9: a message at threads = 1 was one read task and three chained
+// posts); deferred, a message is one task and one epoll_wait, like the floor.
+//
+// Everything here is per thread: a scope and its tail belong to the loop
+// thread that opened it. Outside a scope defer() refuses and the caller posts
+// as before, so code that runs from timers, other loops' hand-offs or tests
+// keeps its old path. Work deferred while the tail runs joins the same tail;
+// callers guard their deferrals with the flags they had for their posts
+// (one drain, one flush, one inbox run at a time), which bounds it.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace parley::runtime {
+
+class TailScope {
+ public:
+  using Fn = void (*)(void*);
+
+  TailScope() { ++depth_; }
+  // The outermost scope runs the tail.
+  ~TailScope() {
+    if (--depth_ == 0 && !tail_.empty()) run_tail();
+  }
+  TailScope(const TailScope&) = delete;
+  TailScope& operator=(const TailScope&) = delete;
+
+  // On a loop thread inside a scope: queues fn(arg) for the scope's end and
+  // returns true. Elsewhere false: the caller posts.
+  static bool defer(Fn fn, void* arg) {
+    if (depth_ == 0) return false;
+    tail_.push_back({fn, arg});
+    return true;
+  }
+  static bool active() { return depth_ != 0; }
+
+ private:
+  struct Item {
+    Fn fn;
+    void* arg;
+  };
+  static void run_tail();
+
+  static constinit thread_local int depth_;
+  static thread_local std::vector<Item> tail_;
+};
+
+}  // namespace parley::runtime
