@@ -47,7 +47,7 @@ void WsConnection::start_reading() {
   // TLS may already hold the client's next records (read with the upgrade):
   // read before waiting for the socket.
   if (tls_) return on_readable();
-  wait_readable();
+  wait_readable(false);  // the client may have sent more behind its upgrade
 }
 
 ssize_t WsConnection::read_some(void* buf, size_t cap) {
@@ -60,7 +60,15 @@ ssize_t WsConnection::write_some(const struct iovec* iov, int count) {
   return Connection::write_some(iov, count);
 }
 
-void WsConnection::wait_readable() {
+void WsConnection::wait_readable(bool drained) {
+  if (drained && !tls_) {
+    read_wait_.arm(socket_, shared_from_this(), [](void* arg, bool ok) {
+      auto* self = static_cast<WsConnection*>(arg);
+      if (!ok) return self->abort();
+      self->on_readable();
+    }, this);
+    return;
+  }
   auto self = std::static_pointer_cast<WsConnection>(shared_from_this());
   socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
                      [self](boost::system::error_code ec) {
@@ -77,6 +85,7 @@ void WsConnection::on_readable() {
   // fan-out drain) runs at the end of this task, not as tasks of its own.
   runtime::TailScope tail;
   uint8_t* buf = scratch();
+  bool drained = false;
   for (int round = 0; round < kReadsPerWake; ++round) {
     const ssize_t n = read_some(buf, kScratchBytes);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
@@ -86,6 +95,7 @@ void WsConnection::on_readable() {
     }
     if (n < 0) {
       if (errno == EINTR) continue;
+      drained = true;  // EAGAIN
       break;
     }
     heard_from_peer();
@@ -95,7 +105,10 @@ void WsConnection::on_readable() {
     account_preauth();
     // Plain: a short read emptied the socket. TLS may hold more decrypted
     // bytes than the socket shows: read until it asks for more ciphertext.
-    if (got < kScratchBytes && !tls_) break;
+    if (got < kScratchBytes && !tls_) {
+      drained = true;
+      break;
+    }
     if (tls_ && round + 1 == kReadsPerWake) {
       auto self = std::static_pointer_cast<WsConnection>(shared_from_this());
       boost::asio::post(exec_, [self] {
@@ -104,7 +117,7 @@ void WsConnection::on_readable() {
       return;
     }
   }
-  wait_readable();
+  wait_readable(drained);
 }
 
 void WsConnection::on_ping(std::string_view payload) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/connection.h"
+#include "net/read_wait.h"
 #include "net/tls.h"
 #include "protocol/websocket.h"
 
@@ -58,7 +59,10 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
     close(code, why);
   }
 
-  void wait_readable();
+  // `drained`: the last read emptied the socket (EAGAIN, or a short read),
+  // so the edge-triggered ReadWait suffices; otherwise bytes may be left and
+  // the wait must re-check the level (async_wait's re-arm).
+  void wait_readable(bool drained);
   void on_readable();
   void send_control(uint8_t opcode, std::string payload);
   bool peer_closed() const { return reader_.done() && !reader_.failed(); }
@@ -66,6 +70,7 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   boost::asio::ip::tcp::socket socket_;
   std::unique_ptr<TlsSession> tls_;  // null: plain
   protocol::ws::FrameReader reader_;
+  ReadWait read_wait_;
   std::string early_;        // bytes read past the upgrade request, until start
   bool close_sent_ = false;  // our close frame is written
 };
