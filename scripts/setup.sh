@@ -19,6 +19,7 @@ packages=(
   redis-server                  # the valkey store's tests: standalone and a 3-master cluster
   postgresql                    # the WAL persister's tests (issue 10)
   libpq-dev                     # the persister and the history fallback talk to PostgreSQL (src/persist, src/store/postgres)
+  liburing-dev                  # bench/floor's --io-uring mode (issue 9: sends of one iteration batched)
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

@@ -15,9 +15,22 @@
 // the number of sends is the fewest any server batching on that tick can make.
 // It coalesces nothing: fewer bytes would not make fewer sends.
 //
+// With --io-uring (issue 9's "batch the sends of one iteration through
+// io_uring") the same sends, one per delivery and per reply, are queued as
+// IORING_OP_SEND entries while an epoll iteration runs and submitted with one
+// io_uring_enter at its end. A frame lives until the last send of it completes.
+// A connection's sends of one iteration are linked, so the kernel issues them in
+// order, and MSG_WAITALL makes it finish a short send itself (polling the socket)
+// before the next; bytes for a connection whose chain is still in flight wait in
+// its queue until the chain completes. The mode names the ring's setup flags:
+// defer (SINGLE_ISSUER | DEFER_TASKRUN, the default), coop (SINGLE_ISSUER |
+// COOP_TASKRUN) or plain (none); no SQPOLL (a kernel thread spinning on a
+// second core would not be a cost per delivery this machine can afford).
+//
 // Not a server to deploy: input is trusted beyond what keeps it from
 // crashing (bounded buffers, JSON errors answered), as the peers are.
-// Usage: parley-floor PORT [TICK_MS]   (listens on 127.0.0.1, WebSocket at any path)
+// Usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain]]
+//        (listens on 127.0.0.1, WebSocket at any path)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -27,6 +40,10 @@
 #include <unistd.h>
 
 #include <simdjson.h>
+#ifdef PARLEY_FLOOR_URING
+#include <liburing.h>
+#include <sys/eventfd.h>
+#endif
 
 #include <cerrno>
 #include <chrono>
@@ -44,11 +61,24 @@ namespace {
 
 constexpr size_t kMaxInput = 1 << 20;  // a connection's unparsed bytes
 constexpr size_t kReadBytes = 64 * 1024;
+constexpr size_t kMaxQueued = 1 << 16;  // io_uring mode: frames waiting on one connection
+constexpr size_t kMaxChain = 64;        // io_uring mode: linked sends of one connection per submit
 
 struct Room;
 
+// io_uring mode: a frame shared by the sends of it still in flight or queued.
+struct Buf {
+  std::string bytes;
+  uint32_t refs = 0;
+};
+
 struct Conn {
   int fd = -1;
+  uint64_t id = 0;      // tells a reused fd's new connection from the old one
+  std::vector<Buf*> q;  // io_uring mode: frames not yet submitted, in order
+  uint32_t inflight = 0;  // io_uring mode: sends submitted, not yet completed
+  bool touched = false;   // io_uring mode: on g_touched
+  bool broken = false;    // io_uring mode: a send failed or the queue overflowed
   bool upgraded = false;
   bool out_armed = false;
   std::string in;       // bytes not yet parsed (handshake or a cut frame)
@@ -74,6 +104,41 @@ std::unordered_map<int, std::unique_ptr<Conn>> g_conns;
 uint64_t g_next_conn = 1;
 simdjson::ondemand::parser g_parser;
 
+// io_uring mode (0 = off: one send() per delivery, the floor as the issue defines it).
+enum class Uring { kOff, kDefer, kCoop, kPlain };
+Uring g_uring = Uring::kOff;
+std::vector<Conn*> g_touched;  // connections with frames queued this iteration
+#ifdef PARLEY_FLOOR_URING
+io_uring g_ring;
+struct Send {
+  int fd;
+  uint64_t id;
+  Buf* buf;
+};
+std::vector<Send> g_sends;        // indexed by an SQE's user_data
+std::vector<uint32_t> g_free_sends;
+size_t g_inflight = 0;            // sends submitted and not completed, all connections
+bool g_ring_watched = false;      // the ring signals g_ring_evfd
+int g_ring_evfd = -1;             // in the epoll set; signalled only while watched
+#endif
+
+void release(Buf* b) {
+  if (--b->refs == 0) delete b;
+}
+
+void enqueue(Conn& c, Buf* b) {
+  if (c.q.size() >= kMaxQueued) {
+    c.broken = true;  // a peer that reads nothing; closed at the iteration's end
+  } else {
+    ++b->refs;
+    c.q.push_back(b);
+  }
+  if (!c.touched) {
+    c.touched = true;
+    g_touched.push_back(&c);
+  }
+}
+
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -92,6 +157,12 @@ void arm_out(Conn& c, bool on) {
 
 // One delivery: one send() of the whole frame (header included).
 void write_frame(Conn& c, std::string_view frame) {
+  if (g_uring != Uring::kOff) {
+    Buf* b = new Buf{std::string(frame)};
+    ++b->refs;
+    enqueue(c, b);
+    return release(b);
+  }
   if (!c.pending.empty()) {
     c.pending.append(frame);
     return;
@@ -102,6 +173,15 @@ void write_frame(Conn& c, std::string_view frame) {
     c.pending.assign(frame.substr(static_cast<size_t>(n)));
     arm_out(c, true);
   }
+}
+
+// write_frame for a frame no one else holds: io_uring mode keeps it without a copy.
+void write_owned(Conn& c, std::string frame) {
+  if (g_uring == Uring::kOff) return write_frame(c, frame);
+  Buf* b = new Buf{std::move(frame)};
+  ++b->refs;
+  enqueue(c, b);
+  release(b);
 }
 
 // A text frame: the server header (unmasked) in front of `json`.
@@ -128,7 +208,7 @@ std::string text_frame(std::string_view json) {
 // member who leaves and joins again never sees a batched frame after the reply
 // that already counted it.
 void send_json(Conn& c, std::string_view json) {
-  if (c.batch.empty()) return write_frame(c, text_frame(json));
+  if (c.batch.empty()) return write_owned(c, text_frame(json));
   c.batch.append(text_frame(json));
   write_frame(c, c.batch);
   c.batch.clear();  // its fd stays in g_dirty; the tick finds an empty batch
@@ -146,8 +226,24 @@ void deliver(Conn& c, std::string_view frame) {
   c.batch.append(frame);
 }
 
+// A frame for every member but `skip`: with io_uring at once, one copy shared by
+// all the sends of it.
+void deliver_all(const std::vector<Conn*>& members, std::string frame, const Conn* skip) {
+  if (g_uring != Uring::kOff && g_tick_ms <= 0) {
+    Buf* b = new Buf{std::move(frame)};
+    ++b->refs;
+    for (Conn* m : members)
+      if (m != skip) enqueue(*m, b);
+    return release(b);
+  }
+  for (Conn* m : members)
+    if (m != skip) deliver(*m, frame);
+}
+
 
 void close_conn(Conn& c) {
+  if (c.touched) std::erase(g_touched, &c);
+  for (Buf* b : c.q) release(b);
   for (Room* r : c.rooms) std::erase(r->members, &c);
   epoll_ctl(g_epoll, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
@@ -265,20 +361,19 @@ bool on_message(Conn& c, std::string& payload) {
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
     // Encoded once; one send per member, the publisher included.
-    const std::string frame = text_frame(
+    std::string frame = text_frame(
         "{\"op\":\"msg\",\"ch\":" + std::string(ch) + ",\"seq\":" + seq_s + ",\"from\":" + c.user +
         ",\"id\":" + std::string(id.empty() ? "null" : id) + ",\"ts\":" + std::to_string(ts) +
         ",\"body\":" + std::string(body.empty() ? "null" : body) + "}");
-    for (Conn* m : r.members) deliver(*m, frame);
+    deliver_all(r.members, std::move(frame), nullptr);
   } else if (op == "state") {
     auto it = g_rooms.find(std::string(ch));
     if (it == g_rooms.end()) return true;
-    const std::string frame =
+    std::string frame =
         text_frame("{\"op\":\"state\",\"ch\":" + std::string(ch) + ",\"from\":" + c.user +
                    ",\"key\":" + std::string(key.empty() ? "\"\"" : key) + ",\"body\":" +
                    std::string(body.empty() ? "null" : body) + "}");
-    for (Conn* m : it->second.members)
-      if (m != &c) deliver(*m, frame);
+    deliver_all(it->second.members, std::move(frame), &c);
   } else if (op == "ping") {
     send_json(c, "{\"op\":\"pong\"" + rid_part(rid) + "}");
   } else {
@@ -395,11 +490,169 @@ void flush_tick() {
   }
 }
 
+#ifdef PARLEY_FLOOR_URING
+void submit_ring() {
+  // DEFER_TASKRUN runs a link's next send as task work of this thread: only an
+  // io_uring_enter that asks for events runs it.
+  if (g_uring == Uring::kDefer) io_uring_submit_and_get_events(&g_ring);
+  else io_uring_submit(&g_ring);
+}
+
+// One connection's queued frames as linked sends, in order (at most kMaxChain;
+// the rest go when this chain has completed).
+void emit_chain(Conn& c) {
+  const size_t n = std::min(c.q.size(), kMaxChain);
+  if (n == 0) return;
+  if (io_uring_sq_space_left(&g_ring) < n) submit_ring();  // a chain never spans two submits
+  for (size_t i = 0; i < n; ++i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&g_ring);
+    uint32_t idx;
+    if (!g_free_sends.empty()) {
+      idx = g_free_sends.back();
+      g_free_sends.pop_back();
+    } else {
+      idx = static_cast<uint32_t>(g_sends.size());
+      g_sends.emplace_back();
+    }
+    Buf* b = c.q[i];  // the queue's reference moves to the send
+    g_sends[idx] = Send{c.fd, c.id, b};
+    io_uring_prep_send(sqe, c.fd, b->bytes.data(), b->bytes.size(), MSG_NOSIGNAL | MSG_WAITALL);
+    io_uring_sqe_set_data64(sqe, idx);
+    if (i + 1 < n) sqe->flags |= IOSQE_IO_LINK;
+  }
+  c.q.erase(c.q.begin(), c.q.begin() + static_cast<std::ptrdiff_t>(n));
+  c.inflight += static_cast<uint32_t>(n);
+  g_inflight += n;
+}
+
+void reap_ring() {
+  unsigned head;
+  unsigned seen = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&g_ring, head, cqe) {
+    ++seen;
+    const uint32_t idx = static_cast<uint32_t>(cqe->user_data);
+    const Send s = g_sends[idx];
+    g_free_sends.push_back(idx);
+    --g_inflight;
+    const bool whole = cqe->res == static_cast<int>(s.buf->bytes.size());
+    release(s.buf);
+    auto it = g_conns.find(s.fd);
+    if (it == g_conns.end() || it->second->id != s.id) continue;  // closed since
+    Conn& c = *it->second;
+    --c.inflight;
+    // An error (a link after it is cancelled) ends the connection, as a failed
+    // send() would through the read side.
+    if (!whole) c.broken = true;
+    if ((c.broken || (c.inflight == 0 && !c.q.empty())) && !c.touched) {
+      c.touched = true;
+      g_touched.push_back(&c);
+    }
+  }
+  io_uring_cq_advance(&g_ring, seen);
+}
+
+// The end of an iteration: every queued connection's chain, one submit, the
+// completions. Repeats only while completions free a chain with bytes behind it.
+void flush_ring() {
+  while (!g_touched.empty()) {
+    std::vector<Conn*> touched;
+    touched.swap(g_touched);
+    std::vector<int> broken;
+    for (Conn* c : touched) {
+      c->touched = false;
+      if (c->broken) broken.push_back(c->fd);
+      else if (c->inflight == 0) emit_chain(*c);
+    }
+    for (int fd : broken) {
+      auto it = g_conns.find(fd);
+      if (it != g_conns.end()) close_conn(*it->second);
+    }
+    if (io_uring_sq_ready(&g_ring) > 0) submit_ring();
+    reap_ring();
+  }
+  // Sends the kernel is still finishing (a full socket) complete later, as task
+  // work (DEFER_TASKRUN: run only by an enter that asks for events) or straight
+  // into the CQ: the ring signals its eventfd only while there are any, a flag
+  // in shared memory, no syscall. A completion that came before the flag was
+  // set is looked for once after.
+  const bool watch = g_inflight > 0;
+  if (watch != g_ring_watched) {
+    g_ring_watched = watch;
+    io_uring_cq_eventfd_toggle(&g_ring, watch);
+    if (watch) {
+      if (g_uring == Uring::kDefer) io_uring_get_events(&g_ring);
+      reap_ring();
+      if (!g_touched.empty()) flush_ring();
+    }
+  }
+}
+
+void on_ring_signal() {
+  eventfd_t v;
+  eventfd_read(g_ring_evfd, &v);
+  if (g_uring == Uring::kDefer) io_uring_get_events(&g_ring);
+  reap_ring();
+}
+
+bool setup_ring() {
+  io_uring_params p{};
+  if (g_uring == Uring::kDefer) p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+  if (g_uring == Uring::kCoop) p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN;
+  const int r = io_uring_queue_init_params(4096, &g_ring, &p);
+  if (r < 0) {
+    std::fprintf(stderr, "parley-floor: io_uring_queue_init_params: %s\n", std::strerror(-r));
+    return false;
+  }
+  io_uring_register_ring_fd(&g_ring);  // saves a file lookup per enter; optional
+  // The ring's own fd does not turn readable for DEFER_TASKRUN's task work; a
+  // registered eventfd is signalled for it (and for completions in the other modes).
+  g_ring_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (g_ring_evfd < 0 || io_uring_register_eventfd(&g_ring, g_ring_evfd) < 0) {
+    std::perror("parley-floor: eventfd for the ring");
+    return false;
+  }
+  io_uring_cq_eventfd_toggle(&g_ring, false);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = g_ring_evfd;
+  epoll_ctl(g_epoll, EPOLL_CTL_ADD, g_ring_evfd, &ev);
+  return true;
+}
+#else
+void flush_ring() {}
+bool setup_ring() {
+  std::fprintf(stderr, "parley-floor: built without liburing (scripts/setup.sh installs it)\n");
+  return false;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int port = argc > 1 ? std::atoi(argv[1]) : 7730;
-  g_tick_ms = argc > 2 ? std::atoi(argv[2]) : 0;
+  std::vector<std::string_view> pos;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--io-uring-available") {  // for tests: exit 0 when a ring can be set up here
+#ifdef PARLEY_FLOOR_URING
+      io_uring probe;
+      if (io_uring_queue_init(8, &probe, 0) < 0) return 1;
+      io_uring_queue_exit(&probe);
+      return 0;
+#else
+      return 1;
+#endif
+    }
+    if (a == "--io-uring" || a == "--io-uring=defer") g_uring = Uring::kDefer;
+    else if (a == "--io-uring=coop") g_uring = Uring::kCoop;
+    else if (a == "--io-uring=plain") g_uring = Uring::kPlain;
+    else if (a.starts_with("--")) {
+      std::fprintf(stderr, "usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain]]\n");
+      return 2;
+    } else pos.push_back(a);
+  }
+  const int port = pos.size() > 0 ? std::atoi(pos[0].data()) : 7730;
+  g_tick_ms = pos.size() > 1 ? std::atoi(pos[1].data()) : 0;
   const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   const int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -412,6 +665,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_epoll = epoll_create1(0);
+  if (g_uring != Uring::kOff && !setup_ring()) return 1;
   epoll_event lev{};
   lev.events = EPOLLIN;
   lev.data.fd = lfd;
@@ -420,6 +674,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   epoll_event events[256];
   for (;;) {
+    flush_ring();
     int timeout = -1;
     if (!g_dirty.empty()) {
       const int64_t now = now_ms();
@@ -432,13 +687,24 @@ int main(int argc, char** argv) {
     const int n = epoll_wait(g_epoll, events, 256, timeout);
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
+#ifdef PARLEY_FLOOR_URING
+      if (g_uring != Uring::kOff && fd == g_ring_evfd) {
+        on_ring_signal();
+        continue;
+      }
+#endif
       if (fd == lfd) {
         for (;;) {
-          const int cfd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK);
+          // With io_uring the socket blocks, so that a send it cannot finish
+          // at once is polled and completed by the kernel, not failed with
+          // EAGAIN; reads pass MSG_DONTWAIT either way.
+          const int cfd =
+              ::accept4(lfd, nullptr, nullptr, g_uring != Uring::kOff ? 0 : SOCK_NONBLOCK);
           if (cfd < 0) break;
           setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           auto c = std::make_unique<Conn>();
           c->fd = cfd;
+          c->id = g_next_conn;
           c->name = "c" + std::to_string(g_next_conn++);
           epoll_event ev{};
           ev.events = EPOLLIN;
