@@ -11,8 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <numeric>
 #include <system_error>
-#include <unordered_map>
 #include <utility>
 
 #include <rocksdb/cache.h>
@@ -187,24 +187,38 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   return o;
 }
 
-// One entry per (sender, id), the one of the highest seq. A reused id (sent again
-// after its window ended, so given a new seq) overwrote its record while records
-// were keyed by (sender, id); keyed by seq, both records stay until the older one
-// expires, and the newer one is what the id now answers.
+// One entry per (sender, id), the one of the highest seq, the survivors in their
+// order. A reused id (sent again after its window ended, so given a new seq)
+// overwrote its record while records were keyed by (sender, id); keyed by seq, both
+// records stay until the older one expires, and the newer one is what the id now
+// answers. Sorted indices rather than a map of key copies: a busy channel's window
+// holds hundreds of thousands of ids, and this costs 4 bytes and a bit per entry.
 void keep_newest_per_id(std::vector<DedupeEntry>& entries) {
-  std::unordered_map<std::string, size_t> at;  // DedupeKey bytes -> index in `kept`
-  at.reserve(entries.size());
-  std::vector<DedupeEntry> kept;
-  kept.reserve(entries.size());
-  for (DedupeEntry& e : entries) {
-    auto [it, fresh] = at.try_emplace(std::string(DedupeKey(e.from, e.id).bytes()), kept.size());
-    if (fresh) {
-      kept.push_back(std::move(e));
-    } else if (e.seq > kept[it->second].seq) {
-      kept[it->second] = std::move(e);
-    }
+  if (entries.size() < 2) return;
+  std::vector<uint32_t> order(entries.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const DedupeEntry& x = entries[a];
+    const DedupeEntry& y = entries[b];
+    if (int c = x.from.compare(y.from); c != 0) return c < 0;
+    if (int c = x.id.compare(y.id); c != 0) return c < 0;
+    return x.seq < y.seq;
+  });
+  std::vector<bool> older(entries.size(), false);
+  bool any = false;
+  for (size_t i = 0; i + 1 < order.size(); ++i) {
+    const DedupeEntry& x = entries[order[i]];
+    const DedupeEntry& y = entries[order[i + 1]];
+    if (x.from == y.from && x.id == y.id) older[order[i]] = any = true;
   }
-  entries = std::move(kept);
+  if (!any) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (older[i]) continue;
+    if (kept != i) entries[kept] = std::move(entries[i]);
+    ++kept;
+  }
+  entries.resize(kept);
 }
 
 // What a record that fails to decode is called in the log.

@@ -470,6 +470,27 @@ TEST(EmbeddedStore, RecoversDedupeRecordsOfTheIdOrderedLayout) {
   EXPECT_EQ(seqs, (std::set<uint64_t>{1, 2, 4}));
 }
 
+// Keyed by seq, an id reused after its window has a record per use: recovery
+// answers it once, with its newest seq, and keeps the others in their order.
+TEST(EmbeddedStore, RecoveryAnswersAReusedIdOnceWithItsNewestSeq) {
+  TempDir dir;
+  const int64_t now = wall_ms();
+  {
+    auto store = open_or_die(dir.sub("db"));
+    const char* ids[] = {"a", "b", "a", "c", "a"};
+    for (uint64_t s = 1; s <= 5; ++s) {
+      ASSERT_TRUE(append_sync(*store, make_req(kLobby, make_msg(s, now, "u1", ids[s - 1]))));
+    }
+  }
+  auto store = open_or_die(dir.sub("db"));
+  auto rec = recover_sync(*store, kLobby, 0);
+  ASSERT_TRUE(rec);
+  std::vector<std::pair<uint64_t, std::string>> got;
+  for (const auto& e : rec->dedupe) got.emplace_back(e.seq, e.id);
+  const std::vector<std::pair<uint64_t, std::string>> want = {{2, "b"}, {4, "c"}, {5, "a"}};
+  EXPECT_EQ(got, want);
+}
+
 // Issue 11, finding 8: the writer's per-channel state (~150 B) used to stay for
 // every channel ever written.
 TEST(EmbeddedStore, TheWriterForgetsIdleChannelsAndReloadsThemWhenWrittenAgain) {
