@@ -29,13 +29,14 @@
 //
 // Not a server to deploy: input is trusted beyond what keeps it from
 // crashing (bounded buffers, JSON errors answered), as the peers are.
-// Usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain]]
+// Usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain] [--fixed-files]]
 //        (listens on 127.0.0.1, WebSocket at any path)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,6 +108,10 @@ simdjson::ondemand::parser g_parser;
 // io_uring mode (0 = off: one send() per delivery, the floor as the issue defines it).
 enum class Uring { kOff, kDefer, kCoop, kPlain };
 Uring g_uring = Uring::kOff;
+// --fixed-files: sockets in the ring's file table (index = fd), sends with
+// IOSQE_FIXED_FILE: no file lookup and reference per send.
+bool g_fixed = false;
+unsigned kFixedFiles = 16384;  // fds at or above it are sent to unfixed
 std::vector<Conn*> g_touched;  // connections with frames queued this iteration
 #ifdef PARLEY_FLOOR_URING
 io_uring g_ring;
@@ -246,6 +251,12 @@ void close_conn(Conn& c) {
   for (Buf* b : c.q) release(b);
   for (Room* r : c.rooms) std::erase(r->members, &c);
   epoll_ctl(g_epoll, EPOLL_CTL_DEL, c.fd, nullptr);
+#ifdef PARLEY_FLOOR_URING
+  if (g_fixed && static_cast<unsigned>(c.fd) < kFixedFiles) {
+    int none = -1;
+    io_uring_register_files_update(&g_ring, static_cast<unsigned>(c.fd), &none, 1);
+  }
+#endif
   ::close(c.fd);
   g_conns.erase(c.fd);  // destroys c
 }
@@ -517,6 +528,7 @@ void emit_chain(Conn& c) {
     Buf* b = c.q[i];  // the queue's reference moves to the send
     g_sends[idx] = Send{c.fd, c.id, b};
     io_uring_prep_send(sqe, c.fd, b->bytes.data(), b->bytes.size(), MSG_NOSIGNAL | MSG_WAITALL);
+    if (g_fixed && static_cast<unsigned>(c.fd) < kFixedFiles) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, idx);
     if (i + 1 < n) sqe->flags |= IOSQE_IO_LINK;
   }
@@ -605,6 +617,20 @@ bool setup_ring() {
     return false;
   }
   io_uring_register_ring_fd(&g_ring);  // saves a file lookup per enter; optional
+  if (g_fixed) {
+    // The table counts against RLIMIT_NOFILE: raise the soft limit to what it needs.
+    rlimit rl{};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_max < kFixedFiles + 64) kFixedFiles = static_cast<unsigned>(rl.rlim_max / 2);
+    if (rl.rlim_cur < kFixedFiles + 64) {
+      rl.rlim_cur = kFixedFiles + 64;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+  }
+  if (int r = g_fixed ? io_uring_register_files_sparse(&g_ring, kFixedFiles) : 0; r < 0) {
+    std::fprintf(stderr, "parley-floor: io_uring_register_files_sparse: %s\n", std::strerror(-r));
+    return false;
+  }
   // The ring's own fd does not turn readable for DEFER_TASKRUN's task work; a
   // registered eventfd is signalled for it (and for completions in the other modes).
   g_ring_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -646,8 +672,9 @@ int main(int argc, char** argv) {
     if (a == "--io-uring" || a == "--io-uring=defer") g_uring = Uring::kDefer;
     else if (a == "--io-uring=coop") g_uring = Uring::kCoop;
     else if (a == "--io-uring=plain") g_uring = Uring::kPlain;
+    else if (a == "--fixed-files") g_fixed = true;
     else if (a.starts_with("--")) {
-      std::fprintf(stderr, "usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain]]\n");
+      std::fprintf(stderr, "usage: parley-floor PORT [TICK_MS] [--io-uring[=defer|coop|plain] [--fixed-files]]\n");
       return 2;
     } else pos.push_back(a);
   }
@@ -711,6 +738,10 @@ int main(int argc, char** argv) {
           ev.data.fd = cfd;
           epoll_ctl(g_epoll, EPOLL_CTL_ADD, cfd, &ev);
           g_conns.emplace(cfd, std::move(c));
+#ifdef PARLEY_FLOOR_URING
+          if (g_fixed && static_cast<unsigned>(cfd) < kFixedFiles)
+            io_uring_register_files_update(&g_ring, static_cast<unsigned>(cfd), &cfd, 1);
+#endif
         }
         continue;
       }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # parley-floor in each send mode (one send() per delivery; --io-uring with each ring
-# setup): the bench's chat audit passes (no loss, duplicate or reorder), and a member
+# setup, and with the sockets in its file table): the bench's chat audit passes (no loss, duplicate or reorder), and a member
 # whose socket is full gets every frame whole and in order once it reads.
 # Usage: floor_test.sh PATH/TO/parley-floor PATH/TO/parley-bench
 set -u
@@ -14,12 +14,12 @@ trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 modes="plain-send"
 if "$FLOOR" --io-uring-available 2>/dev/null; then
-  modes="$modes --io-uring=defer --io-uring=coop --io-uring=plain"
+  modes="$modes --io-uring=defer --io-uring=coop --io-uring=plain --io-uring=defer,--fixed-files"
 else
   echo "parley-floor built without liburing: only the send() mode is tested"
 fi
 for m in $modes; do
-  flag=$m; [ "$m" = plain-send ] && flag=""
+  flag=$(echo "$m" | tr , " "); [ "$m" = plain-send ] && flag=""
   port=$(free_port)
   "$FLOOR" "$port" 0 $flag > "$TMP/floor.log" 2>&1 &
   PID=$!
