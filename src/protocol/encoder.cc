@@ -23,6 +23,13 @@ void string_array(JsonWriter& w, std::string_view key, std::span<const std::stri
   w.end_array();
 }
 
+template <typename N>
+void append_number(std::string& out, N v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
 // Room for a frame's fixed text and widest numbers: the fields are escaped
 // into it in one allocation in the usual case (no character needs escaping).
 constexpr size_t kFrameOverhead = 104;
@@ -30,17 +37,24 @@ constexpr size_t kFrameOverhead = 104;
 }  // namespace
 
 void encode_msg(std::string& out, const MsgView& m) {
+  // The frame of every delivered message: its fixed text is appended as
+  // literals rather than through JsonWriter (whose keys are escaped one by
+  // one); the bytes are the same.
   out.reserve(out.size() + kFrameOverhead + m.ch.size() + m.from.size() + m.id.size() +
               m.body.size());
-  JsonWriter w(out);
-  begin(w, "msg")
-      .field("ch", m.ch)
-      .field_unum("seq", m.seq)
-      .field("from", m.from)
-      .field("id", m.id)
-      .field_num("ts", m.ts_ms)
-      .field_raw("body", m.body)
-      .end_object();
+  out.append(R"({"op":"msg","ch":)");
+  append_json_string(out, m.ch);
+  out.append(R"(,"seq":)");
+  append_number(out, m.seq);
+  out.append(R"(,"from":)");
+  append_json_string(out, m.from);
+  out.append(R"(,"id":)");
+  append_json_string(out, m.id);
+  out.append(R"(,"ts":)");
+  append_number(out, m.ts_ms);
+  out.append(R"(,"body":)");
+  out.append(m.body);
+  out += '}';
 }
 
 void append_msg(std::string& list, const MsgView& m) {
@@ -124,13 +138,20 @@ void encode_left(std::string& out, std::string_view rid, std::string_view ch) {
 
 void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
                 uint64_t seq, bool dup) {
-  JsonWriter w(out);
-  begin(w, "ack", rid)
-      .field("ch", ch)
-      .field("id", id)
-      .field_unum("seq", seq)
-      .field_bool("dup", dup)
-      .end_object();
+  // One per publish: literals and one allocation, as encode_msg.
+  out.reserve(out.size() + kFrameOverhead + rid.size() + ch.size() + id.size());
+  out.append(R"({"op":"ack")");
+  if (!rid.empty()) {
+    out.append(R"(,"rid":)");
+    out.append(rid);
+  }
+  out.append(R"(,"ch":)");
+  append_json_string(out, ch);
+  out.append(R"(,"id":)");
+  append_json_string(out, id);
+  out.append(R"(,"seq":)");
+  append_number(out, seq);
+  out.append(dup ? R"(,"dup":true})" : R"(,"dup":false})");
 }
 
 void encode_history(std::string& out, std::string_view rid, std::string_view ch,

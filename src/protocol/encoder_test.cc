@@ -119,6 +119,14 @@ TEST(EncodeAck, WritesFieldsInProtocolOrder) {
   EXPECT_EQ(out, R"({"op":"ack","ch":"a","id":"i","seq":1,"dup":true})");
 }
 
+TEST(EncodeAck, EscapesTheChannelAndIdButNotTheRid) {
+  std::string out;
+  encode_ack(out, R"("r\"1")", "a\"b", "x\\y\n", 18446744073709551615u, false);
+  EXPECT_EQ(out,
+            R"({"op":"ack","rid":"r\"1","ch":"a\"b","id":"x\\y\n",)"
+            R"("seq":18446744073709551615,"dup":false})");
+}
+
 TEST(EncodeHistory, WrapsTheEncodedMsgs) {
   std::string msgs;
   encode_msg(msgs, {.ch = "a", .seq = 1, .from = "u", .id = "1", .ts_ms = 5, .body = "1"});
