@@ -59,7 +59,7 @@ struct Shard::Backfill {
 };
 
 Channel* Shard::find(const TenantConfig* tenant, std::string_view ch) {
-  auto it = channels_.find(store::ChannelId::key_of(tenant->id, ch));
+  auto it = channels_.find(store::ChannelId::scratch_key(tenant->id, ch));
   return it == channels_.end() || it->second->failed || it->second->loading ? nullptr
                                                                            : it->second.get();
 }
@@ -744,17 +744,22 @@ void Shard::flush_outboxes() {
 
 void Shard::flush_outbox(unsigned l) {
   if (outboxes_[l].empty()) return;
-  std::vector<std::function<void()>> batch = std::move(outboxes_[l]);
-  outboxes_[l].clear();
-  if (l == index_ && own_batches_queued_ == 0) {
+  if (l == index_ && own_batches_queued_ == 0 && !running_own_) {
     // This loop's share runs now rather than as one more task: nothing this
     // shard sent its own loop earlier is still queued, so the order of its
     // messages to this loop holds. (Each task costs a dispatch and often a
     // non-blocking epoll_wait; a message was 5-6 of them on this loop.)
     // The batch never re-enters the shard: sessions reach it by posting.
-    for (auto& fn : batch) fn();
+    // Both vectors keep their capacity: no allocation per flush.
+    running_own_ = true;
+    own_batch_.swap(outboxes_[l]);
+    for (auto& fn : own_batch_) fn();
+    own_batch_.clear();
+    running_own_ = false;
     return;
   }
+  std::vector<std::function<void()>> batch = std::move(outboxes_[l]);
+  outboxes_[l].clear();
   if (l == index_) ++own_batches_queued_;
   loops_.run_on(l, [this, l, batch = std::move(batch)]() mutable {
     if (l == index_) --own_batches_queued_;

@@ -168,6 +168,9 @@ class Shard {
   bool flush_scheduled_ = false;
   // This loop's outbox is flushed at the end of the current read task.
   bool own_flush_deferred_ = false;
+  // The own loop's batch being run inline (flush_outbox), kept for its capacity.
+  std::vector<std::function<void()>> own_batch_;
+  bool running_own_ = false;
   // Set while a task runs that flushes the outboxes itself before it ends.
   bool flushing_ = false;
   // publish_loaded: the append whose inline completion it handles itself

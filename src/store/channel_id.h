@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -23,10 +24,26 @@ struct ChannelId {
   // share a key. The hub's channel tables and the tick batchers are keyed by it.
   std::string key() const { return key_of(tenant, channel); }
   static std::string key_of(std::string_view tenant, std::string_view channel) {
-    std::string k = std::to_string(tenant.size());
-    k.reserve(k.size() + 1 + tenant.size() + channel.size());
-    k.push_back(':');
-    k.append(tenant).append(channel);
+    std::string k;
+    assign_key(k, tenant, channel);
+    return k;
+  }
+  // key_of into `out` (replacing what it held): a lookup per message reuses
+  // one buffer instead of allocating a key.
+  static void assign_key(std::string& out, std::string_view tenant, std::string_view channel) {
+    out = std::to_string(tenant.size());
+    out.reserve(out.size() + 1 + tenant.size() + channel.size());
+    out.push_back(':');
+    out.append(tenant).append(channel);
+  }
+  // The key of (tenant, channel) in a per-thread buffer, valid until the
+  // thread's next call: for lookups on the hot path.
+  static const std::string& scratch_key(std::string_view tenant, std::string_view channel) {
+    thread_local std::string k;
+    k.clear();
+    char len[24];
+    const int n = std::snprintf(len, sizeof len, "%zu:", tenant.size());
+    k.append(len, static_cast<size_t>(n)).append(tenant).append(channel);
     return k;
   }
 };

@@ -97,7 +97,8 @@ Result<ChannelRecovery> MemoryStore::recover_now(const ChannelKey& key, int64_t 
 }
 
 void MemoryStore::append(AppendRequest req, AppendDone done) {
-  std::string id = channel_id(req.key);
+  // A per-thread buffer: the key is copied only when the channel is new.
+  const std::string& id = ChannelId::scratch_key(req.key.tenant, req.key.channel);
   Shard& shard = shard_of(id);
   const uint64_t seq = req.msg.seq;
   Status status;
