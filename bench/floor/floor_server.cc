@@ -127,9 +127,21 @@ bool g_ring_watched = false;      // the ring signals g_ring_evfd
 int g_ring_evfd = -1;             // in the epoll set; signalled only while watched
 #endif
 
+// io_uring mode: a tick batch leaves in its own string (it must live until its
+// send completes); spent batches' strings come back here so that a connection's
+// next batch reuses one, as the send() floor reuses its batch string.
+std::vector<std::string> g_spare;
+constexpr size_t kMaxSpare = 1 << 14;
+
 void release(Buf* b) {
-  if (--b->refs == 0) delete b;
+  if (--b->refs != 0) return;
+  if (g_tick_ms > 0 && b->bytes.capacity() >= 256 && g_spare.size() < kMaxSpare) {
+    b->bytes.clear();
+    g_spare.push_back(std::move(b->bytes));
+  }
+  delete b;
 }
+
 
 void enqueue(Conn& c, Buf* b) {
   if (c.q.size() >= kMaxQueued) {
@@ -209,14 +221,29 @@ std::string text_frame(std::string_view json) {
   return f;
 }
 
+// The batch's bytes go as they are: moved in io_uring mode, sent from it otherwise.
+void write_batch(Conn& c) {
+  if (g_uring == Uring::kOff) {
+    write_frame(c, c.batch);
+    c.batch.clear();
+    return;
+  }
+  std::string out = std::move(c.batch);
+  c.batch.clear();
+  if (!g_spare.empty()) {
+    c.batch = std::move(g_spare.back());
+    g_spare.pop_back();
+  }
+  write_owned(c, std::move(out));
+}
+
 // A reply goes at once, behind what the connection's batch holds, so that a
 // member who leaves and joins again never sees a batched frame after the reply
 // that already counted it.
 void send_json(Conn& c, std::string_view json) {
   if (c.batch.empty()) return write_owned(c, text_frame(json));
   c.batch.append(text_frame(json));
-  write_frame(c, c.batch);
-  c.batch.clear();  // its fd stays in g_dirty; the tick finds an empty batch
+  write_batch(c);  // its fd stays in g_dirty; the tick finds an empty batch
 }
 
 // A delivery: at once, or into the connection's batch for the next tick.
@@ -496,8 +523,7 @@ void flush_tick() {
     Conn& c = *it->second;
     c.dirty = false;
     if (c.batch.empty()) continue;  // a reply took it
-    write_frame(c, c.batch);
-    c.batch.clear();
+    write_batch(c);
   }
 }
 

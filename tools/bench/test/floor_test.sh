@@ -1,6 +1,6 @@
 #!/bin/sh
 # parley-floor in each send mode (one send() per delivery; --io-uring with each ring
-# setup, and with the sockets in its file table): the bench's chat audit passes (no loss, duplicate or reorder), and a member
+# setup, and with the sockets in its file table; and batching on a 20 ms tick): the bench's chat audit passes (no loss, duplicate or reorder), and a member
 # whose socket is full gets every frame whole and in order once it reads.
 # Usage: floor_test.sh PATH/TO/parley-floor PATH/TO/parley-bench
 set -u
@@ -12,16 +12,17 @@ PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-modes="plain-send"
+modes="0:plain-send 20:plain-send"
 if "$FLOOR" --io-uring-available 2>/dev/null; then
-  modes="$modes --io-uring=defer --io-uring=coop --io-uring=plain --io-uring=defer,--fixed-files"
+  modes="$modes 0:--io-uring=defer 0:--io-uring=coop 0:--io-uring=plain 0:--io-uring=defer,--fixed-files 20:--io-uring=defer"
 else
   echo "parley-floor built without liburing: only the send() mode is tested"
 fi
 for m in $modes; do
+  tick=${m%%:*}; m=${m#*:}
   flag=$(echo "$m" | tr , " "); [ "$m" = plain-send ] && flag=""
   port=$(free_port)
-  "$FLOOR" "$port" 0 $flag > "$TMP/floor.log" 2>&1 &
+  "$FLOOR" "$port" "$tick" $flag > "$TMP/floor.log" 2>&1 &
   PID=$!
   for _ in $(seq 50); do grep -q "listening" "$TMP/floor.log" && break; sleep 0.1; done
   if ! "$BENCH" chat --ns room --target "127.0.0.1:$port" --conns 40 --rate 100 --duration 2 \
@@ -33,5 +34,5 @@ for m in $modes; do
     echo "FAIL ($m): the slow reader"; cat "$TMP/floor.log"; exit 1
   fi
   kill "$PID"; wait "$PID" 2>/dev/null; PID=""
-  echo "ok: $m"
+  echo "ok: $m, tick $tick"
 done

@@ -6,6 +6,7 @@
 # task-clock and context switches over the same 8 s window (perf stat, ns precision)
 # and the bench's server CPU and deliveries; then medians of new/base.
 # (bench/results/8ccc478/deliv2/scripts/pair.sh, with floors instead of Parley.)
+# TICK=20 runs both as floor-tick (one send per connection per 20 ms tick).
 set -u
 FLOOR=$1; OUT=$2; ROUNDS=${3:-3}; BF=$4; NF=$5; shift 5
 B=${BENCH:-$(dirname "$FLOOR")/parley-bench}
@@ -13,8 +14,8 @@ mkdir -p "$OUT"
 for r in $(seq 1 $ROUNDS); do
   D=$OUT/round-$r; mkdir -p $D/base $D/new
   PB=$((20000 + RANDOM % 20000)); PN=$((PB + 1))
-  $FLOOR $PB 0 $BF > $D/base/log 2>&1 & SB=$!
-  $FLOOR $PN 0 $NF > $D/new/log 2>&1 & SN=$!
+  $FLOOR $PB ${TICK:-0} $BF > $D/base/log 2>&1 & SB=$!
+  $FLOOR $PN ${TICK:-0} $NF > $D/new/log 2>&1 & SN=$!
   sleep 1
   L0=$(cut -d' ' -f1-3 /proc/loadavg)
   $B "$@" --no-history --target 127.0.0.1:$PB --no-progress --server-pid $SB > $D/base/bench.txt 2>&1 & BB=$!
