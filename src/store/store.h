@@ -55,7 +55,8 @@ struct ChannelRecovery {
   // is never handed out again (it jumps instead).
   uint64_t last_seq = 0;
   uint32_t epoch = 1;                // bumped by each start that accepted data loss
-  std::vector<DedupeEntry> dedupe;   // entries with ts_ms >= the asked cutoff
+  // Entries with ts_ms >= the asked cutoff, one per (from, id): its newest seq.
+  std::vector<DedupeEntry> dedupe;
 };
 
 struct AppendRequest {
