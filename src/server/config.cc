@@ -169,6 +169,8 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_uint(v, path, 100, 3'600'000, c.heartbeat_ms);
     } else if (key == "hello_timeout_ms") {
       s = read_uint(v, path, 100, 600'000, c.hello_timeout_ms);
+    } else if (key == "loop_slice_us") {
+      s = read_uint(v, path, 0, 100'000, c.loop_slice_us);
     } else if (key == "append_queue_limit") {
       s = read_uint(v, path, 1, 10'000'000, c.append_queue_limit);
     } else if (key == "max_connections") {

@@ -63,6 +63,10 @@ struct ServerConfig {
   uint32_t threads = 0;                   // event loops; 0: one per core
   uint32_t heartbeat_ms = 25000;
   uint32_t hello_timeout_ms = 10000;
+  // Each event loop thread's scheduler slice (runtime/thread_slice.h); 0: the
+  // kernel's default. Off by default: it pays with one loop (threads = 1) and
+  // costs with two (bench/results/7ca8535/lean).
+  uint32_t loop_slice_us = 0;
   uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
   uint32_t max_connections = 19000;       // whole process (HTTP included), below the fd limit
   // Before `hello`: the largest frame, and what every unauthenticated

@@ -137,6 +137,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_FALSE(c.accept_data_loss);
   EXPECT_EQ(c.threads, 0u);
   EXPECT_EQ(c.heartbeat_ms, 25000u);
+  EXPECT_EQ(c.loop_slice_us, 0u);
   EXPECT_EQ(c.hello_timeout_ms, 10000u);
   EXPECT_EQ(c.log_level, "info");
   EXPECT_EQ(c.log_format, "text");
@@ -237,6 +238,8 @@ TEST(Config, OutOfRangeValuesNameTheKeyAndRange) {
             "tenants.demo.max_connections must be an integer between 1 and 10000000");
   EXPECT_EQ(error_of(with_demo("publish_per_sec = 4294967296\n")),
             "tenants.demo.publish_per_sec must be an integer between 0 and 1000000000");
+  EXPECT_EQ(error_of(with_demo("[server]\nloop_slice_us = 100001\n")),
+            "server.loop_slice_us must be an integer between 0 and 100000");
   EXPECT_EQ(error_of(with_demo("[server]\nheartbeat_ms = 10\n")),
             "server.heartbeat_ms must be an integer between 100 and 3600000");
   EXPECT_TRUE(parse_config(with_demo("max_message_bytes = 16777216\nmax_queue_bytes = 16777216\n"

@@ -45,6 +45,7 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   server_key("threads", running.threads, n.threads, r);
   server_key("heartbeat_ms", running.heartbeat_ms, n.heartbeat_ms, r);
   server_key("hello_timeout_ms", running.hello_timeout_ms, n.hello_timeout_ms, r);
+  server_key("loop_slice_us", running.loop_slice_us, n.loop_slice_us, r);
   server_key("append_queue_limit", running.append_queue_limit, n.append_queue_limit, r);
   server_key("max_connections", running.max_connections, n.max_connections, r);
   server_key("preauth_frame_bytes", running.preauth_frame_bytes, n.preauth_frame_bytes, r);

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <boost/asio/signal_set.hpp>
 #include <filesystem>
 #include <future>
@@ -16,6 +17,7 @@
 #include "common/json_writer.h"
 #include "net/preauth_budget.h"
 #include "runtime/every_loop.h"
+#include "runtime/thread_slice.h"
 #include "server/reload_plan.h"
 #include "net/stream_connection.h"
 #include "store/embedded_store.h"
@@ -78,6 +80,7 @@ Status Server::start() {
   create_services();
   register_metrics();
   loops_->start();
+  set_loop_slices();
   events_->start(*tenants_);  // boards rebuild and push from now
   if (Status s = start_listeners(); !s) return s;
   start_sweeps();
@@ -131,6 +134,20 @@ Status Server::open_valkey_store() {
       [m = metrics_.get()](int64_t ns) { m->local().valkey_script.observe_ns(ns); });
   durable_ = std::move(*opened);
   return Status::ok();
+}
+
+void Server::set_loop_slices() {
+  const uint32_t us = config_.loop_slice_us;
+  if (us == 0) return;
+  runtime::run_on_every_loop(
+      *loops_,
+      [us](unsigned loop) {
+        if (!runtime::set_thread_slice_us(us)) {
+          spdlog::warn("loop {}: server.loop_slice_us {} not applied: {}", loop, us,
+                       std::strerror(errno));
+        }
+      },
+      [] {});
 }
 
 void Server::create_loops() {

@@ -73,6 +73,8 @@ class Server {
   // start() steps, in order.
   Status open_stores();
   void create_loops();
+  // server.loop_slice_us on every loop thread (runtime/thread_slice.h).
+  void set_loop_slices();
   void create_services();
   void register_metrics();
   Status start_listeners();
