@@ -19,8 +19,9 @@ publish_per_conn_sec = 1000
 durable = false
 tick_ms = 20
 T
-nice -n -15 $BIN serve --config $D/p.toml > $D/log 2>&1 & SP=$!
+if [ -n "${FLOOR:-}" ]; then nice -n -15 $BIN $PORT > $D/log 2>&1 & SP=$!; else nice -n -15 $BIN serve --config $D/p.toml > $D/log 2>&1 & SP=$!; fi
 sleep 1
+if [ -n "${SLICE:-}" ]; then for t in /proc/$SP/task/*; do c=$(cat $t/comm); case $c in parley-loop*|parley-floor) /tmp/lean/slice/setslice $(basename $t) $SLICE;; esac; done; fi
 nice -n -15 $B chat --ns room --conns 200 --rate 200 --duration 20 --target 127.0.0.1:$PORT --no-progress --server-pid $SP > $D/bench.txt 2>&1 & BP=$!
 sleep 8
 snap() { for t in /proc/$SP/task/*; do echo "$(cat $t/comm | tr -d ' ') $(awk '/^voluntary/ {v=$2} /^nonvoluntary/ {n=$2} END {print v, n}' $t/status) $(awk '{print $14+$15}' $t/stat)"; done; }
