@@ -6,7 +6,7 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdio>
+#include <charconv>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -42,8 +42,9 @@ struct ChannelId {
     thread_local std::string k;
     k.clear();
     char len[24];
-    const int n = std::snprintf(len, sizeof len, "%zu:", tenant.size());
-    k.append(len, static_cast<size_t>(n)).append(tenant).append(channel);
+    char* end = std::to_chars(len, len + sizeof len - 1, tenant.size()).ptr;
+    *end++ = ':';
+    k.append(len, end).append(tenant).append(channel);
     return k;
   }
 };
