@@ -8,7 +8,7 @@ cat > $D/p.toml <<T
 listen = "127.0.0.1:$PORT"
 store = "embedded"
 data_dir = "$D/data"
-threads = 1
+threads = ${THREADS:-1}
 [tenants.demo]
 secret = "demo-secret-change-me-0123456789"
 api_key = "bench-api-key"
