@@ -15,7 +15,8 @@
 // writer sleeps and is woken once per append. It sleeps on a futex word (bell_)
 // rather than a condition variable: glibc's condvar re-takes its mutex as
 // contended on wake-up, so the writer's next unlock was one more futex syscall per
-// append (issue 9's strace of a durable pub).
+// append (issue 9's strace of a durable pub). Not std::atomic::wait: the writer
+// also wakes on a timeout (idle eviction, recovery retries), which it has not.
 //
 // Failure: when a write fails, that batch and every later append fail with
 // kUnavailable (retryable, no path in the text); nothing is written after a failed
