@@ -35,9 +35,14 @@ for r in $(seq 1 $ROUNDS); do
   D=$OUT/round-$r; mkdir -p $D/base $D/new
   PB=$((20000 + RANDOM % 20000)); PN=$((PB + 1))
   conf $D/base $PB ${BASE_THREADS:-${THREADS:-}}; conf $D/new $PN ${NEW_THREADS:-${THREADS:-}}
-  nice -n -15 $BASE serve --config $D/base/p.toml > $D/base/log 2>&1 & SB=$!
+  # FLOOR_BASE=1: BASE is bench/floor's parley-floor (it takes the port).
+  if [ -n "${FLOOR_BASE:-}" ]; then nice -n -15 $BASE $PB > $D/base/log 2>&1 & SB=$!
+  else nice -n -15 $BASE serve --config $D/base/p.toml > $D/base/log 2>&1 & SB=$!; fi
   nice -n -15 $NEW serve --config $D/new/p.toml > $D/new/log 2>&1 & SN=$!
   sleep 1
+  # NEW_SLICE=NS: the new server's loop threads get that EEVDF slice (sched_attr.sched_runtime; SETSLICE: the
+  # helper built from results/7ca8535/lean/scripts/setslice.c).
+  if [ -n "${NEW_SLICE:-}" ]; then for t in /proc/$SN/task/*; do case $(cat $t/comm) in parley-loop*) ${SETSLICE:-/tmp/lean/slice/setslice} $(basename $t) $NEW_SLICE >/dev/null;; esac; done; fi
   L0=$(cut -d' ' -f1-3 /proc/loadavg)
   nice -n -15 $B "$@" --target 127.0.0.1:$PB --no-progress --server-pid $SB > $D/base/bench.txt 2>&1 & BB=$!
   nice -n -15 $B "$@" --target 127.0.0.1:$PN --no-progress --server-pid $SN > $D/new/bench.txt 2>&1 & BN=$!
