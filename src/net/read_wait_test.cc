@@ -49,17 +49,26 @@ struct Counter {
   }
 };
 
-TEST(ReadWaitTest, FiresOnEachArrivalAndStaysQuietWhileTheSocketIsEmpty) {
+// A loopback pair with an armed wait whose first (fresh-descriptor) edge has
+// been consumed: the socket is empty and the wait is armed again.
+class ReadWaitTest : public ::testing::Test {
+ protected:
+  ReadWaitTest() : p(io) {
+    // A fresh descriptor may report at once (nothing has consumed its first edge).
+    wait.arm(p.server, owner, &Counter::on, &c);
+    io.run_for(50ms);
+    io.restart();
+    p.drain();
+    if (!wait.armed()) wait.arm(p.server, owner, &Counter::on, &c);
+  }
   boost::asio::io_context io;
-  Pair p(io);
+  Pair p;
   ReadWait wait;
   Counter c;
-  auto owner = std::make_shared<int>(0);
-  // A fresh descriptor may report at once (nothing has consumed its first edge).
-  wait.arm(p.server, owner, &Counter::on, &c);
-  io.run_for(50ms);
-  io.restart();
-  p.drain();
+  std::shared_ptr<int> owner = std::make_shared<int>(0);
+};
+
+TEST_F(ReadWaitTest, FiresOnEachArrivalAndStaysQuietWhileTheSocketIsEmpty) {
   const int before = c.calls;
   for (int round = 0; round < 3; ++round) {
     if (!wait.armed()) wait.arm(p.server, owner, &Counter::on, &c);
@@ -80,17 +89,7 @@ TEST(ReadWaitTest, FiresOnEachArrivalAndStaysQuietWhileTheSocketIsEmpty) {
   EXPECT_EQ(c.failures, 0);
 }
 
-TEST(ReadWaitTest, AnEdgeThatArrivedWhileNotArmedCompletesTheNextWait) {
-  boost::asio::io_context io;
-  Pair p(io);
-  ReadWait wait;
-  Counter c;
-  auto owner = std::make_shared<int>(0);
-  wait.arm(p.server, owner, &Counter::on, &c);
-  io.run_for(50ms);
-  io.restart();
-  p.drain();
-  if (!wait.armed()) wait.arm(p.server, owner, &Counter::on, &c);
+TEST_F(ReadWaitTest, AnEdgeThatArrivedWhileNotArmedCompletesTheNextWait) {
   boost::asio::write(p.client, boost::asio::buffer("a", 1));
   while (wait.armed()) io.run_one_for(1s);
   io.restart();
@@ -105,17 +104,7 @@ TEST(ReadWaitTest, AnEdgeThatArrivedWhileNotArmedCompletesTheNextWait) {
   EXPECT_EQ(p.drain(), 2u);
 }
 
-TEST(ReadWaitTest, ClosingTheSocketCompletesTheWaitWithAFailure) {
-  boost::asio::io_context io;
-  Pair p(io);
-  ReadWait wait;
-  Counter c;
-  auto owner = std::make_shared<int>(0);
-  wait.arm(p.server, owner, &Counter::on, &c);
-  io.run_for(50ms);
-  io.restart();
-  p.drain();
-  if (!wait.armed()) wait.arm(p.server, owner, &Counter::on, &c);
+TEST_F(ReadWaitTest, ClosingTheSocketCompletesTheWaitWithAFailure) {
   const int before = c.calls;
   p.server.close();
   io.run_for(50ms);
@@ -124,7 +113,7 @@ TEST(ReadWaitTest, ClosingTheSocketCompletesTheWaitWithAFailure) {
   EXPECT_EQ(owner.use_count(), 1);
 }
 
-TEST(ReadWaitTest, AnOwnerHeldOnlyByItsQueuedWaitIsFreedWithTheIoContext) {
+TEST(ReadWaitOwnerTest, AnOwnerHeldOnlyByItsQueuedWaitIsFreedWithTheIoContext) {
   // As a connection: the owner holds its sockets and the wait, and only the
   // queued wait holds the owner. Destroying the io_context destroys the wait
   // without calling it, which frees the owner (and its sockets) then.
