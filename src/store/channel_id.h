@@ -25,27 +25,25 @@ struct ChannelId {
   std::string key() const { return key_of(tenant, channel); }
   static std::string key_of(std::string_view tenant, std::string_view channel) {
     std::string k;
-    assign_key(k, tenant, channel);
+    append_key(k, tenant, channel);
     return k;
   }
-  // key_of into `out` (replacing what it held): a lookup per message reuses
-  // one buffer instead of allocating a key.
-  static void assign_key(std::string& out, std::string_view tenant, std::string_view channel) {
-    out = std::to_string(tenant.size());
-    out.reserve(out.size() + 1 + tenant.size() + channel.size());
-    out.push_back(':');
-    out.append(tenant).append(channel);
-  }
   // The key of (tenant, channel) in a per-thread buffer, valid until the
-  // thread's next call: for lookups on the hot path.
+  // thread's next call: a lookup per message reuses it instead of allocating.
   static const std::string& scratch_key(std::string_view tenant, std::string_view channel) {
     thread_local std::string k;
     k.clear();
-    char len[24];
-    char* end = std::to_chars(len, len + sizeof len - 1, tenant.size()).ptr;
-    *end++ = ':';
-    k.append(len, end).append(tenant).append(channel);
+    append_key(k, tenant, channel);
     return k;
+  }
+
+ private:
+  // The one spelling of a key: decimal len(tenant) ':' tenant channel.
+  static void append_key(std::string& out, std::string_view tenant, std::string_view channel) {
+    char len[24];
+    char* end = std::to_chars(len, len + sizeof len, tenant.size()).ptr;
+    out.reserve(out.size() + static_cast<size_t>(end - len) + 1 + tenant.size() + channel.size());
+    out.append(len, end).append(1, ':').append(tenant).append(channel);
   }
 };
 
