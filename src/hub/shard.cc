@@ -720,10 +720,10 @@ void Shard::to_loop(unsigned loop, std::function<void()> fn) {
   // publisher's own shard): at that task's end rather than as one more task
   // (runtime/loop_tail.h). Other loops' shares keep the posted flush, which
   // gathers every publish the loop runs meanwhile into one post per loop.
-  if (loop == index_ && runtime::TailScope::active() &&
-      runtime::LoopGroup::current() == static_cast<int>(index_)) {
+  if (loop == index_) {
     if (own_flush_deferred_) return;
-    own_flush_deferred_ = runtime::TailScope::defer(
+    own_flush_deferred_ = runtime::TailScope::defer_on(
+        loops_.loop(index_),
         [](void* s) {
           auto* shard = static_cast<Shard*>(s);
           shard->own_flush_deferred_ = false;

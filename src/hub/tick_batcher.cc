@@ -96,7 +96,8 @@ void TickBatcher::post_drain() {
   // In a read task: the drain runs at that task's end, after everything the
   // task's frames produced (runtime/loop_tail.h); otherwise posted behind what
   // the loop holds.
-  if (runtime::TailScope::defer(
+  if (runtime::TailScope::defer_on(
+          loop_,
           [](void* self) {
             auto* b = static_cast<TickBatcher*>(self);
             b->drain_posted_ = false;

@@ -41,8 +41,7 @@ class Inbox {
       items_.push_back(std::move(item));
     }
     if (!first) return;  // its drain is posted or deferred already
-    if (TailScope::active() && loop_.get_executor().running_in_this_thread() &&
-        TailScope::defer([](void* self) { static_cast<Inbox*>(self)->run(); }, this)) {
+    if (TailScope::defer_on(loop_, [](void* self) { static_cast<Inbox*>(self)->run(); }, this)) {
       return;
     }
     boost::asio::post(loop_, [this] { run(); });

@@ -17,6 +17,7 @@
 // (one drain, one flush, one inbox run at a time), which bounds it.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <cstddef>
 #include <vector>
 
@@ -40,6 +41,12 @@ class TailScope {
     if (depth_ == 0) return false;
     tail_.push_back({fn, arg});
     return true;
+  }
+  // defer() for work that must run on `loop`: only when the calling thread is
+  // running it (a scope belongs to its own thread's loop); work for another
+  // loop gets false and is posted.
+  static bool defer_on(boost::asio::io_context& loop, Fn fn, void* arg) {
+    return depth_ != 0 && loop.get_executor().running_in_this_thread() && defer(fn, arg);
   }
   static bool active() { return depth_ != 0; }
 
