@@ -3,7 +3,11 @@
 # reads its VmRSS idle, opens N WebSocket connections with parley-bench (hello,
 # join channels of 20, heartbeats, one message per channel: the state a real idle
 # player is in), reads VmRSS again while all are held, and prints both and the
-# bytes per connection above the idle process.
+# bytes per connection above the idle process: of VmRSS, and of RssAnon alone.
+# The anonymous figure is the connections' own memory. The VmRSS one also charges
+# them the code pages their first messages fault back in (the server gives back
+# the pages only start-up used 1 s after ready: several MiB of the binary and its
+# libraries map back as code runs again), so it grows as the idle baseline shrinks.
 #
 # usage: bench/idle_memory.sh [CONNS] [PARLEY_BIN] [PARLEY_BENCH_BIN]
 #   defaults: 5000, build/src/server/parley, build-bench/tools/bench/parley-bench
@@ -34,7 +38,7 @@ durable = false
 tick_ms = 20
 EOF
 
-rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
+rss_kib() { awk -v f="${2:-VmRSS}" '$1 == f":" {print $2}' "/proc/$1/status"; }
 
 "$parley" serve --config "$work/parley.toml" > "$work/server.log" 2>&1 &
 server=$!
@@ -42,8 +46,9 @@ for _ in $(seq 50); do
   grep -q "parley ready" "$work/server.log" && break
   sleep 0.1
 done
-sleep 1
+sleep 2  # past the start-up page release (1 s after ready)
 idle=$(rss_kib "$server")
+idle_anon=$(rss_kib "$server" RssAnon)
 
 "$bench" soak --target "127.0.0.1:$port" --conns "$conns" --channel-size 20 --rate 0.001 \
   --duration "$hold_s" --ramp-up 4 --ping-s 30 --no-progress --no-history \
@@ -51,6 +56,7 @@ idle=$(rss_kib "$server")
 load=$!
 sleep $((hold_s - 1))
 held=$(rss_kib "$server")
+held_anon=$(rss_kib "$server" RssAnon)
 wait "$load" || { cat "$work/bench.out"; exit 1; }
 grep -q "connections held at end *$conns " "$work/bench.out" || {
   echo "not every connection was held:" >&2
@@ -62,3 +68,6 @@ echo "connections $conns"
 echo "idle VmRSS KiB $idle"
 echo "VmRSS with connections KiB $held"
 echo "bytes per connection above idle $(((held - idle) * 1024 / conns))"
+echo "idle RssAnon KiB $idle_anon"
+echo "RssAnon with connections KiB $held_anon"
+echo "anonymous bytes per connection above idle $(((held_anon - idle_anon) * 1024 / conns))"

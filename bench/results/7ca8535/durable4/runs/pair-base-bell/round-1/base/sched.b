@@ -1,9 +1,0 @@
-base-parley 31676 16711690
-rocksdb:low 31681 42934
-rocksdb:high 31682 25127
-base-parley 31720 252765
-base-parley 31721 219935454
-parley-read 31722 95452
-parley-read 31723 111666
-parley-loop-0 31724 360799381
-parley-loop-1 31725 365746414

@@ -1,9 +1,0 @@
-parley-bell 31677 16278371
-rocksdb:low 31679 46599
-rocksdb:high 31680 19539
-parley-bell 31714 202620
-parley-bell 31715 179798197
-parley-read 31716 163493
-parley-read 31717 58517
-parley-loop-0 31718 356044837
-parley-loop-1 31719 359404241

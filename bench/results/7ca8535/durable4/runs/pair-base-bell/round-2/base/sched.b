@@ -1,9 +1,0 @@
-base-parley 32435 11011932
-rocksdb:low 32440 67811
-rocksdb:high 32441 37435
-base-parley 32478 180147
-base-parley 32479 192381654
-parley-read 32480 156692
-parley-read 32481 163363
-parley-loop-0 32482 298564597
-parley-loop-1 32483 306824165

@@ -1,9 +1,0 @@
-parley-bell 32436 11310992
-rocksdb:low 32438 79087
-rocksdb:high 32439 25508
-parley-bell 32472 226116
-parley-bell 32473 183658510
-parley-read 32474 126667
-parley-read 32475 165065
-parley-loop-0 32476 310160539
-parley-loop-1 32477 310724302

@@ -1,9 +1,0 @@
-base-parley 2128 14696453
-rocksdb:low 2131 35834
-rocksdb:high 2132 18357
-base-parley 2165 279344
-base-parley 2166 187169220
-parley-read 2167 279053
-parley-read 2168 277643
-parley-loop-0 2169 297518996
-parley-loop-1 2170 294949293

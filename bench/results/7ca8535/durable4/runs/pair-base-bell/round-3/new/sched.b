@@ -1,9 +1,0 @@
-parley-bell 2129 13308250
-rocksdb:low 2133 38418
-rocksdb:high 2134 31747
-parley-bell 2171 322940
-parley-bell 2172 206245775
-parley-read 2173 145767
-parley-read 2174 310311
-parley-loop-0 2175 331250905
-parley-loop-1 2176 325219805

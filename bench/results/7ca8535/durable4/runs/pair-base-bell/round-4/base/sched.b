@@ -1,9 +1,0 @@
-base-parley 2514 14569699
-rocksdb:low 2517 68842
-rocksdb:high 2520 75782
-base-parley 2557 325554
-base-parley 2558 202219002
-parley-read 2559 158696
-parley-read 2560 70154
-parley-loop-0 2561 310510935
-parley-loop-1 2562 302010629

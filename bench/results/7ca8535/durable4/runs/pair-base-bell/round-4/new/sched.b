@@ -1,9 +1,0 @@
-parley-bell 2515 14263385
-rocksdb:low 2518 56954
-rocksdb:high 2519 45978
-parley-bell 2551 352494
-parley-bell 2552 208755180
-parley-read 2553 165355
-parley-read 2554 54982
-parley-loop-0 2555 323904582
-parley-loop-1 2556 324038252

@@ -1,9 +1,0 @@
-base-parley 4414 14066273
-rocksdb:low 4417 67330
-rocksdb:high 4418 72067
-base-parley 4451 298232
-base-parley 4453 255462602
-parley-read 4454 12879
-parley-read 4455 176422
-parley-loop-0 4456 328707829
-parley-loop-1 4457 346997899

@@ -1,9 +1,0 @@
-parley-bell 4415 13661031
-rocksdb:low 4419 73088
-rocksdb:high 4420 24257
-parley-bell 4452 285012
-parley-bell 4458 233886180
-parley-read 4459 68922
-parley-read 4460 199807
-parley-loop-0 4461 342695280
-parley-loop-1 4462 337796022

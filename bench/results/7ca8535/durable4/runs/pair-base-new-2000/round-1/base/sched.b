@@ -1,9 +1,0 @@
-base-parley 5589 12206869
-rocksdb:low 5594 35072
-rocksdb:high 5595 16241117
-base-parley 5632 172254
-base-parley 5633 542947215
-parley-read 5634 455271
-parley-read 5635 409568
-parley-loop-0 5636 2202208256
-parley-loop-1 5637 2212039880

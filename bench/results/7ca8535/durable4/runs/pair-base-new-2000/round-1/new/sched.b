@@ -1,9 +1,0 @@
-parley-main01b 5590 11483029
-rocksdb:low 5592 28753
-rocksdb:high 5593 15103843
-parley-main01b 5626 203462
-parley-main01b 5627 513078135
-parley-read 5628 504730
-parley-read 5629 330640
-parley-loop-0 5630 2333552370
-parley-loop-1 5631 2320957951

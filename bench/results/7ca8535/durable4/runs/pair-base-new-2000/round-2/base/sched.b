@@ -1,9 +1,0 @@
-base-parley 6365 11618934
-rocksdb:low 6368 41586
-rocksdb:high 6371 15237306
-base-parley 6402 194138
-base-parley 6403 531939156
-parley-read 6404 515304
-parley-read 6405 962660
-parley-loop-0 6406 2153578029
-parley-loop-1 6407 2143721619

@@ -1,9 +1,0 @@
-parley-main01b 6366 12523025
-rocksdb:low 6369 26510
-rocksdb:high 6370 15606635
-parley-main01b 6408 225405
-parley-main01b 6409 510817624
-parley-read 6410 377148
-parley-read 6411 511310
-parley-loop-0 6412 2185145074
-parley-loop-1 6413 2166312883

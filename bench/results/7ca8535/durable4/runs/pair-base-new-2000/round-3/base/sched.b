@@ -1,9 +1,0 @@
-base-parley 7900 11972637
-rocksdb:low 7903 29935
-rocksdb:high 7904 15690807
-base-parley 7924 188711
-base-parley 7926 587835933
-parley-read 7927 468514
-parley-read 7928 376377
-parley-loop-0 7929 2244444115
-parley-loop-1 7930 2241668368

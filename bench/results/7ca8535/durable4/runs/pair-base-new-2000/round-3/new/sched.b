@@ -1,9 +1,0 @@
-parley-main01b 7901 11495326
-rocksdb:low 7905 38357
-rocksdb:high 7906 15844343
-parley-main01b 7957 228965
-parley-main01b 7958 497195967
-parley-read 7959 633299
-parley-read 7960 502861
-parley-loop-0 7961 2184720362
-parley-loop-1 7962 2177679083

@@ -1,9 +1,0 @@
-parley-bell 24196 14581274
-rocksdb:low 24201 49394
-rocksdb:high 24202 26590
-parley-bell 24234 260014
-parley-bell 24238 10095
-parley-read 24239 5718
-parley-read 24240 7951
-parley-loop-0 24241 335507195
-parley-loop-1 24242 344877661

@@ -1,9 +1,0 @@
-parley-bell 24197 13431393
-rocksdb:low 24199 41402
-rocksdb:high 24200 24476
-parley-bell 24233 273956
-parley-bell 24235 228921625
-parley-read 24236 82573
-parley-read 24237 189722
-parley-loop-0 24243 363543693
-parley-loop-1 24244 366302750

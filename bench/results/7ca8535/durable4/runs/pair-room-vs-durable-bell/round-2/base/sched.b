@@ -1,9 +1,0 @@
-parley-bell 24523 10391946
-rocksdb:low 24527 33209
-rocksdb:high 24529 36033
-parley-bell 24560 212837
-parley-bell 24562 25478
-parley-read 24563 13971
-parley-read 24564 4166
-parley-loop-0 24565 288728748
-parley-loop-1 24566 292247272

@@ -1,9 +1,0 @@
-parley-bell 24524 10457312
-rocksdb:low 24526 30966
-rocksdb:high 24528 18857
-parley-bell 24561 203291
-parley-bell 24567 189040775
-parley-read 24568 11778
-parley-read 24569 184653
-parley-loop-0 24570 333814982
-parley-loop-1 24571 336994850

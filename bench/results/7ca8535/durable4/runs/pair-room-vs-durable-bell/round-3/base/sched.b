@@ -1,9 +1,0 @@
-parley-bell 27630 10419054
-rocksdb:low 27633 26089
-rocksdb:high 27635 41231
-parley-bell 27668 181400
-parley-bell 27672 4637
-parley-read 27673 3916
-parley-read 27674 3355
-parley-loop-0 27675 307678953
-parley-loop-1 27678 309494073

@@ -1,9 +1,0 @@
-parley-bell 27631 10661973
-rocksdb:low 27634 27380
-rocksdb:high 27636 26829
-parley-bell 27667 184774
-parley-bell 27669 197457146
-parley-read 27670 180347
-parley-read 27671 25207
-parley-loop-0 27676 337365137
-parley-loop-1 27677 333275404

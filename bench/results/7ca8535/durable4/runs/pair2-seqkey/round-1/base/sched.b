@@ -1,9 +1,0 @@
-base-parley 12964 14040945
-rocksdb:low 12967 53900
-rocksdb:high 12968 146532
-base-parley 13001 344957
-base-parley 13004 229622014
-parley-read 13005 198936
-parley-read 13008 107919
-parley-loop-0 13010 366109939
-parley-loop-1 13011 366017452

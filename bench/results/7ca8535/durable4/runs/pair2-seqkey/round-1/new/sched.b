@@ -1,9 +1,0 @@
-parley-seqkey 12965 14463981
-rocksdb:low 12969 36925
-rocksdb:high 12970 75072
-parley-seqkey 13002 252034
-parley-seqkey 13003 233577099
-parley-read 13006 208028
-parley-read 13007 100399
-parley-loop-0 13009 380796043
-parley-loop-1 13012 379122885

@@ -1,9 +1,0 @@
-base-parley 13207 12483590
-rocksdb:low 13212 43535
-rocksdb:high 13213 18387
-base-parley 13244 248590
-base-parley 13245 245030904
-parley-read 13246 260911
-parley-read 13247 71360
-parley-loop-0 13249 366850304
-parley-loop-1 13250 378518830

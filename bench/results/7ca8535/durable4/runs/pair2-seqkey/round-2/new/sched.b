@@ -1,9 +1,0 @@
-parley-seqkey 13208 14935976
-rocksdb:low 13210 55723
-rocksdb:high 13211 86383
-parley-seqkey 13248 305968
-parley-seqkey 13251 199683441
-parley-read 13252 136463
-parley-read 13253 46407
-parley-loop-0 13254 370315358
-parley-loop-1 13255 371107269

@@ -1,9 +1,0 @@
-base-parley 13439 13542986
-rocksdb:low 13442 38067
-rocksdb:high 13443 75627
-base-parley 13476 259024
-base-parley 13479 219053037
-parley-read 13482 108641
-parley-read 13483 45027
-parley-loop-0 13484 346165385
-parley-loop-1 13485 346989110

@@ -1,9 +1,0 @@
-parley-seqkey 13440 13366510
-rocksdb:low 13444 35642
-rocksdb:high 13445 39909
-parley-seqkey 13477 285152
-parley-seqkey 13478 210202277
-parley-read 13480 162101
-parley-read 13481 74100
-parley-loop-0 13486 366170978
-parley-loop-1 13487 361624661

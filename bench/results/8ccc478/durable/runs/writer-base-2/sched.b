@@ -1,9 +1,0 @@
-parley-base 7095 17100682
-rocksdb:low 7097 56003
-rocksdb:high 7098 9164
-parley-base 7114 353073
-parley-base 7115 182018620
-parley-read 7116 128913
-parley-read 7117 237464
-parley-loop-0 7118 328599963
-parley-loop-1 7119 329012838

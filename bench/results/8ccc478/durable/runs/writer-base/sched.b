@@ -1,9 +1,0 @@
-parley-base 15442 14874900
-rocksdb:low 15448 68322
-rocksdb:high 15449 11997
-parley-base 15465 222389
-parley-base 15466 181740754
-parley-read 15467 214048
-parley-read 15468 166547
-parley-loop-0 15469 295522812
-parley-loop-1 15470 295608319

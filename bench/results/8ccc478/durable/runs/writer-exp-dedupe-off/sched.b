@@ -1,9 +1,0 @@
-parley-exp 6815 14281492
-rocksdb:low 6817 59989
-rocksdb:high 6818 8783
-parley-exp 6834 269864
-parley-exp 6835 170799805
-parley-read 6836 133500
-parley-read 6837 52417
-parley-loop-0 6838 323884441
-parley-loop-1 6839 321181642

@@ -1,9 +1,0 @@
-parley-exp 4555 16055342
-rocksdb:low 4573 58576
-rocksdb:high 4577 17355
-parley-exp 4603 351862
-parley-exp 4604 195171499
-parley-read 4605 124694
-parley-read 4606 90999
-parley-loop-0 4607 329911750
-parley-loop-1 4608 331395310
