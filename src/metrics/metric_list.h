@@ -20,7 +20,7 @@
     "Connections closed with 4010 for exceeding max_queue_bytes.")                         \
   X(connections_opened, "parley_connections_opened_total", "Client connections accepted.") \
   X(connections_refused, "parley_connections_refused_total",                               \
-    "Connections refused at accept: the process connection limit was reached.")           \
+    "Connections refused at hello or at an HTTP request: server.max_connections reached.") \
   X(fanout_received, "parley_fanout_received_total",                                       \
     "valkey store, several nodes: committed messages pushed by the store (sharded "        \
     "pub/sub), this node's own included.")                                                 \
@@ -56,6 +56,11 @@
     "HTTP connections not upgraded to WebSocket (they count against max_connections).")    \
   X(preauth_bytes, kGauge, "parley_preauth_bytes", "",                                     \
     "Bytes held in read buffers of connections before hello (server.preauth_memory_bytes).") \
+  X(preauth_sockets, kGauge, "parley_preauth_sockets", "",                                 \
+    "Sockets before hello or a whole HTTP request (server.preauth_max_connections).")      \
+  X(preauth_shed, kCounter, "parley_preauth_shed_total", "limit",                          \
+    "Unauthenticated sockets closed to admit newer ones, by the limit reached (global: "   \
+    "preauth_max_connections, address: preauth_max_per_address).")                         \
   X(upstream_sent, kCounter, "parley_upstream_events_sent_total", "upstream",              \
     "Events a namespace's app server answered 2xx (upstream: tenant/namespace).")          \
   X(upstream_failed, kCounter, "parley_upstream_requests_failed_total", "upstream",        \

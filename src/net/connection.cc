@@ -41,6 +41,7 @@ void Connection::drop_queued(size_t from) {
 
 void Connection::set_authenticated(size_t max_frame_bytes) {
   authenticated_ = true;
+  ticket_.release();
   release_preauth();
   set_max_frame(max_frame_bytes);
 }
@@ -70,6 +71,17 @@ void Connection::refuse(Refusal why) {
 
 void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
   handler_ = std::move(handler);
+  if (ticket_) {
+    ticket_.on_shed([weak = weak_from_this(), exec = exec_] {
+      boost::asio::post(exec, [weak] {
+        auto self = weak.lock();
+        if (!self || self->authenticated_ || self->finished_) return;
+        // Dropped, not closed gracefully: a peer that holds sockets open
+        // would hold this one through a close handshake too.
+        self->abort();
+      });
+    });
+  }
   start_reading();
 }
 
@@ -350,6 +362,7 @@ void Connection::deliver(std::string_view payload, bool binary) {
 void Connection::finish() {
   if (finished_) return;
   finished_ = true;
+  ticket_.release();
   release_preauth();
   if (close_deadline_) close_deadline_->cancel();
   backfill_drained_ = nullptr;  // it holds the session, which holds this

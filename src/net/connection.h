@@ -19,6 +19,7 @@
 
 #include "metrics/metrics.h"
 #include "net/out_frame.h"
+#include "net/preauth_budget.h"
 
 namespace parley::net {
 
@@ -86,6 +87,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // frame limit.
   void set_authenticated(size_t max_frame_bytes);
   bool authenticated() const { return authenticated_; }
+  // The socket's place among unauthenticated ones (PreauthBudget), given
+  // before start(): released at set_authenticated or close; if a newer
+  // socket sheds it first, the connection is dropped (on its loop).
+  void hold_preauth(PreauthTicket ticket) { ticket_ = std::move(ticket); }
 
   // Heartbeat: counts a period without news from the peer (any frame, or a
   // WebSocket pong, resets it); WebSocket also sends a ping.
@@ -181,6 +186,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ConnectionHandler> handler_;
   bool authenticated_ = false;
   size_t preauth_charged_ = 0;  // bytes this connection has charged to the PreauthBudget
+  PreauthTicket ticket_;        // until authenticated
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
   // connection up front. Frames are written in place: nothing points into the
   // queue between two sends, so it may grow (and move its elements) at will.

@@ -41,10 +41,10 @@ std::string_view path_of(std::string_view target) {
 
 HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
                          metrics::ThreadMetrics& metrics, const HttpSessionOptions& opts,
-                         std::function<void()> release)
+                         PreauthTicket ticket)
     : stream_(std::move(socket)),
       buffer_(kMaxBufferBytes),
-      release_(std::move(release)),
+      ticket_(std::move(ticket)),
       loop_(loop),
       metrics_(metrics),
       opts_(opts) {
@@ -55,10 +55,23 @@ HttpSession::HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop,
 }
 
 HttpSession::~HttpSession() {
-  if (release_) release_();
+  if (holds_slot_ && opts_.release_slot) opts_.release_slot();
 }
 
-void HttpSession::start() { read_request(); }
+void HttpSession::start() {
+  if (ticket_) {
+    ticket_.on_shed([weak = weak_from_this(), exec = stream_.get_executor()] {
+      boost::asio::post(exec, [weak] {
+        auto self = weak.lock();
+        if (!self || self->holds_slot_) return;
+        // The pending read fails and the session ends with it.
+        beast::error_code ignored;
+        self->stream_.socket().close(ignored);
+      });
+    });
+  }
+  read_request();
+}
 
 void HttpSession::read_request() {
   parser_.reset();
@@ -163,6 +176,15 @@ void HttpSession::on_header() {
 }
 
 void HttpSession::on_request() {
+  if (!holds_slot_) {
+    if (opts_.take_slot && !opts_.take_slot()) {
+      keep_alive_ = false;
+      return write_response({503, "application/json",
+                             error_body("unavailable", "server connection limit reached")});
+    }
+    holds_slot_ = true;
+    ticket_.release();
+  }
   const auto& req = parser_->get();
   auto self = shared_from_this();
   auto exec = stream_.get_executor();
@@ -236,7 +258,13 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
           return;
         }
         self->stream_.expires_never();
-        self->release_ = nullptr;  // the slot goes with the socket to the gateway
+        if (self->holds_slot_) {
+          // A keep-alive connection that upgrades after a request: it is
+          // unauthenticated again until its hello.
+          self->holds_slot_ = false;
+          if (self->opts_.release_slot) self->opts_.release_slot();
+          self->ticket_ = PreauthBudget::process().admit(peer_address(self->stream_.socket()));
+        }
         const auto early = self->buffer_.cdata();
         std::string bytes(static_cast<const char*>(early.data()), early.size());
         // The TLS session, with whatever it holds of the client's next
@@ -245,6 +273,7 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
                                                  self->metrics_, self->opts_.ws_max_message_bytes,
                                                  std::move(origin), std::move(bytes),
                                                  std::move(self->tls_));
+        ws->hold_preauth(std::move(self->ticket_));
         if (self->opts_.on_websocket) self->opts_.on_websocket(std::move(ws));
   };
   with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(*head), std::move(written)); });

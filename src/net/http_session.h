@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "metrics/metrics.h"
+#include "net/preauth_budget.h"
 #include "net/tls_stream.h"
 #include "net/ws_connection.h"
 
@@ -60,6 +61,11 @@ struct HttpSessionOptions {
   std::chrono::milliseconds idle_timeout{5000};
   // Whether a WebSocket handshake's Origin is acceptable (PROTOCOL.md allowed_origins).
   std::function<bool(std::string_view origin)> origin_ok;
+  // A connection's first request that reaches the handler takes one of the
+  // process's max_connections slots (false: answered 503 and closed); the
+  // slot is given back when the connection ends. Any thread. Unset: no limit.
+  std::function<bool()> take_slot;
+  std::function<void()> release_slot;
   // Receives each accepted WebSocket connection, on its loop; must start() it.
   std::function<void(std::shared_ptr<WsConnection>)> on_websocket;
   HttpHandler* handler = nullptr;
@@ -67,13 +73,15 @@ struct HttpSessionOptions {
   std::shared_ptr<TlsContext> tls;
 };
 
-// The socket holds one of the process's max_connections slots: `release`
-// gives it back when the session ends, unless the connection became a
-// WebSocket (the slot then goes with it to the gateway).
+// Until a request reaches the handler, the socket holds a PreauthTicket (a
+// newer socket may shed it: it is then closed); from then on, a
+// max_connections slot (HttpSessionOptions::take_slot). At an upgrade the
+// ticket goes on with the socket to the WebSocket connection, which holds it
+// until `hello`.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(boost::asio::ip::tcp::socket socket, unsigned loop, metrics::ThreadMetrics& metrics,
-              const HttpSessionOptions& opts, std::function<void()> release = {});
+              const HttpSessionOptions& opts, PreauthTicket ticket = {});
   ~HttpSession();
   void start();
 
@@ -113,7 +121,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::empty_body>> header_parser_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  std::function<void()> release_;
+  PreauthTicket ticket_;
+  bool holds_slot_ = false;
   size_t lingered_ = 0;
   unsigned loop_;
   metrics::ThreadMetrics& metrics_;

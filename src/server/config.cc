@@ -179,6 +179,10 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_uint(v, path, 1024, 1u << 20, c.preauth_frame_bytes);
     } else if (key == "preauth_memory_bytes") {
       s = read_uint(v, path, 64 * 1024, 64ull << 30, c.preauth_memory_bytes);
+    } else if (key == "preauth_max_connections") {
+      s = read_uint(v, path, 1, 1'000'000, c.preauth_max_connections);
+    } else if (key == "preauth_max_per_address") {
+      s = read_uint(v, path, 1, 1'000'000, c.preauth_max_per_address);
     } else if (key == "http_idle_timeout_ms") {
       s = read_uint(v, path, 100, 600'000, c.http_idle_timeout_ms);
     } else if (key == "tls_cert") {

@@ -68,11 +68,16 @@ struct ServerConfig {
   // costs with two (bench/results/7ca8535/lean).
   uint32_t loop_slice_us = 0;
   uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
-  uint32_t max_connections = 19000;       // whole process (HTTP included), below the fd limit
+  uint32_t max_connections = 19000;       // authenticated sockets (HTTP past a request included)
   // Before `hello`: the largest frame, and what every unauthenticated
   // connection's read buffers may hold together (docs/operations.md).
   uint32_t preauth_frame_bytes = 8 * 1024;
   uint64_t preauth_memory_bytes = 64ull << 20;
+  // Sockets before `hello` (or before a whole HTTP request), apart from
+  // max_connections: at either limit the oldest such socket is closed to
+  // admit a new one (net/preauth_budget.h, docs/operations.md).
+  uint32_t preauth_max_connections = 2048;
+  uint32_t preauth_max_per_address = 512;
   // An HTTP connection must send a complete request header within this long
   // (after connecting, and between keep-alive requests).
   uint32_t http_idle_timeout_ms = 5000;

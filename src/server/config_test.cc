@@ -532,6 +532,20 @@ TEST(Config, HostileClientLimitsAndTlsKeysAreRead) {
   EXPECT_FALSE(d->tcp_tls);
 }
 
+TEST(Config, UnauthenticatedSocketBudgetIsReadAndBounded) {
+  auto r = parse_config("[server]\npreauth_max_connections = 300\npreauth_max_per_address = 20\n" +
+                        with_demo(""));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->preauth_max_connections, 300u);
+  EXPECT_EQ(r->preauth_max_per_address, 20u);
+  auto d = parse_config(with_demo(""));
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->preauth_max_connections, 2048u);
+  EXPECT_EQ(d->preauth_max_per_address, 512u);
+  EXPECT_NE(error_of("[server]\npreauth_max_connections = 0\n" + with_demo("")), "<accepted>");
+  EXPECT_NE(error_of("[server]\npreauth_max_per_address = 0\n" + with_demo("")), "<accepted>");
+}
+
 TEST(Config, TcpTlsWithoutCertificateIsRefused) {
   EXPECT_EQ(error_of("[server]\ntcp_tls = true\n" + with_demo("")),
             "server.tcp_tls needs server.tls_cert and server.tls_key");

@@ -34,16 +34,29 @@ namespace {
 // limit left RocksDB no descriptor for its next WAL (issue 11, finding 2).
 constexpr uint64_t kFdsKeptFromSockets = 384;
 
-// max_connections, lowered to what RLIMIT_NOFILE leaves for sockets.
-uint32_t connection_limit(uint32_t configured) {
+// max_connections and preauth_max_connections, lowered so that together they
+// fit in what RLIMIT_NOFILE leaves for sockets: the unauthenticated budget
+// first, down to a floor, then max_connections.
+struct SocketLimits {
+  uint32_t authenticated;
+  uint32_t preauth;
+};
+SocketLimits socket_limits(uint32_t max_connections, uint32_t preauth) {
   struct rlimit rl {};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return configured;
-  const uint64_t room = rl.rlim_cur > kFdsKeptFromSockets + 64 ? rl.rlim_cur - kFdsKeptFromSockets : 64;
-  if (configured <= room) return configured;
-  spdlog::warn("server.max_connections {} lowered to {}: the process may open {} files and "
-               "keeps {} for the store and the server itself",
-               configured, room, static_cast<uint64_t>(rl.rlim_cur), kFdsKeptFromSockets);
-  return static_cast<uint32_t>(room);
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+    return {max_connections, preauth};
+  }
+  const uint64_t room = rl.rlim_cur > kFdsKeptFromSockets + 128 ? rl.rlim_cur - kFdsKeptFromSockets : 128;
+  if (uint64_t{max_connections} + preauth <= room) return {max_connections, preauth};
+  constexpr uint64_t kPreauthFloor = 256;
+  const uint64_t left = room > max_connections ? room - max_connections : 0;
+  const auto p = static_cast<uint32_t>(
+      std::min<uint64_t>(preauth, std::max<uint64_t>(left, std::min<uint64_t>(kPreauthFloor, room / 2))));
+  const auto m = static_cast<uint32_t>(std::min<uint64_t>(max_connections, room - p));
+  spdlog::warn("server.max_connections {} and preauth_max_connections {} lowered to {} and {}: "
+               "the process may open {} files and keeps {} for the store and the server itself",
+               max_connections, preauth, m, p, static_cast<uint64_t>(rl.rlim_cur), kFdsKeptFromSockets);
+  return {m, p};
 }
 }  // namespace
 
@@ -178,7 +191,9 @@ void Server::create_services() {
   session::GatewayOptions go;
   go.heartbeat_ms = config_.heartbeat_ms;
   go.hello_timeout_ms = config_.hello_timeout_ms;
-  go.max_connections = connection_limit(config_.max_connections);
+  const SocketLimits limits = socket_limits(config_.max_connections, config_.preauth_max_connections);
+  go.max_connections = limits.authenticated;
+  net::PreauthBudget::process().set_socket_limits(limits.preauth, config_.preauth_max_per_address);
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
@@ -253,11 +268,19 @@ void Server::register_metrics() {
     out.push_back({"", static_cast<int64_t>(hub_->channel_count())});
   });
   metrics_->set_source(Scraped::http_connections, [this](Samples& out) {
-    const size_t admitted = gateway_->admitted(), sessions = gateway_->sessions();
+    const size_t admitted = gateway_->admitted(), sessions = gateway_->authenticated_sessions();
     out.push_back({"", static_cast<int64_t>(admitted > sessions ? admitted - sessions : 0)});
   });
   metrics_->set_source(Scraped::preauth_bytes, [](Samples& out) {
     out.push_back({"", static_cast<int64_t>(net::PreauthBudget::process().held())});
+  });
+  metrics_->set_source(Scraped::preauth_sockets, [](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(net::PreauthBudget::process().sockets())});
+  });
+  metrics_->set_source(Scraped::preauth_shed, [](Samples& out) {
+    const auto& b = net::PreauthBudget::process();
+    out.push_back({"global", static_cast<int64_t>(b.shed_global())});
+    out.push_back({"address", static_cast<int64_t>(b.shed_per_address())});
   });
   if (forwarder_) forwarder_->register_metrics(*metrics_);
   metrics_->set_source(Scraped::store_write_refused, [this](Samples& out) {
@@ -331,21 +354,20 @@ Status Server::start_listeners() {
   // hello then checks the tenant's own list.
   http_opts_.origin_ok = [t = tenants_.get()](std::string_view o) { return t->origin_allowed(o); };
   http_opts_.idle_timeout = std::chrono::milliseconds(config_.http_idle_timeout_ms);
-  // The HTTP connection's slot (taken at accept) goes with the WebSocket.
+  // An HTTP connection takes a max_connections slot at its first request;
+  // before, and as a WebSocket before hello, it holds a PreauthTicket.
+  http_opts_.take_slot = [this] { return gateway_->take_slot(); };
+  http_opts_.release_slot = [this] { gateway_->release_slot(); };
   http_opts_.on_websocket = [this](std::shared_ptr<net::WsConnection> ws) {
-    if (gateway_->draining()) {
-      gateway_->release_slot();
-      return ws->close(1013, "server draining");
-    }
+    if (gateway_->draining()) return ws->close(1013, "server draining");
     gateway_->adopt(ws);
   };
 
   auto http = net::listen_tcp(*loops_, config_.listen, [this](boost::asio::ip::tcp::socket s, unsigned loop) {
-    // HTTP connections count against max_connections like every socket (an
-    // idle one holds a descriptor); over it, the socket is closed at once.
-    if (!gateway_->admit()) return;
+    if (!gateway_->accepting()) return;
+    auto ticket = net::PreauthBudget::process().admit(net::peer_address(s));
     auto session = std::make_shared<net::HttpSession>(std::move(s), loop, metrics_->slot(loop),
-                                                      http_opts_, [this] { gateway_->release_slot(); });
+                                                      http_opts_, std::move(ticket));
     session->start();
   });
   if (!http) return http.error();
@@ -354,10 +376,12 @@ Status Server::start_listeners() {
   if (!config_.tcp_listen.empty()) {
     auto tcp = net::listen_tcp(*loops_, config_.tcp_listen,
                                [this, preauth_limit, tcp_tls](boost::asio::ip::tcp::socket s, unsigned loop) {
-      if (!gateway_->admit()) return;
-      gateway_->adopt(std::make_shared<net::TcpConnection>(std::move(s), loop, metrics_->slot(loop),
-                                                           preauth_limit, net::Transport::kTcp,
-                                                           tcp_tls));
+      if (!gateway_->accepting()) return;
+      auto ticket = net::PreauthBudget::process().admit(net::peer_address(s));
+      auto conn = std::make_shared<net::TcpConnection>(std::move(s), loop, metrics_->slot(loop),
+                                                       preauth_limit, net::Transport::kTcp, tcp_tls);
+      conn->hold_preauth(std::move(ticket));
+      gateway_->adopt(std::move(conn));
     });
     if (!tcp) return tcp.error();
     tcp_listener_ = std::move(*tcp);
@@ -365,9 +389,11 @@ Status Server::start_listeners() {
   if (!config_.unix_listen.empty()) {
     auto ux = net::listen_unix(*loops_, config_.unix_listen,
                                [this, preauth_limit](boost::asio::local::stream_protocol::socket s, unsigned loop) {
-      if (!gateway_->admit()) return;
-      gateway_->adopt(std::make_shared<net::UnixConnection>(std::move(s), loop, metrics_->slot(loop),
-                                                            preauth_limit, net::Transport::kUnix));
+      if (!gateway_->accepting()) return;
+      auto conn = std::make_shared<net::UnixConnection>(std::move(s), loop, metrics_->slot(loop),
+                                                        preauth_limit, net::Transport::kUnix);
+      conn->hold_preauth(net::PreauthBudget::process().admit(net::kUnixPeer));
+      gateway_->adopt(std::move(conn));
     });
     if (!ux) return ux.error();
     listeners_.push_back(std::move(*ux));

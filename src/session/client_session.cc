@@ -414,7 +414,14 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
       std::find(origins.begin(), origins.end(), conn_->origin()) == origins.end()) {
     return fail(op.rid, ErrorCode::kUnauthorized, "origin not allowed", kCloseUnauthorized);
   }
+  // Until here the socket held a PreauthTicket; from here it holds one of
+  // the process's max_connections slots (net/preauth_budget.h).
+  if (!gw_.take_slot()) {
+    return fail(op.rid, ErrorCode::kQuotaExceeded, "server connection limit reached",
+                kCloseQuota);
+  }
   if (!t->try_connect()) {
+    gw_.release_slot();
     return fail(op.rid, ErrorCode::kQuotaExceeded, "tenant connection limit reached",
                 kCloseQuota);
   }

@@ -89,7 +89,7 @@ class ClientSessionTest : public ::testing::Test {
     acceptor_->async_accept(loops_.loop(loop), [this, loop](boost::system::error_code ec,
                                                             stream_protocol::socket s) {
       if (ec) return;
-      if (gateway_->admit()) {
+      if (gateway_->accepting()) {
         gateway_->adopt(std::make_shared<net::UnixConnection>(
             std::move(s), loop, metrics_.slot(loop), 64 * 1024, net::Transport::kUnix));
       }

@@ -35,8 +35,7 @@ Gateway::Gateway(runtime::LoopGroup& loops, TenantRegistry& tenants, hub::Hub& h
 
 Gateway::~Gateway() = default;
 
-bool Gateway::admit() {
-  if (draining_.load(std::memory_order_relaxed)) return false;
+bool Gateway::take_slot() {
   if (admitted_.fetch_add(1, std::memory_order_relaxed) < opts_.max_connections) return true;
   admitted_.fetch_sub(1, std::memory_order_relaxed);
   metrics_.local().inc(metrics_.local().connections_refused);
@@ -44,11 +43,8 @@ bool Gateway::admit() {
 }
 
 void Gateway::adopt(std::shared_ptr<net::Connection> conn) {
-  if (!sessions_.try_enter()) {
-    // Drain closed the gate after admit(): dropping the connection closes it.
-    admitted_.fetch_sub(1, std::memory_order_relaxed);
-    return;
-  }
+  // Drain closed the gate after accept: dropping the connection closes it.
+  if (!sessions_.try_enter()) return;
   const unsigned loop = conn->loop();
   const uint64_t id = next_conn_id_.fetch_add(1, std::memory_order_relaxed);
   auto session = std::make_shared<ClientSession>(*this, conn, id,
@@ -59,6 +55,7 @@ void Gateway::adopt(std::shared_ptr<net::Connection> conn) {
 }
 
 void Gateway::on_authenticated(ClientSession& s) {
+  authenticated_.fetch_add(1, std::memory_order_relaxed);
   per_loop_[s.loop()]->by_user.emplace(user_key(s), s.conn_id());
 }
 
@@ -74,7 +71,11 @@ void Gateway::on_session_closed(ClientSession& s) {
     }
   }
   if (ls.by_conn.erase(s.conn_id())) {
-    admitted_.fetch_sub(1, std::memory_order_relaxed);
+    if (s.tenant()) {
+      // The slot on_hello took (ClientSession::on_hello).
+      authenticated_.fetch_sub(1, std::memory_order_relaxed);
+      release_slot();
+    }
     sessions_.leave();
   }
 }

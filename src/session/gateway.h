@@ -38,15 +38,19 @@ class Gateway {
           metrics::Metrics& metrics, GatewayOptions opts);
   ~Gateway();
 
-  // At accept (any loop): takes a process-wide connection slot, or refuses.
-  bool admit();
-  // Gives back a slot admit() took for a connection that never became a
-  // session (an HTTP connection that did not upgrade).
+  // At accept (any loop): false while draining (the socket is then closed).
+  // An accepted socket takes no max_connections slot until it authenticates:
+  // until then it holds a net::PreauthTicket.
+  bool accepting() const { return !draining(); }
+  // At hello, or at an HTTP connection's first whole request (any loop):
+  // takes a process-wide max_connections slot, or counts the refusal.
+  bool take_slot();
   void release_slot() { admitted_.fetch_sub(1, std::memory_order_relaxed); }
-  // Slots taken: sessions plus HTTP connections.
+  // Slots taken: authenticated sessions plus HTTP connections past a request.
   size_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
-  // On the connection's loop: wraps it in a session and starts it. The slot
-  // taken by admit() is released when the session closes.
+  size_t authenticated_sessions() const { return authenticated_.load(std::memory_order_relaxed); }
+  // On the connection's loop: wraps it in a session and starts it. A session
+  // that authenticates takes a slot (take_slot), given back when it closes.
   void adopt(std::shared_ptr<net::Connection> conn);
 
   // Starts the per-loop sweeps (hello deadlines, heartbeats).
@@ -119,6 +123,7 @@ class Gateway {
   std::atomic<uint64_t> next_conn_id_{1};
   runtime::Gate sessions_;  // one unit per adopted session, left when it closes
   std::atomic<size_t> admitted_{0};
+  std::atomic<size_t> authenticated_{0};
   std::atomic<bool> draining_{false};
 };
 
