@@ -1,0 +1,672 @@
+// Channel: the application's view of one channel. It remembers the last seq
+// it delivered, so a rejoin after a drop asks for exactly what was missed
+// (`since`), drops what it already delivered, and repairs a gap in the seq
+// stream from `history` before delivering anything newer. Publishes wait in a
+// FIFO until the channel is joined and are resent with their client id after
+// a drop or a retryable error. `state` is latest-wins per key and resent after
+// a rejoin, so other members see an avatar again once it is back.
+//
+// Runs on the Poll thread, driven by its ParleyClient.
+using System;
+using System.Collections.Generic;
+using System.Threading.Tasks;
+
+namespace Parley
+{
+    /// <summary>One channel of a <see cref="ParleyClient"/>; get it with <see cref="ParleyClient.Channel"/>.</summary>
+    public sealed class Channel
+    {
+        private const int MaxRepairBuffer = 10000; // msgs held while a gap is being repaired
+        private const int MaxUpQueue = 10000;      // `up`s held while not joined
+        private const int MaxTrackedRids = 1024;   // fire-and-forget rids remembered for their errors
+        private const int HistoryPage = 1000;      // PROTOCOL.md caps history at 1000 per request
+
+        private enum Status { Idle, Joining, Joined }
+        private enum PubState { Queued, InFlight, Waiting, Done }
+
+        private sealed class PublishEntry
+        {
+            public string Id;
+            public JsonValue Body;
+            public TaskCompletionSource<Ack> Tcs;
+            public int Attempts;
+            public PubState State;
+            public Timer Timeout;
+        }
+
+        private sealed class StateSlot
+        {
+            public JsonValue Body;
+            public bool Dirty;
+            public long LastSent = long.MinValue / 2;
+            public long HoldUntil;
+            public Timer Timer;
+        }
+
+        private readonly ParleyClient _client;
+        private readonly string _name;
+        private bool _want;
+        private Status _status = Status.Idle;
+        private int _joinGen;
+        private long? _lastSeq;
+        private readonly List<TaskCompletionSource<JoinedInfo>> _joinWaiters = new List<TaskCompletionSource<JoinedInfo>>();
+        private HashSet<string> _members = new HashSet<string>();
+        private readonly List<PublishEntry> _publishes = new List<PublishEntry>();
+        private readonly Dictionary<string, StateSlot> _states = new Dictionary<string, StateSlot>();
+        private readonly BoundedMap<string> _stateRids = new BoundedMap<string>(MaxTrackedRids);
+        private readonly Queue<JsonValue> _ups = new Queue<JsonValue>();
+        private readonly BoundedMap<JsonValue> _upRids = new BoundedMap<JsonValue>(MaxTrackedRids);
+        private bool _repairing;
+        private readonly List<JsonValue> _buffer = new List<JsonValue>(); // msgs newer than a gap
+
+        internal Channel(ParleyClient client, string name)
+        {
+            _client = client;
+            _name = name;
+        }
+
+        /// <summary>The channel name.</summary>
+        public string Name { get { return _name; } }
+
+        /// <summary>True while the server has this connection as a member.</summary>
+        public bool IsJoined { get { return _status == Status.Joined; } }
+
+        /// <summary>The seq of the last message delivered, or null before the first join.</summary>
+        public long? LastSeq { get { return _lastSeq; } }
+
+        /// <summary>User ids present (namespaces with presence), as of the latest events.</summary>
+        public IList<string> Members { get { return new List<string>(_members); } }
+
+        /// <summary>A message, once per seq and in seq order.</summary>
+        public event Action<Message> MessageReceived;
+        /// <summary>Another member's state.</summary>
+        public event Action<StateEvent> StateReceived;
+        /// <summary>Members joined or left (after a rejoin: what changed meanwhile, as one event).</summary>
+        public event Action<PresenceEvent> PresenceChanged;
+        /// <summary>Every (re)join answered.</summary>
+        public event Action<JoinedInfo> Joined;
+        /// <summary>Seqs that history no longer had: never delivered.</summary>
+        public event Action<GapInfo> Gap;
+        /// <summary>The channel's log started over: delivery continues from the new seqs.</summary>
+        public event Action<ResetInfo> Reset;
+        /// <summary>Errors of state and up, a refused join, a full up queue.</summary>
+        public event Action<ParleyException> Error;
+
+        /// <summary>
+        /// Joins (and keeps rejoining after drops until <see cref="Leave"/>); completes with the
+        /// first <c>joined</c>. <paramref name="since"/> resumes from a seq the application kept;
+        /// without it a first join starts at the latest message and a rejoin resumes after the last delivered.
+        /// </summary>
+        public Task<JoinedInfo> Join(long? since = null)
+        {
+            if (since.HasValue)
+            {
+                if (since.Value < 0) throw new ArgumentOutOfRangeException("since", "since must be >= 0");
+                _lastSeq = since;
+            }
+            _want = true;
+            var tcs = new TaskCompletionSource<JoinedInfo>();
+            _joinWaiters.Add(tcs);
+            if (_status == Status.Joined && !since.HasValue)
+                SettleJoin(new JoinedInfo { Channel = _name, Seq = _lastSeq ?? 0, Recovered = true, Epoch = 1, Members = Members });
+            else if (_status != Status.Joining && _client.IsOpen)
+                SendJoin();
+            if (_client.State == ClientState.Idle) _client.Connect();
+            return tcs.Task;
+        }
+
+        /// <summary>Leaves: no more rejoins; queued publishes fail with <c>left</c>.</summary>
+        public Task Leave()
+        {
+            bool wasMember = _status != Status.Idle;
+            _want = false;
+            _status = Status.Idle;
+            _joinGen++;
+            var err = new ParleyException(ErrorCodes.Left, "left " + _name);
+            FailJoinWaiters(err);
+            foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+            ClearStates();
+            _ups.Clear();
+            _buffer.Clear();
+            var tcs = new TaskCompletionSource<bool>();
+            if (wasMember && _client.IsOpen)
+                _client.StartRequest(JsonValue.Object().Set("op", "leave").Set("ch", _name), false,
+                    _client.Options.RequestTimeoutMs, r => tcs.TrySetResult(true), ex => tcs.TrySetResult(false));
+            else tcs.TrySetResult(true);
+            return tcs.Task;
+        }
+
+        /// <summary>
+        /// Publishes <paramref name="body"/>; completes with the ack once the server wrote it.
+        /// Resent with the same id after a drop and after rate_limited, backpressure or
+        /// unavailable; fails on other errors or after PublishTimeoutMs.
+        /// </summary>
+        public Task<Ack> Publish(JsonValue body, string id = null)
+        {
+            if (!_want) return ParleyClient.Failed<Ack>(ErrorCodes.Forbidden, "join the channel first");
+            var e = new PublishEntry
+            {
+                Id = id ?? _client.NextId(), Body = body ?? JsonValue.Null,
+                Tcs = new TaskCompletionSource<Ack>(), State = PubState.Queued,
+            };
+            int timeoutMs = _client.Options.PublishTimeoutMs;
+            if (timeoutMs > 0)
+            {
+                e.Timeout = _client.Later(timeoutMs, () =>
+                {
+                    Settle(e, null, new ParleyException(ErrorCodes.Timeout,
+                        "publish " + e.Id + " not acknowledged within " + timeoutMs + " ms"));
+                    Pump();
+                });
+            }
+            _publishes.Add(e);
+            Pump();
+            return e.Tcs.Task;
+        }
+
+        /// <summary>
+        /// Streams ephemeral state under <paramref name="key"/> (e.g. an avatar's position): only
+        /// the latest body per key is kept, sent at most every StateMinIntervalMs, and resent after a rejoin.
+        /// </summary>
+        public void SetState(string key, JsonValue body)
+        {
+            if (key == null) throw new ArgumentNullException("key");
+            StateSlot s;
+            if (!_states.TryGetValue(key, out s)) _states[key] = s = new StateSlot();
+            s.Body = body ?? JsonValue.Null;
+            s.Dirty = true;
+            FlushState(key);
+        }
+
+        /// <summary>Stops streaming <paramref name="key"/> (its last body is not resent after a rejoin).</summary>
+        public void ClearState(string key)
+        {
+            StateSlot s;
+            if (!_states.TryGetValue(key, out s)) return;
+            if (s.Timer != null) s.Timer.Cancel();
+            _states.Remove(key);
+        }
+
+        /// <summary>
+        /// Sends <paramref name="body"/> to the namespace's app server (<c>up</c>). Held while not
+        /// joined (at most 10,000), resent after rate_limited; the server answers only errors.
+        /// </summary>
+        public void Up(JsonValue body)
+        {
+            if (!_want) throw new ParleyException(ErrorCodes.Forbidden, "join the channel first");
+            body = body ?? JsonValue.Null;
+            if (IsJoined && _client.IsOpen) { SendUp(body); return; }
+            _ups.Enqueue(body);
+            if (_ups.Count > MaxUpQueue)
+            {
+                _ups.Dequeue();
+                _client.Emit(Error, new ParleyException(ErrorCodes.QueueFull, "up queue full: the oldest was dropped"));
+            }
+        }
+
+        /// <summary>Reads stored messages: exactly one of after / before, limit at most 1000.</summary>
+        public Task<IList<Message>> History(long? after = null, long? before = null, int? limit = null)
+        {
+            var tcs = new TaskCompletionSource<IList<Message>>();
+            RequestHistory(after, before, limit, msgs =>
+            {
+                var list = new List<Message>();
+                foreach (var m in msgs.Items) list.Add(Message.FromFrame(m));
+                tcs.TrySetResult(list);
+            }, e => tcs.TrySetException(e));
+            return tcs.Task;
+        }
+
+        private void RequestHistory(long? after, long? before, int? limit, Action<JsonValue> ok, Action<ParleyException> fail)
+        {
+            var frame = JsonValue.Object().Set("op", "history").Set("ch", _name);
+            if (after.HasValue) frame.Set("after", after.Value);
+            if (before.HasValue) frame.Set("before", before.Value);
+            if (limit.HasValue) frame.Set("limit", limit.Value);
+            _client.StartRequest(frame, true, _client.Options.RequestTimeoutMs, reply =>
+            {
+                var msgs = reply["msgs"];
+                ok(msgs != null && msgs.Type == JsonType.Array ? msgs : JsonValue.Array());
+            }, fail);
+        }
+
+        // ---- driven by ParleyClient ----
+
+        internal void OnOpen()
+        {
+            if (_want) SendJoin();
+        }
+
+        internal void OnDrop()
+        {
+            _status = Status.Idle;
+            _joinGen++;
+            foreach (var s in _states.Values)
+            {
+                if (s.Timer != null) s.Timer.Cancel();
+                s.Timer = null;
+            }
+        }
+
+        internal void OnClientClosed(ParleyException err)
+        {
+            _want = false;
+            _status = Status.Idle;
+            FailJoinWaiters(err);
+            foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+            ClearStates();
+        }
+
+        internal void OnEvent(JsonValue obj)
+        {
+            if (_status != Status.Joined) return;
+            switch (obj.GetString("op"))
+            {
+                case "msg":
+                    OnMsg(obj);
+                    return;
+                case "state":
+                    _client.Emit(StateReceived, new StateEvent
+                    {
+                        Channel = _name, From = obj.GetString("from"), Key = obj.GetString("key"),
+                        Body = obj["body"] ?? JsonValue.Null, Pos = obj["pos"],
+                    });
+                    return;
+                case "presence":
+                {
+                    var join = Strings(obj["join"]);
+                    var leave = Strings(obj["leave"]);
+                    foreach (var u in join) _members.Add(u);
+                    foreach (var u in leave) _members.Remove(u);
+                    _client.Emit(PresenceChanged, new PresenceEvent { Channel = _name, Join = join, Leave = leave });
+                    return;
+                }
+            }
+        }
+
+        // An error frame for a state or up this channel sent; true when it was ours.
+        internal bool OnFireAndForgetError(long rid, JsonValue obj)
+        {
+            string code = obj.GetString("code");
+            string key;
+            if (_stateRids.TryTake(rid, out key))
+            {
+                StateSlot s;
+                if (_states.TryGetValue(key, out s) && ErrorCodes.IsRetryable(code))
+                {
+                    s.Dirty = true; // the newest body goes out once the limit allows
+                    s.HoldUntil = _client.Now + _client.RetryDelay(obj);
+                    _client.EmitRetry("state", _name, obj);
+                    FlushState(key);
+                }
+                else _client.Emit(Error, ParleyException.FromFrame(obj));
+                return true;
+            }
+            JsonValue body;
+            if (_upRids.TryTake(rid, out body))
+            {
+                if (ErrorCodes.IsRetryable(code))
+                {
+                    _client.EmitRetry("up", _name, obj);
+                    _client.Later(_client.RetryDelay(obj), () =>
+                    {
+                        if (_want) Up(body);
+                    });
+                }
+                else _client.Emit(Error, ParleyException.FromFrame(obj));
+                return true;
+            }
+            return false;
+        }
+
+        // ---- joining ----
+
+        private void SendJoin()
+        {
+            _status = Status.Joining;
+            int gen = ++_joinGen;
+            var frame = JsonValue.Object().Set("op", "join").Set("ch", _name);
+            if (_lastSeq.HasValue) frame.Set("since", _lastSeq.Value);
+            var call = new Call { Frame = frame, Retry = false }; // a drop ends this attempt; OnOpen rejoins
+            call.OnReply = obj =>
+            {
+                if (gen == _joinGen) OnJoined(obj);
+            };
+            call.OnError = obj =>
+            {
+                if (gen != _joinGen) return;
+                if (ErrorCodes.IsRetryable(obj.GetString("code")))
+                {
+                    _client.EmitRetry("join", _name, obj);
+                    _client.Later(_client.RetryDelay(obj), () =>
+                    {
+                        if (gen == _joinGen && _want && _client.IsOpen) SendJoin();
+                    });
+                    return;
+                }
+                // forbidden, quota_exceeded, bad_request: joining again will not help.
+                var err = ParleyException.FromFrame(obj);
+                _want = false;
+                _status = Status.Idle;
+                FailJoinWaiters(err);
+                foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+                _client.Emit(Error, err);
+            };
+            call.OnFail = err =>
+            {
+                if (err.Code == ErrorCodes.Closed) FailJoinWaiters(err);
+            };
+            _client.Submit(call);
+        }
+
+        private void OnJoined(JsonValue obj)
+        {
+            if (!_want) return;
+            _status = Status.Joined;
+            long seq, epoch;
+            obj.TryGetLong("seq", out seq);
+            if (!obj.TryGetLong("epoch", out epoch)) epoch = 1;
+            var prev = _lastSeq;
+            if (!prev.HasValue)
+            {
+                _lastSeq = seq;
+            }
+            else if (seq < prev.Value)
+            {
+                // The channel's log is behind what was delivered (e.g. a non-durable
+                // namespace after a server restart): its seqs start over.
+                _buffer.Clear();
+                _lastSeq = seq;
+                _client.Emit(Reset, new ResetInfo { Channel = _name, LastSeq = prev.Value, Seq = seq });
+            }
+            var members = obj["members"];
+            if (members != null && members.Type == JsonType.Array) ReplaceMembers(Strings(members));
+            var info = new JoinedInfo
+            {
+                Channel = _name, Seq = seq, Recovered = obj["recovered"] != null && obj["recovered"].AsBool,
+                Epoch = epoch, Members = Members,
+            };
+            _client.Emit(Joined, info);
+            SettleJoin(info);
+            Pump();
+            foreach (var key in new List<string>(_states.Keys))
+            {
+                var s = _states[key];
+                s.Dirty = true;
+                FlushState(key);
+            }
+            while (_ups.Count > 0 && IsJoined) SendUp(_ups.Dequeue());
+        }
+
+        // After a rejoin the member list is the server's again; what changed while
+        // disconnected is reported as one presence event, minus this user.
+        private void ReplaceMembers(IList<string> list)
+        {
+            var next = new HashSet<string>(list);
+            string self = _client.User;
+            var join = new List<string>();
+            var leave = new List<string>();
+            foreach (var u in next) if (!_members.Contains(u) && u != self) join.Add(u);
+            foreach (var u in _members) if (!next.Contains(u) && u != self) leave.Add(u);
+            bool hadList = _members.Count > 0;
+            _members = next;
+            if (hadList && (join.Count > 0 || leave.Count > 0))
+                _client.Emit(PresenceChanged, new PresenceEvent { Channel = _name, Join = join, Leave = leave });
+        }
+
+        private void SettleJoin(JoinedInfo info)
+        {
+            var waiters = _joinWaiters.ToArray();
+            _joinWaiters.Clear();
+            foreach (var w in waiters) _client.Post(() => w.TrySetResult(info));
+        }
+
+        private void FailJoinWaiters(ParleyException err)
+        {
+            var waiters = _joinWaiters.ToArray();
+            _joinWaiters.Clear();
+            foreach (var w in waiters) _client.Post(() => w.TrySetException(err));
+        }
+
+        // ---- messages in seq order ----
+
+        private void OnMsg(JsonValue m)
+        {
+            long seq;
+            if (!m.TryGetLong("seq", out seq)) return;
+            if (_repairing) { Hold(m); return; }
+            long last = _lastSeq ?? 0;
+            if (seq <= last) return; // delivered before (a resume resends)
+            if (seq == last + 1)
+            {
+                Deliver(m, seq);
+                return;
+            }
+            Hold(m);
+            Repair();
+        }
+
+        private void Deliver(JsonValue m, long seq)
+        {
+            _lastSeq = seq;
+            var handler = MessageReceived;
+            if (handler != null) _client.Emit(handler, Message.FromFrame(m));
+        }
+
+        private void Hold(JsonValue m)
+        {
+            _buffer.Add(m);
+            if (_buffer.Count > MaxRepairBuffer) _buffer.RemoveAt(0);
+        }
+
+        private static long SeqOf(JsonValue m)
+        {
+            long s;
+            m.TryGetLong("seq", out s);
+            return s;
+        }
+
+        // Fills the hole between the last delivered seq and the first held message
+        // from history; what history no longer has is reported as a `gap`. One
+        // round per history reply; it ends when the buffer drains.
+        private void Repair()
+        {
+            _repairing = true;
+            for (;;)
+            {
+                _buffer.Sort((a, b) => SeqOf(a).CompareTo(SeqOf(b)));
+                DropDelivered();
+                while (_buffer.Count > 0 && SeqOf(_buffer[0]) == (_lastSeq ?? 0) + 1)
+                {
+                    var m = _buffer[0];
+                    _buffer.RemoveAt(0);
+                    Deliver(m, SeqOf(m));
+                    DropDelivered();
+                }
+                if (_buffer.Count == 0 || !_want) { _repairing = false; return; }
+                long first = SeqOf(_buffer[0]);
+                long last = _lastSeq ?? 0;
+                RequestHistory(last, null, (int)Math.Min(HistoryPage, first - last - 1),
+                    msgs => OnRepairPage(first, msgs),
+                    err =>
+                    {
+                        if (err.Code == ErrorCodes.Closed || err.Code == ErrorCodes.Left) { _repairing = false; return; }
+                        OnRepairPage(first, JsonValue.Array());
+                    });
+                return;
+            }
+        }
+
+        private void OnRepairPage(long first, JsonValue msgs)
+        {
+            if (!_want) { _repairing = false; return; }
+            long last = _lastSeq ?? 0;
+            long oldest = msgs.Count > 0 ? SeqOf(msgs[0]) : first;
+            if (oldest > last + 1)
+            {
+                long to = Math.Min(oldest, first) - 1;
+                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = to });
+                _lastSeq = to;
+            }
+            foreach (var h in msgs.Items)
+            {
+                long s = SeqOf(h);
+                if (s == (_lastSeq ?? 0) + 1 && s < first) Deliver(h, s);
+            }
+            Repair();
+        }
+
+        private void DropDelivered()
+        {
+            long last = _lastSeq ?? 0;
+            int n = 0;
+            while (n < _buffer.Count && SeqOf(_buffer[n]) <= last) n++;
+            if (n > 0) _buffer.RemoveRange(0, n);
+        }
+
+        // ---- publishing ----
+
+        private void Pump()
+        {
+            if (_status != Status.Joined || !_client.IsOpen) return;
+            int window = Math.Max(1, _client.Options.MaxInFlight);
+            int busy = 0;
+            foreach (var e in _publishes) if (e.State == PubState.InFlight || e.State == PubState.Waiting) busy++;
+            foreach (var e in _publishes.ToArray())
+            {
+                if (busy >= window) break;
+                if (e.State != PubState.Queued) continue;
+                e.State = PubState.InFlight;
+                e.Attempts++;
+                busy++;
+                var entry = e;
+                var call = new Call
+                {
+                    Frame = JsonValue.Object().Set("op", "pub").Set("ch", _name).Set("id", e.Id).Set("body", e.Body),
+                    Retry = false,
+                };
+                call.OnReply = ack =>
+                {
+                    long seq;
+                    ack.TryGetLong("seq", out seq);
+                    var dup = ack["dup"];
+                    Settle(entry, new Ack { Seq = seq, Dup = dup != null && dup.AsBool, Id = entry.Id }, null);
+                    Pump();
+                };
+                call.OnError = obj => OnPublishError(entry, obj);
+                call.OnFail = err =>
+                {
+                    if (entry.State == PubState.Done) return;
+                    if (err.Code == ErrorCodes.Closed) { Settle(entry, null, err); return; }
+                    entry.State = PubState.Queued; // dropped in flight: resent, same id, after the rejoin
+                };
+                _client.Submit(call);
+            }
+        }
+
+        private void OnPublishError(PublishEntry e, JsonValue obj)
+        {
+            if (e.State == PubState.Done) return;
+            if (ErrorCodes.IsRetryable(obj.GetString("code")) && e.Attempts < _client.Options.MaxRetryAttempts)
+            {
+                e.State = PubState.Waiting;
+                _client.EmitRetry("pub", _name, obj);
+                _client.Later(_client.RetryDelay(obj), () =>
+                {
+                    if (e.State != PubState.Waiting) return;
+                    e.State = PubState.Queued;
+                    Pump();
+                });
+                return;
+            }
+            Settle(e, null, ParleyException.FromFrame(obj));
+            Pump();
+        }
+
+        private void Settle(PublishEntry e, Ack value, ParleyException err)
+        {
+            if (e.State == PubState.Done) return;
+            e.State = PubState.Done;
+            if (e.Timeout != null) e.Timeout.Cancel();
+            _publishes.Remove(e);
+            var tcs = e.Tcs;
+            if (err != null) _client.Post(() => tcs.TrySetException(err));
+            else _client.Post(() => tcs.TrySetResult(value));
+        }
+
+        // ---- state and up ----
+
+        private void FlushState(string key)
+        {
+            StateSlot s;
+            if (!_states.TryGetValue(key, out s) || !s.Dirty || s.Timer != null) return;
+            if (_status != Status.Joined || !_client.IsOpen) return; // sent after the rejoin
+            long now = _client.Now;
+            long at = Math.Max(s.LastSent + _client.Options.StateMinIntervalMs, s.HoldUntil);
+            if (at > now)
+            {
+                s.Timer = _client.Later((int)(at - now), () =>
+                {
+                    s.Timer = null;
+                    FlushState(key);
+                });
+                return;
+            }
+            long rid = _client.TakeRid();
+            var frame = JsonValue.Object().Set("op", "state").Set("ch", _name).Set("key", key).Set("body", s.Body);
+            if (_client.SendFrame(frame, rid))
+            {
+                _stateRids.Add(rid, key);
+                s.Dirty = false;
+                s.LastSent = now;
+            }
+        }
+
+        private void ClearStates()
+        {
+            foreach (var s in _states.Values) if (s.Timer != null) s.Timer.Cancel();
+            _states.Clear();
+        }
+
+        private void SendUp(JsonValue body)
+        {
+            long rid = _client.TakeRid();
+            if (_client.SendFrame(JsonValue.Object().Set("op", "up").Set("ch", _name).Set("body", body), rid))
+                _upRids.Add(rid, body);
+            else _ups.Enqueue(body);
+        }
+
+        private static IList<string> Strings(JsonValue arr)
+        {
+            var list = new List<string>();
+            if (arr == null) return list;
+            foreach (var v in arr.Items) if (v.AsString != null) list.Add(v.AsString);
+            return list;
+        }
+    }
+
+    // rid -> value, forgetting the oldest past a bound (errors for old
+    // fire-and-forget frames are then reported on the client instead).
+    internal sealed class BoundedMap<T>
+    {
+        private readonly int _max;
+        private readonly Dictionary<long, T> _map = new Dictionary<long, T>();
+        private readonly Queue<long> _order = new Queue<long>();
+
+        public BoundedMap(int max) { _max = max; }
+
+        public void Add(long rid, T value)
+        {
+            _map[rid] = value;
+            _order.Enqueue(rid);
+            while (_order.Count > _max) _map.Remove(_order.Dequeue());
+        }
+
+        public bool TryTake(long rid, out T value)
+        {
+            if (!_map.TryGetValue(rid, out value)) return false;
+            _map.Remove(rid);
+            return true;
+        }
+    }
+}
