@@ -153,17 +153,18 @@ namespace Parley.Tests
             var rig = new Rig(o => o.HeartbeatMs = 2000);
             rig.Client.Connect();
             rig.Welcome();
-            rig.Advance(2500);
+            rig.Advance(1900);
             Assert.AreEqual(0, rig.T.Ops("ping").Count, "pinged before a quiet period");
-            rig.Advance(600);
+            rig.Advance(1200);
             Assert.AreEqual(1, rig.T.Ops("ping").Count, "no ping after a quiet period");
             Assert.AreEqual(0, rig.Disconnects.Count);
             // Any traffic counts as life.
             rig.T.Deliver("{\"op\":\"pong\",\"rid\":" + rig.T.Last("ping")["rid"] + "}");
             rig.Poll();
-            rig.Advance(8000);
+            // Dropped after 2 periods plus min(period, 5 s) of silence: 6000 ms here.
+            rig.Advance(5800);
             Assert.AreEqual(0, rig.Disconnects.Count, "dropped although the server answered");
-            rig.Advance(2000);
+            rig.Advance(1400);
             Assert.AreEqual(1, rig.Disconnects.Count);
             Assert.AreEqual(4000, rig.Disconnects[0].Code);
             Assert.IsTrue(rig.Transports[0].Aborted);

@@ -48,7 +48,8 @@ namespace Parley
 
         /// <summary>
         /// Dead-connection detection period, ms; 0 (default): the welcome's heartbeat_ms.
-        /// After a quiet period the client sends a ping; after two periods and 5 s it drops the socket.
+        /// After a quiet period the client sends a ping; after two periods plus up to one more
+        /// (at most 5 s) it drops the socket and reconnects.
         /// </summary>
         public int HeartbeatMs;
 

@@ -615,12 +615,14 @@ namespace Parley
         // The server pings WebSocket clients itself, but ClientWebSocket answers
         // those pings without telling anyone; this catches the cases where the
         // host never notices a dead connection (a laptop that slept, a NAT that
-        // forgot the flow): after a quiet heartbeat period, ask; after two, drop.
+        // forgot the flow): after a quiet heartbeat period, ask; after two periods
+        // plus up to one more (at most 5 s) of slack, drop.
         private void StartLiveness(int heartbeatMs)
         {
             CancelTimer(ref _liveTimer);
             int period = heartbeatMs > 0 ? heartbeatMs : 25000;
-            int every = Math.Max(1000, period / 2);
+            int every = Math.Max(100, period / 2);
+            long limit = 2L * period + Math.Min(period, 5000);
             int epoch = _epoch;
             Action check = null;
             check = () =>
@@ -628,7 +630,7 @@ namespace Parley
                 _liveTimer = null;
                 if (epoch != _epoch || !IsOpen) return;
                 long quiet = Now - _lastRx;
-                if (quiet > 2L * period + 5000) { Abandon(4000, "no traffic from the server"); return; }
+                if (quiet > limit) { Abandon(4000, "no traffic from the server"); return; }
                 if (quiet > period) SendFrame(JsonValue.Object().Set("op", "ping"), TakeRid());
                 _liveTimer = Later(every, check);
             };
