@@ -73,6 +73,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       metrics_(metrics),
       node_(std::move(node)) {
   snap_id_ = store::ChannelId{tenant.id, name_ + "\x1fs"};
+  hash_id_ = store::ChannelId{tenant.id, name_ + "\x1fh"};
   box_ = std::make_unique<AppendBox>(loop, loops, [this](uint32_t p, store::AppendOutcome out) {
     parts_[p]->on_appended(std::move(out));
   });
@@ -176,7 +177,7 @@ bool Topic::ready() const {
   for (const auto& p : parts_) {
     if (!p->ready()) return false;
   }
-  return true;
+  return key_hash_.has_value();
 }
 
 void Topic::when_ready(std::function<void()> fn) {
@@ -189,17 +190,28 @@ void Topic::when_ready(std::function<void()> fn) {
     ++recovering_;
     p->recover([this] { recovered_one(); });
   }
-  if (recovering_ == 0) {
-    // A partition is failed with appends still being answered: those who wait
-    // see !ready() and answer unavailable.
-    auto waiting = std::move(waiting_);
-    waiting_.clear();
-    for (auto& w : waiting) w();
-  }
+  // Else a partition is failed with appends still being answered: those who
+  // wait see !ready() and answer unavailable.
+  if (recovering_ == 0) settle();
 }
 
 void Topic::recovered_one() {
   if (--recovering_ > 0) return;
+  settle();
+}
+
+void Topic::settle() {
+  const bool parts_ready =
+      std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->ready(); });
+  if (parts_ready && !key_hash_) {
+    // load_key_hash runs the waiting when it is done, whatever it found.
+    if (!hash_loading_) load_key_hash();
+    return;
+  }
+  run_waiting();
+}
+
+void Topic::run_waiting() {
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& w : waiting) w();
@@ -326,7 +338,7 @@ void Topic::run_emit(session::EmitRequest req) {
   for (size_t i = 0; i < n; ++i) {
     if (state->copy_of[i] != SIZE_MAX) continue;
     auto& e = req.events[i];
-    const uint32_t p = session::partition_of(e.key, partitions());
+    const uint32_t p = session::partition_of(e.key, partitions(), seed_of(*key_hash_));
     state->out.offs[i].first = p;
     parts_[p]->append(req.from, e, now, [this, state, i, finish, arrived = req.arrived_ns](const Landing& l) {
       --inflight_;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "events/append_box.h"
+#include "events/key_hash.h"
 #include "events/leaderboard.h"
 #include "events/partition.h"
 #include "events/topic_stats.h"
@@ -95,6 +96,10 @@ class Topic {
   void run_emit(session::EmitRequest req);
   void run_tail(session::TailRequest req);
   void recovered_one();
+  // Once every partition is recovered and the key hash is known (or failed to
+  // load), runs what waits for readiness.
+  void settle();
+  void run_waiting();
   void schedule_pump();
   void pump();
   void close_tails(uint64_t conn);
@@ -153,6 +158,17 @@ class Topic {
   uint64_t snap_seq_ = 0;      // the snapshot channel's last record
   uint64_t snap_committed_ = 0;  // stats_->committed at the last snapshot
   std::unique_ptr<boost::asio::steady_timer> snap_timer_;
+
+  // The key hash (key_hash.h, topic_key_hash.cc): read from the record once the
+  // partitions are recovered (they say whether an unrecorded topic is an old
+  // one), written by the topic's first start; the topic is not ready without it.
+  void load_key_hash(bool written = false);
+  void decide_key_hash(uint64_t record_seq);
+  void write_key_hash(KeyHash h, uint64_t seq);
+  void key_hash_loaded(std::optional<KeyHash> h);
+  store::ChannelId hash_id_;
+  std::optional<KeyHash> key_hash_;
+  bool hash_loading_ = false;
   std::shared_ptr<TopicStats> stats_;
   metrics::Metrics& metrics_;
   size_t inflight_ = 0;

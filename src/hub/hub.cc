@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/fnv1a.h"
 #include "protocol/decoder.h"
 
 namespace parley::hub {
@@ -67,17 +68,8 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, Sh
 }
 
 unsigned Hub::shard_of(std::string_view tenant, std::string_view ch) const {
-  // FNV-1a: stable across runs and builds, unlike std::hash.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view s) {
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(tenant);
-  mix("\x1f");
-  mix(ch);
+  // Stable across runs and builds, unlike std::hash.
+  const uint64_t h = fnv1a_64(ch, fnv1a_64("\x1f", fnv1a_64(tenant, kParleyPlacementSeed)));
   return static_cast<unsigned>(h % shards_.size());
 }
 

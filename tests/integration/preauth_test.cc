@@ -95,6 +95,15 @@ TEST_P(PreauthOnEachWire, FramesAfterHelloMayUseTheTenantsLimit) {
   EXPECT_EQ(json_int(c->expect("ack"), "seq"), 1);
 }
 
+// PROTOCOL.md "Frame size before welcome": over 4 x the default tenant limit
+// (a frame that closes 1009 after welcome) it is still unauthorized/4001.
+TEST_P(PreauthOnEachWire, TwoMegabyteFrameBeforeHelloIsUnauthorizedNot1009) {
+  auto c = Client::connect(server_->port(GetParam()), GetParam());
+  c->send(R"({"op":"hello","v":1,"rid":1,"token":")" + ServerProcess::token("huge") +
+          R"(","pad":")" + std::string(2 << 20, 'p') + "\"}");
+  expect_unauthorized_close(*c, GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Wires, PreauthOnEachWire, ::testing::Values(Wire::kWebSocket, Wire::kTcp),
                          [](const auto& info) {
                            return info.param == Wire::kWebSocket ? "WebSocket" : "Tcp";

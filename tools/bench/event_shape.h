@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "fnv1a.h"  // src/common: PROTOCOL.md's hash, header-only
+
 namespace bench {
 
 inline int64_t mono_ns() {
@@ -43,12 +45,7 @@ inline void append_body(std::string& out, uint32_t k, int points, std::string_vi
 
 // PROTOCOL.md's partition of a key: fnv1a_64(key) mod partitions.
 inline uint32_t partition_of(std::string_view key, uint32_t partitions) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : key) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return static_cast<uint32_t>(h % partitions);
+  return static_cast<uint32_t>(parley::fnv1a_64(key) % partitions);
 }
 
 }  // namespace bench

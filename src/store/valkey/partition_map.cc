@@ -1,13 +1,11 @@
 #include "store/valkey/partition_map.h"
 
+#include "common/fnv1a.h"
+
 namespace parley::store::valkey {
 
 uint32_t partition_of(const ChannelId& id, uint32_t partitions) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : id.key()) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  const uint64_t h = fnv1a_64(id.key(), kParleyPlacementSeed);
   return partitions == 0 ? 0 : static_cast<uint32_t>(h % partitions);
 }
 
