@@ -22,6 +22,7 @@ packages=(
   liburing-dev                  # bench/floor's --io-uring mode (issue 9: sends of one iteration batched)
   libfuse3-dev fuse3            # tests/powerloss: a FUSE file system that drops unsynced writes (issue 26)
   mono-devel nunit-console libnunit-cil-dev  # the C# SDK (sdk/csharp): mcs, Mono, NUnit 2.6
+  nlohmann-json3-dev            # sdk/cpp: the C++ client SDK's JSON value and codec
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

@@ -1,0 +1,106 @@
+// What the client delivers to the application: plain values, built from the
+// server's frames (PROTOCOL.md "Server frames") after their fields were checked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parley/json.h"
+
+namespace parley {
+
+/// The server's `welcome`.
+struct Welcome {
+  std::string conn;
+  std::string user;
+  std::string tenant;
+  int64_t heartbeat_ms = 0;
+};
+
+/// A connection ended.
+struct Disconnect {
+  int code = 0;  ///< WebSocket close code; 1006 when none; 4000 a client-side abandon
+  std::string reason;
+  bool was_open = false;         ///< it had been welcomed
+  bool will_reconnect = false;   ///< false: the client is closed for good
+  int64_t delay_ms = 0;          ///< when will_reconnect: the delay chosen
+};
+
+/// A `bye` frame (a drain, a slow consumer, a removed tenant).
+struct Bye {
+  std::string code;
+  int64_t reconnect_ms = -1;  ///< -1: the frame had none
+};
+
+/// A retryable error the SDK is handling by itself (after retry_ms).
+struct Retry {
+  std::string op;  ///< pub, join, state, up, history, ...
+  std::string ch;
+  std::string id;  ///< a publish's client id, else empty
+  std::string code;
+  int64_t retry_ms = -1;
+};
+
+/// A `msg`, delivered once, in seq order.
+struct Message {
+  std::string ch;
+  int64_t seq = 0;
+  std::string from;
+  std::string id;
+  int64_t ts = 0;
+  Json body;
+};
+
+/// A `state` of another member.
+struct State {
+  std::string ch;
+  std::string from;
+  std::string key;
+  Json body;
+  Json pos;  ///< the sender's position when it sent one (interest areas), else null
+};
+
+struct Presence {
+  std::string ch;
+  std::vector<std::string> join;
+  std::vector<std::string> leave;
+};
+
+/// A (re)join answered.
+struct Joined {
+  std::string ch;
+  int64_t seq = 0;
+  bool recovered = false;
+  int64_t epoch = 1;
+  std::vector<std::string> members;
+};
+
+/// Seqs from..to (inclusive) could not be recovered; delivery goes on after `to`.
+struct Gap {
+  std::string ch;
+  int64_t from = 0;
+  int64_t to = 0;
+};
+
+/// The channel's log started over (its seqs are below what was delivered).
+struct Reset {
+  std::string ch;
+  int64_t last_seq = 0;  ///< the last seq delivered before
+  int64_t seq = 0;       ///< the channel's latest seq now
+};
+
+/// A publish acknowledged as written.
+struct Ack {
+  std::string id;
+  int64_t seq = 0;
+  bool dup = false;
+};
+
+/// A `direct` from the app server.
+struct Direct {
+  std::string from;
+  Json body;
+};
+
+}  // namespace parley

@@ -1,0 +1,17 @@
+// A WebSocket connection (RFC 6455) on Boost.Beast: resolve, connect,
+// handshake (offering the codec's subprotocol), then one read loop and one
+// write in flight with a byte-capped queue behind it.
+//
+// Thread: the default transport's io_context (the client's poll() thread).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include "session.h"
+
+namespace parley::detail {
+
+std::shared_ptr<Session> make_ws_session(boost::asio::io_context& io, ConnectionHandler& h,
+                                         const ConnectOptions& o);
+
+}  // namespace parley::detail
