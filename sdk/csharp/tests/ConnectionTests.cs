@@ -231,6 +231,39 @@ namespace Parley.Tests
         }
 
         [Test]
+        public void AFrameFromAnotherThreadEndsWaitForWorkAtOnce()
+        {
+            var rig = new Rig(o => o.Clock = null); // a real clock: WaitForWork really blocks
+            int directs = 0;
+            rig.Client.Direct += d => directs++;
+            rig.Client.Connect();
+            rig.Welcome();
+            var sw = System.Diagnostics.Stopwatch.StartNew();
+            long worst = 0;
+            for (int i = 0; i < 200; i++)
+            {
+                var t = rig.T;
+                int spin = i % 7;
+                var th = new Thread(() =>
+                {
+                    Thread.SpinWait(spin * 1000); // before, during or after the waiter's last look
+                    t.Deliver("{\"op\":\"direct\",\"body\":1}");
+                });
+                long t0 = sw.ElapsedMilliseconds;
+                th.Start();
+                while (directs <= i)
+                {
+                    rig.Client.WaitForWork(2000);
+                    rig.Poll();
+                }
+                worst = Math.Max(worst, sw.ElapsedMilliseconds - t0);
+                th.Join();
+            }
+            // A lost wakeup would sit out the whole 2000 ms.
+            Assert.Less(worst, 1000, "a frame waited for WaitForWork's timeout");
+        }
+
+        [Test]
         public void AThrowingCallbackDoesNotBreakTheClient()
         {
             var rig = new Rig();

@@ -79,6 +79,7 @@ namespace Parley
         private Welcome _welcome;
         private int _welcomes;
         private bool _inPoll;
+        private int _waiting; // 1 while WaitForWork blocks (any thread reads it)
 
         /// <summary>Creates a client; nothing happens until <see cref="Connect"/> or a channel's Join.</summary>
         public ParleyClient(ClientOptions options)
@@ -226,11 +227,16 @@ namespace Parley
         /// </summary>
         public void WaitForWork(int maxMs)
         {
-            if (!_inbox.IsEmpty || _callbacks.Count > 0) return;
+            if (_callbacks.Count > 0) return;
             long next = _timers.NextDue;
             long wait = maxMs;
             if (next != long.MaxValue) wait = Math.Min(wait, Math.Max(0, next - Now));
-            if (wait > 0) _wake.WaitOne((int)wait);
+            if (wait <= 0) return;
+            // Announce the wait before the last look at the inbox; Enqueue looks at
+            // the flag after queueing (both with full fences), so a frame is never missed.
+            Interlocked.Exchange(ref _waiting, 1);
+            if (_inbox.IsEmpty) _wake.WaitOne((int)wait);
+            Interlocked.Exchange(ref _waiting, 0);
         }
 
         /// <summary>Ends a <see cref="WaitForWork"/> early; callable from any thread.</summary>
@@ -478,10 +484,12 @@ namespace Parley
             OnDrop(code, reason);
         }
 
+        // The wake event costs a system call; it is set only when Poll's thread waits.
         private void Enqueue(Inbound item)
         {
             _inbox.Enqueue(item);
-            _wake.Set();
+            Interlocked.MemoryBarrier();
+            if (Volatile.Read(ref _waiting) != 0) _wake.Set();
         }
 
         private void Handle(Inbound item)

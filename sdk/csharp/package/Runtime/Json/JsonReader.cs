@@ -112,7 +112,7 @@ namespace Parley
             {
                 SkipSpace();
                 if (_p >= _end || _b[_p] != '"') throw Fail("expected a member name");
-                string key = ReadString();
+                string key = ReadKey();
                 SkipSpace();
                 if (_p >= _end || _b[_p] != ':') throw Fail("expected ':'");
                 _p++;
@@ -200,6 +200,46 @@ namespace Parley
         }
 
         private static bool IsDigit(byte c) { return c >= '0' && c <= '9'; }
+
+        // Member names of the protocol's frames, so a frame's keys cost no allocation.
+        private static readonly string[] KnownKeys =
+        {
+            "op", "ch", "seq", "from", "id", "ts", "body", "rid", "code", "msg", "key", "pos", "join", "leave",
+            "members", "recovered", "epoch", "dup", "retry_ms", "reconnect_ms", "conn", "user", "tenant",
+            "heartbeat_ms", "msgs", "i", "tag", "pad", "type", "text", "x", "y", "z",
+        };
+        private static readonly byte[][] KnownKeyBytes = EncodeKeys();
+
+        private static byte[][] EncodeKeys()
+        {
+            var b = new byte[KnownKeys.Length][];
+            for (int i = 0; i < b.Length; i++) b[i] = Encoding.ASCII.GetBytes(KnownKeys[i]);
+            return b;
+        }
+
+        private string ReadKey()
+        {
+            int start = _p + 1;
+            int q = start;
+            while (q < _end && q - start <= 12 && _b[q] != '"' && _b[q] != '\\') q++;
+            if (q < _end && _b[q] == '"')
+            {
+                int len = q - start;
+                for (int k = 0; k < KnownKeyBytes.Length; k++)
+                {
+                    var kb = KnownKeyBytes[k];
+                    if (kb.Length != len) continue;
+                    int j = 0;
+                    while (j < len && kb[j] == _b[start + j]) j++;
+                    if (j == len)
+                    {
+                        _p = q + 1;
+                        return KnownKeys[k];
+                    }
+                }
+            }
+            return ReadString();
+        }
 
         private string ReadString()
         {
