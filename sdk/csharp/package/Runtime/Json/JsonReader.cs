@@ -105,7 +105,7 @@ namespace Parley
         {
             Enter();
             _p++; // {
-            var members = new List<KeyValuePair<string, JsonValue>>();
+            var members = new List<KeyValuePair<string, JsonValue>>(8); // a msg frame has 7
             SkipSpace();
             if (_p < _end && _b[_p] == '}') { _p++; _depth--; return JsonValue.NewObject(members); }
             for (;;)
@@ -245,20 +245,23 @@ namespace Parley
         {
             _p++; // opening quote
             int start = _p;
-            // Fast path: no escapes, so the bytes are the string's UTF-8.
-            while (_p < _end)
+            // Fast path: no escapes, so the bytes are the string's UTF-8. Locals,
+            // not fields, in the loop: Mono's JIT keeps them in registers.
+            var b = _b;
+            int p = _p, end = _end;
+            while (p < end)
             {
-                byte c = _b[_p];
+                byte c = b[p];
                 if (c == '"')
                 {
-                    string s = Utf8.GetString(_b, start, _p - start);
-                    _p++;
-                    return s;
+                    _p = p + 1;
+                    return Utf8.GetString(b, start, p - start);
                 }
-                if (c == '\\') break;
-                if (c < 0x20) throw Fail("control character in string");
-                _p++;
+                if (c == '\\' || c < 0x20) break;
+                p++;
             }
+            _p = p;
+            if (_p < _end && _b[_p] < 0x20) throw Fail("control character in string");
             if (_p >= _end) throw Fail("unterminated string");
             if (_sb == null) _sb = new StringBuilder();
             _sb.Length = 0;
