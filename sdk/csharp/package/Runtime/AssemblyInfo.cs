@@ -5,3 +5,5 @@ using System.Reflection;
 [assembly: AssemblyDescription("Client SDK for the Parley realtime messaging server (Unity and .NET)")]
 [assembly: AssemblyVersion("0.1.0")]
 [assembly: AssemblyInformationalVersion("0.1.0")]
+// The NUnit tests (sdk/csharp/tests) check internals such as the timer heap.
+[assembly: System.Runtime.CompilerServices.InternalsVisibleTo("Parley.Client.Tests")]

@@ -513,6 +513,13 @@ namespace Parley
                 long s = SeqOf(h);
                 if (s == (_lastSeq ?? 0) + 1 && s < first) Deliver(h, s);
             }
+            if ((_lastSeq ?? 0) == last)
+            {
+                // A page that moved nothing forward (history answered only seqs
+                // already delivered): asking again would loop, so the rest is a gap.
+                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = first - 1 });
+                _lastSeq = first - 1;
+            }
             Repair();
         }
 

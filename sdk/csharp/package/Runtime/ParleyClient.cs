@@ -267,6 +267,7 @@ namespace Parley
         // ---- for Channel ----
 
         internal bool IsOpen { get { return _state == ClientState.Open; } }
+        internal int TimerCount { get { return _timers.Count; } }
         internal long Now { get { return _clock(); } }
         internal Random Random { get { return _random; } }
 

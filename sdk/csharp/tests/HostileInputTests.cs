@@ -1,0 +1,118 @@
+// What a buggy or hostile server can send must not break the client: frames
+// with wrong types, unknown ops, replies to nothing, history pages that move
+// nothing forward. And the timer heap stays bounded under a busy publisher.
+using System;
+using System.Collections.Generic;
+using NUnit.Framework;
+using Parley;
+
+namespace Parley.Tests
+{
+    [TestFixture]
+    public class HostileInputTests
+    {
+        [Test]
+        public void FramesWithWrongTypesNeverThrowOutOfPoll()
+        {
+            var rig = new Rig();
+            var ch = rig.Client.Channel("chat:a");
+            int delivered = 0;
+            ch.MessageReceived += m => delivered++;
+            ch.Join();
+            ch.Publish(1);
+            rig.Welcome();
+            rig.Joined("chat:a", 0);
+            var values = new[]
+            {
+                "null", "true", "-1", "0", "1", "2", "9223372036854775807", "1.5", "\"x\"", "\"chat:a\"",
+                "[]", "{}", "[1,\"a\"]", "{\"a\":1}",
+            };
+            var keys = new[] { "op", "ch", "seq", "rid", "from", "id", "body", "code", "retry_ms", "reconnect_ms",
+                               "msgs", "members", "join", "leave", "recovered", "epoch", "dup", "key" };
+            var ops = new[] { "msg", "state", "presence", "joined", "ack", "history", "error", "bye", "direct",
+                              "welcome", "pong", "left", "nope" };
+            var r = new Random(99);
+            for (int i = 0; i < 5000; i++)
+            {
+                var f = JsonValue.Object().Set("op", ops[r.Next(ops.Length)]);
+                int n = r.Next(6);
+                for (int k = 0; k < n; k++) f.Set(keys[r.Next(keys.Length)], JsonValue.Parse(values[r.Next(values.Length)]));
+                rig.T.Deliver(r.Next(10) == 0 ? JsonValue.Array(f, f) : f);
+                if (i % 50 == 0) Assert.DoesNotThrow(() => rig.Poll());
+            }
+            Assert.DoesNotThrow(() => rig.Poll());
+            Assert.AreEqual(0, rig.Log.Count, "an SDK handler threw: " + string.Join("; ", rig.Log));
+            // Still a working client afterwards.
+            Assert.AreNotEqual(ClientState.Closed, rig.Client.State);
+        }
+
+        [Test]
+        public void AHistoryPageThatMovesNothingForwardEndsAsAGapInsteadOfALoop()
+        {
+            var rig = new Rig();
+            var ch = rig.Client.Channel("chat:a");
+            var seqs = new List<long>();
+            var gaps = new List<GapInfo>();
+            ch.MessageReceived += m => seqs.Add(m.Seq);
+            ch.Gap += g => gaps.Add(g);
+            ch.Join();
+            rig.Welcome();
+            rig.Joined("chat:a", 10);
+            rig.T.Deliver(Rig.Msg("chat:a", 11));
+            rig.T.Deliver(Rig.Msg("chat:a", 15));
+            rig.Poll();
+            var h = rig.T.Last("history");
+            // The server answers with what was already delivered.
+            rig.T.Deliver(JsonValue.Object().Set("op", "history").Set("rid", h["rid"]).Set("ch", "chat:a")
+                .Set("msgs", JsonValue.Array(Rig.Msg("chat:a", 10), Rig.Msg("chat:a", 11))));
+            rig.Poll();
+            Assert.AreEqual(1, rig.T.Ops("history").Count, "asked again for what it will not get");
+            Assert.AreEqual(1, gaps.Count);
+            Assert.AreEqual(12, gaps[0].From);
+            Assert.AreEqual(14, gaps[0].To);
+            CollectionAssert.AreEqual(new long[] { 11, 15 }, seqs);
+        }
+
+        [Test]
+        public void CancelledTimersDoNotPileUp()
+        {
+            var timers = new Timers();
+            var live = new List<Timer>();
+            for (int i = 0; i < 100000; i++)
+            {
+                var t = timers.At(60000 + i, () => { });
+                if (i % 100 == 0) live.Add(t);
+                else t.Cancel();
+            }
+            Assert.Less(timers.Count, 5000, "cancelled timers kept");
+            int ran = 0;
+            Timer due;
+            long last = -1;
+            while ((due = timers.TakeDue(long.MaxValue)) != null)
+            {
+                Assert.GreaterOrEqual(due.Due, last, "out of order after compaction");
+                last = due.Due;
+                ran++;
+            }
+            Assert.AreEqual(live.Count, ran);
+        }
+
+        [Test]
+        public void ABusyPublisherKeepsFewTimers()
+        {
+            var rig = new Rig(o => o.MaxInFlight = 64);
+            var ch = rig.Client.Channel("chat:a");
+            ch.Join();
+            rig.Welcome();
+            rig.Joined("chat:a", 0);
+            long seq = 0;
+            for (int round = 0; round < 200; round++)
+            {
+                for (int k = 0; k < 50; k++) ch.Publish(k);
+                foreach (var pub in rig.T.Ops("pub").GetRange(rig.T.Ops("pub").Count - 50, 50)) rig.Ack(pub, ++seq);
+            }
+            Assert.AreEqual(10000, seq);
+            Assert.Less(rig.Client.TimerCount, 3000, "10,000 acked publishes left their timeouts behind");
+        }
+    }
+}
