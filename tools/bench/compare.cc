@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "compare_ramp.h"
+#include "cpu_affinity.h"
 #include "report.h"
 #include "runner.h"
 #include "server_process.h"
@@ -37,11 +39,13 @@ fs::path self_dir() {
 // The config Parley gets in a comparison: one tenant, limits out of the way, and the
 // peers' semantics for the namespaces the peer scenarios use (not durable, 20 ms
 // tick). `chat` stays durable (embedded store): that is Parley's real cost.
-std::string parley_config(const Options& o, int port, const fs::path& data) {
+// threads: Parley's loops, matched to the CPUs it is pinned to (0: its default).
+std::string parley_config(const Options& o, int port, const fs::path& data, int threads) {
   return fmt::format(R"([server]
 listen = "127.0.0.1:{}"
 store = "embedded"
 data_dir = "{}"
+{}
 
 [tenants.{}]
 secret = "{}"
@@ -59,7 +63,8 @@ durable = false
 tick_ms = 20
 presence = true
 )",
-                     port, data.string(), o.tenant, o.secret, o.tenant, o.tenant);
+                     port, data.string(), threads > 0 ? fmt::format("threads = {}", threads) : "",
+                     o.tenant, o.secret, o.tenant, o.tenant);
 }
 
 double p99_ms(const RunResult& r) {
@@ -93,6 +98,26 @@ int compare(const Options& base) {
     std::string t;
     while (std::getline(ss, t, ',')) targets.push_back(t);
   }
+  // Split cores: the generator (this process; its worker threads start later and
+  // inherit the mask) on --bench-cpus, every target on --server-cpus.
+  std::unique_ptr<CpuList> server_cpus;
+  std::string split;
+  if (!base.server_cpus.empty()) {
+    try {
+      server_cpus = std::make_unique<CpuList>(parse_cpu_list("--server-cpus", base.server_cpus));
+      const CpuList bench_cpus = parse_cpu_list("--bench-cpus", base.bench_cpus);
+      cpu_set_t both;
+      CPU_AND(&both, &server_cpus->set, &bench_cpus.set);
+      if (CPU_COUNT(&both) > 0)
+        throw std::runtime_error("--server-cpus and --bench-cpus overlap");
+      if (!pin(0, bench_cpus)) throw std::runtime_error("sched_setaffinity of the generator failed");
+      split = fmt::format("split cores: targets on CPUs {}, generator on CPUs {}", server_cpus->text,
+                          bench_cpus.text);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "compare: {}\n", e.what());
+      return 2;
+    }
+  }
   std::vector<std::unique_ptr<RunResult>> results;
   int exit_code = 0;
   for (const std::string& target : targets) {
@@ -106,7 +131,8 @@ int compare(const Options& base) {
     if (target == "parley") {
       fs::path cfg = tmp / "parley.toml";
       fs::create_directories(tmp / "data");
-      std::ofstream(cfg) << parley_config(o, o.port, tmp / "data");
+      std::ofstream(cfg) << parley_config(o, o.port, tmp / "data",
+                                          server_cpus ? server_cpus->count : 0);
       argv = {parley_bin.string(), "serve", "--config", cfg.string()};
     } else if (target == "node-ws") {
       o.history_check = false;
@@ -130,6 +156,8 @@ int compare(const Options& base) {
       return 2;
     }
     o.server_cmd = shell_join(argv);
+    if (server_cpus) o.server_cmd = "taskset -c " + server_cpus->text + " " + o.server_cmd;
+    if (base.ramp_compare) make_ramp(o);
     if (!o.json_out.empty()) {
       fs::path j(o.json_out);
       o.json_out = (j.parent_path() / fmt::format("{}-{}{}", j.stem().string(), target,
@@ -139,7 +167,7 @@ int compare(const Options& base) {
     ServerProcess server;
     fs::path log = tmp / (target + ".log");
     fmt::print(stderr, "\n== {}: {}\n", target, o.server_cmd);
-    if (!server.start(argv, log.string(), o.port, 15)) {
+    if (!server.start(argv, log.string(), o.port, 15, server_cpus.get())) {
       fmt::print(stderr, "compare: {} did not start (see {}; bench/setup.sh installs the peers)\n",
                  target, log.string());
       exit_code = 2;
@@ -155,6 +183,12 @@ int compare(const Options& base) {
   }
   if (results.empty()) return exit_code ? exit_code : 2;
 
+  if (!split.empty()) fmt::print("\n{}\n", split);
+  if (base.ramp_compare) {
+    std::vector<const RunResult*> rs;
+    for (auto& r : results) rs.push_back(r.get());
+    print_ramp_table(base, rs);
+  }
   const RunResult& ref = *results.front();
   fmt::print("\ncompare {}{} ({} connections, channels of {}, {:g} msg/s, state {:g} Hz): ratios are target / {}\n",
              base.preset.empty() ? base.scenario : base.preset,

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <boost/asio/write.hpp>
@@ -218,9 +219,29 @@ size_t Connection::consume(char* buf, size_t len, size_t alloc) {
 }
 
 void Connection::handle_payload(char* data, size_t len, size_t capacity) {
-  ++w_.counters().frames_in;
+  Counters& c = w_.counters();
+  ++c.frames_in;
+  const uint64_t states_before = c.state_deliveries;
   bool ok = w_.reader().read(data, len, capacity, [this](const Event& ev) { on_event(ev); });
-  if (!ok) ++w_.counters().bad_frames;
+  if (!ok) ++c.bad_frames;
+  if (c.state_deliveries != states_before) note_tick();
+}
+
+// A server that delivers on a tick sends each member one batch per tick, so the
+// reads that bring states are that tick as this client sees it: the interval
+// between two of them is the tick plus the server's and the network's jitter. Its
+// distance from the nearest whole number of ticks (at least one) is the deviation;
+// a tick with nothing for this member shows as 2 ticks, not as a deviation of one.
+void Connection::note_tick() {
+  if (batch_now_ == last_tick_ns_) return;  // the same read: the same tick
+  const int64_t tick = int64_t(w_.opts().tick_ms * 1e6);
+  if (last_tick_ns_ > 0 && tick > 0) {
+    const int64_t interval = batch_now_ - last_tick_ns_;
+    const int64_t k = std::max<int64_t>(1, (interval + tick / 2) / tick);
+    w_.record_latency(&Latencies::tick_interval, interval);
+    w_.record_latency(&Latencies::tick_dev, std::abs(interval - k * tick));
+  }
+  last_tick_ns_ = batch_now_;
 }
 
 void Connection::on_event(const Event& ev) {

@@ -112,6 +112,8 @@ class Connection {
   uint64_t state_counter_ = 0;
   uint64_t gen_ = 0;        // bumped on close: stale handlers of an old socket return
   int64_t batch_now_ = 0;   // receive time of the read being walked
+  int64_t last_tick_ns_ = 0;  // receive time of the last read that brought a state
+  void note_tick();
 };
 
 }  // namespace bench

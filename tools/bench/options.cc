@@ -173,6 +173,11 @@ flags (defaults from the preset):
                        channels, each joined, sent K pubs, left; D in flight per connection)
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
   compare only: --targets parley,node-ws,bun[,floor,floor-tick] --parley-bin PATH --peers-dir DIR
+               --server-cpus LIST --bench-cpus LIST (pin every target and the generator to
+               separate CPUs, e.g. 0 and 1; Parley gets threads = its CPUs)
+               --ramp (each target's rate raised x--step-factor every --step-s to its cliff:
+               p99 <= --max-p99-ms, default 50 here, nothing lost, generator not behind)
+  --tick-ms MS         the target's tick, for the tick-interval figures (20)
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
 or setup error, 3 the run could not connect, 4 the --server-pid process exited during
 the run.
@@ -247,6 +252,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--members", n(o.members)}, {"--batch", n(o.events_batch)},
       {"--board", s(o.board)}, {"--round-s", d(o.round_s)}, {"--partitions", n(o.partitions)},
       {"--redis", s(o.redis_bin)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
+      {"--tick-ms", d(o.tick_ms)}, {"--server-cpus", s(o.server_cpus)}, {"--bench-cpus", s(o.bench_cpus)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -254,6 +260,7 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "--no-history") { o.history_check = false; continue; }
     if (a == "--no-progress") { o.progress = false; continue; }
     if (a == "--no-ids") { o.event_ids = false; continue; }
+    if (a == "--ramp") { o.ramp_compare = true; continue; }
     auto it = with_value.find(a);
     if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
     if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");
@@ -275,6 +282,9 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--ramp-of is rate or state");
   if (o.ramp_of == "state" && o.state_hz <= 0)
     throw std::runtime_error("--ramp-of state wants --state-hz > 0");
+  if (!(o.tick_ms >= 0 && o.tick_ms <= 10000)) throw std::runtime_error("--tick-ms must be in [0, 10000]");
+  if (o.server_cpus.empty() != o.bench_cpus.empty())
+    throw std::runtime_error("--server-cpus and --bench-cpus go together");
   if (o.round_s <= 0 || o.partitions < 1) throw std::runtime_error("--round-s and --partitions want > 0");
   if (o.churn_channels > 0) o.scenario = "churn";
   if (o.scenario == "churn" && (o.churn_msgs < 0 || o.churn_depth < 1 || o.transport != "ws"))

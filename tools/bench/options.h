@@ -70,6 +70,9 @@ struct Options {
   double step_factor = 1.5;
   int max_steps = 8;
   double max_p99_ms = 100;        // delivery p99 bound per step
+  // The target's tick (tick_ms of the namespace): tick intervals are measured
+  // against it (Latencies::tick_dev). compare's Parley config uses 20.
+  double tick_ms = 20;
   double min_accepted_pct = 99.9;
   // Engine.
   int threads = 1;
@@ -92,6 +95,12 @@ struct Options {
   std::string parley_bin;         // default: next to this build's parley-bench
   std::string peers_dir;          // default: the source tree's bench/
   std::string targets = "parley,node-ws,bun";
+  // compare: CPUs for every target and for this generator (cpu_affinity.h), e.g.
+  // "0" and "1" on two cores; empty = shared (not pinned).
+  std::string server_cpus;
+  std::string bench_cpus;
+  // compare --ramp: each target's offered rate raised to its cliff (compare_ramp.h).
+  bool ramp_compare = false;
 };
 
 // Parses argv (after the subcommand). Throws std::runtime_error naming the flag

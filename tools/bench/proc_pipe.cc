@@ -43,6 +43,8 @@ void put_lat(std::string& out, const Latencies& l) {
   put_hist(out, l.delivery);
   put_hist(out, l.state);
   put_hist(out, l.send_lag);
+  put_hist(out, l.tick_interval);
+  put_hist(out, l.tick_dev);
 }
 
 void get_lat(std::istringstream& in, Latencies& l) {
@@ -50,6 +52,8 @@ void get_lat(std::istringstream& in, Latencies& l) {
   get_hist(in, l.delivery);
   get_hist(in, l.state);
   get_hist(in, l.send_lag);
+  get_hist(in, l.tick_interval);
+  get_hist(in, l.tick_dev);
 }
 
 }  // namespace

@@ -92,6 +92,10 @@ void print_table(const RunResult& r) {
   t += hist_row("delivery", r.latencies.delivery);
   if (r.latencies.state.count()) t += hist_row("state delivery", r.latencies.state);
   t += hist_row("send lag (own)", r.latencies.send_lag);
+  if (r.latencies.tick_interval.count()) {
+    t += hist_row("tick interval", r.latencies.tick_interval);
+    t += hist_row("tick deviation", r.latencies.tick_dev);
+  }
   line("\n  throughput (load phase)\n");
   line("  {:<26}{:>14.1f}\n", "msgs acked/s", r.per_s(&Counters::acked));
   line("  {:<26}{:>14.1f}\n", "deliveries/s", r.per_s(&Counters::deliveries));
@@ -186,9 +190,10 @@ std::string to_json(const RunResult& r) {
      r.o.body_bytes, r.o.state_hz, r.o.churn_per_s, r.o.duration_s, r.o.ramp_s, r.o.threads,
      r.o.procs, r.o.src_addrs, r.o.history_check, esc(r.o.ramp_of), r.o.step_s, r.o.step_factor,
      r.o.max_p99_ms);
-  kv(R"(  "latency_ms": {{"ack": {}, "delivery": {}, "state": {}, "send_lag": {}}},)" "\n",
+  kv(R"(  "latency_ms": {{"ack": {}, "delivery": {}, "state": {}, "send_lag": {}, "tick_interval": {}, "tick_dev": {}, "tick_ms": {}}},)" "\n",
      hist_json(r.latencies.ack), hist_json(r.latencies.delivery), hist_json(r.latencies.state),
-     hist_json(r.latencies.send_lag));
+     hist_json(r.latencies.send_lag), hist_json(r.latencies.tick_interval),
+     hist_json(r.latencies.tick_dev), r.o.tick_ms);
   double dpc = r.server_cpu_s > 0 ? double(r.all_deliveries_in_load()) / r.server_cpu_s : 0;
   kv(R"(  "figures": {{"load_seconds": {}, "accepted_pct": {:.4f}, "msgs_per_s": {:.2f}, "deliveries_per_s": {:.2f}, "state_deliveries_per_s": {:.2f}, "bytes_in_per_s": {:.0f}, "bytes_out_per_s": {:.0f}, "conns_held": {}, "own_cpu_s": {:.3f}, "own_cpu_load_s": {:.3f}, "server_cpu_s": {:.3f}, "server_cpu_total_s": {:.3f}, "server_peak_rss_bytes": {}, "deliveries_per_server_cpu_s": {:.1f}}},)"
      "\n",

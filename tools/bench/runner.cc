@@ -39,6 +39,10 @@ std::string utc_now() {
 
 double ms(uint64_t ns) { return double(ns) / 1e6; }
 
+// A send lag p99 above this marks a run (or a ramp step) as the generator's, not
+// the server's (bench/README.md "send lag").
+constexpr double kBehindSendLagMs = 50;
+
 // Merges samples (t0, t1] of a run into one step verdict (ramp scenario).
 StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, int step,
                          double rate, double t0, double t1) {
@@ -100,6 +104,10 @@ StepResult evaluate_step(const Options& o, const std::vector<Sample>& samples, i
   } else if (d.sched_skipped) {
     r.held = false;
     r.why = "the load generator fell behind its schedule";
+  } else if (ms(lat.send_lag.percentile(99)) > kBehindSendLagMs) {
+    r.held = false;
+    r.why = fmt::format("the load generator fell behind (send lag p99 {:.1f} ms)",
+                        ms(lat.send_lag.percentile(99)));
   }
   return r;
 }
@@ -328,7 +336,7 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
   }
   // The generator is the limit when it skipped scheduled sends or sent late.
   uint64_t lag_p99 = r.latencies.send_lag.percentile(99);
-  if (r.counters.sched_skipped > 0 || lag_p99 > 50'000'000) {
+  if (r.counters.sched_skipped > 0 || ms(lag_p99) > kBehindSendLagMs) {
     r.generator_behind = true;
     r.generator_note = fmt::format("send lag p99 {:.1f} ms, {} sends skipped", ms(lag_p99),
                                    r.counters.sched_skipped);

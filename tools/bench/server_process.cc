@@ -45,10 +45,11 @@ std::string shell_join(const std::vector<std::string>& argv) {
 }
 
 bool ServerProcess::start(const std::vector<std::string>& argv, const std::string& log_path,
-                          int port, double timeout_s) {
+                          int port, double timeout_s, const CpuList* cpus) {
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
+    if (cpus && !pin(0, *cpus)) _exit(126);
     int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_affinity.h"
+
 namespace bench {
 
 class ServerProcess {
@@ -15,9 +17,9 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   // Starts argv[0] with argv; false when exec fails or the port does not accept
-  // within timeout_s.
+  // within timeout_s. With cpus, the child is pinned to them before exec.
   bool start(const std::vector<std::string>& argv, const std::string& log_path, int port,
-             double timeout_s);
+             double timeout_s, const CpuList* cpus = nullptr);
   void stop();
   int pid() const { return pid_; }
 

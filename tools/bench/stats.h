@@ -52,17 +52,26 @@ struct Latencies {
   Histogram delivery;  // pub sent -> msg received, every member
   Histogram state;     // state sent -> state received (world)
   Histogram send_lag;  // scheduled send time -> actual send time (generator health)
+  // Tick precision (issue 29): per connection, the time between two successive
+  // reads that brought `state` frames (one tick's frames arrive in one read), and
+  // that interval's distance from the nearest whole number of ticks (--tick-ms).
+  Histogram tick_interval;
+  Histogram tick_dev;
   void merge(const Latencies& o) {
     ack.merge(o.ack);
     delivery.merge(o.delivery);
     state.merge(o.state);
     send_lag.merge(o.send_lag);
+    tick_interval.merge(o.tick_interval);
+    tick_dev.merge(o.tick_dev);
   }
   void reset() {
     ack.reset();
     delivery.reset();
     state.reset();
     send_lag.reset();
+    tick_interval.reset();
+    tick_dev.reset();
   }
 };
 
