@@ -11,6 +11,7 @@
 #
 # usage: bench/idle_memory.sh [CONNS] [PARLEY_BIN] [PARLEY_BENCH_BIN]
 #   defaults: 5000, build/src/server/parley, build-bench/tools/bench/parley-bench
+#   env: PARLEY_MEM_PORT (7990), IDLE_HOLD_S (12), IDLE_RAMP_S (4)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,7 +19,8 @@ conns="${1:-5000}"
 parley="${2:-$root/build/src/server/parley}"
 bench="${3:-$root/build-bench/tools/bench/parley-bench}"
 port="${PARLEY_MEM_PORT:-7990}"
-hold_s=12
+hold_s="${IDLE_HOLD_S:-12}"  # seconds the connections are held (RSS read 1 s before the end)
+ramp_s="${IDLE_RAMP_S:-4}"   # seconds over which they connect
 
 work="$(mktemp -d)"
 trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
@@ -51,10 +53,10 @@ idle=$(rss_kib "$server")
 idle_anon=$(rss_kib "$server" RssAnon)
 
 "$bench" soak --target "127.0.0.1:$port" --conns "$conns" --channel-size 20 --rate 0.001 \
-  --duration "$hold_s" --ramp-up 4 --ping-s 30 --no-progress --no-history \
+  --duration "$hold_s" --ramp-up "$ramp_s" --ping-s 30 --no-progress --no-history \
   > "$work/bench.out" 2>&1 &
 load=$!
-sleep $((hold_s - 1))
+sleep $((ramp_s + hold_s))  # connect, settle 1 s, then 1 s before the hold ends
 held=$(rss_kib "$server")
 held_anon=$(rss_kib "$server" RssAnon)
 wait "$load" || { cat "$work/bench.out"; exit 1; }

@@ -10,7 +10,7 @@
 #
 # usage: bench/store_path.sh PARLEY_BIN BENCH_BIN OUT_DIR
 #   env: SECS (load seconds, 60), RATE (6000), CONNS (2000), FSYNC (everysec),
-#        RUNS ("valkey embedded")
+#        RUNS ("valkey embedded"), RAMP (seconds to connect, 5)
 #   e.g. bench/store_path.sh build/src/server/parley build/tools/bench/parley-bench \
 #          bench/results/$(git rev-parse --short HEAD)/store-path
 set -euo pipefail
@@ -60,7 +60,7 @@ for run in $runs; do
   for d in "${redis_dirs[@]}"; do before[$d]=$(cpu_s "$(vk_pid "$d")"); done
   set +e
   run_nice "$bench" chat --target "127.0.0.1:$port" --conns "$conns" --channel-size 2 \
-    --rate "$rate" --duration "$secs" --ramp-up 5 --threads 2 --no-progress \
+    --rate "$rate" --duration "$secs" --ramp-up "${RAMP:-5}" --threads 2 --no-progress \
     --server-pid "$server" --json "$out/$run.json" > "$out/$run.txt" 2>&1
   status=$?
   set -e

@@ -4,7 +4,12 @@ writes) as Markdown and as one self-contained HTML page with charts, and compare
 each row with a previous record, flagging a move beyond the row's noise.
 
 usage: table.py NEW.tsv [--previous OLD.tsv] [--md OUT.md] [--html OUT.html]
-                [--reports DIR] [--fail-on-move]
+                [--reports DIR] [--write-tsv OUT.tsv] [--fail-on-move]
+
+NEW.tsv may hold only what a run measured (id, value, peer, commit, date, machine,
+command, report, note: record.sh's values.tsv); a row's metadata (workload, figure,
+unit, better, noise_pct) is then the previous record's row of the same id.
+--write-tsv writes NEW with that metadata filled in: the next bench/record.tsv.
 
 A row's noise_pct is how far two runs of the same binary on the same machine differ
 for that figure (set from the spread seen in earlier runs: ~15-25 % for CPU per
@@ -24,13 +29,22 @@ COLUMNS = ["id", "workload", "figure", "value", "unit", "better", "noise_pct", "
            "commit", "date", "machine", "command", "report", "note"]
 
 
-def read(path):
+META = ["workload", "figure", "unit", "better", "noise_pct"]
+
+
+def read(path, meta=None):
+    """Rows of a record TSV; columns it lacks come from meta (id -> row), else defaults."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     for r in rows:
-        missing = [c for c in COLUMNS if c not in r]
-        if missing:
-            sys.exit(f"{path}: row {r.get('id')} lacks {missing}")
+        for c in COLUMNS:
+            if r.get(c) is None:
+                known = (meta or {}).get(r["id"])
+                if known is not None and c in META:
+                    r[c] = known[c]
+                else:
+                    r[c] = {"workload": r["id"], "figure": r["id"], "better": "higher",
+                            "noise_pct": "0"}.get(c, "")
         try:
             r["value_f"] = float(r["value"]) if r["value"] not in ("", "-") else None
         except ValueError:
@@ -154,11 +168,17 @@ def main():
     ap.add_argument("--md")
     ap.add_argument("--html")
     ap.add_argument("--reports", default="", help="prefix for report links")
+    ap.add_argument("--write-tsv")
     ap.add_argument("--fail-on-move", action="store_true",
                     help="exit 1 when a row moved worse beyond its noise")
     a = ap.parse_args()
-    rows = read(a.new)
     prev = {r["id"]: r for r in read(a.previous)} if a.previous else {}
+    rows = read(a.new, prev)
+    if a.write_tsv:
+        with open(a.write_tsv, "w") as f:
+            f.write("\t".join(COLUMNS) + "\n")
+            for r in rows:
+                f.write("\t".join(r[c].replace("\t", " ") for c in COLUMNS) + "\n")
     md = markdown(rows, prev, a.reports, bool(a.previous))
     if a.md:
         with open(a.md, "w") as f:
