@@ -44,10 +44,11 @@ rss_kib() { awk -v f="${2:-VmRSS}" '$1 == f":" {print $2}' "/proc/$1/status"; }
 
 "$parley" serve --config "$work/parley.toml" > "$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 50); do
+for _ in $(seq 100); do
   grep -q "parley ready" "$work/server.log" && break
   sleep 0.1
 done
+grep -q "parley ready" "$work/server.log" || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
 sleep 2  # past the start-up page release (1 s after ready)
 idle=$(rss_kib "$server")
 idle_anon=$(rss_kib "$server" RssAnon)

@@ -30,6 +30,7 @@ if [ "${1:-}" = --quick ]; then quick=1; shift; fi
 [ $# -eq 1 ] || { sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//;$d' >&2; exit 2; }
 mkdir -p "$1" && out=$(realpath "$1") || exit 2
 previous=${PREVIOUS:-$root/bench/record.tsv}
+: > "$out/record.log"
 log() { echo "record: $(date -u +%H:%M:%S) $*" | tee -a "$out/record.log" >&2; }
 
 # Binaries.

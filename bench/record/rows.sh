@@ -15,6 +15,22 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# A port P with P + 1 free as well (idle_memory.sh's server also listens on P + 1).
+free_port_pair() {
+  python3 - <<'EOF'
+import socket
+for _ in range(100):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1))
+    except OSError:
+        continue
+    print(p)
+    break
+EOF
+}
+
 val() { python3 "$root/bench/record/value.py" "$@"; }
 
 # A Parley config on the embedded store with the namespaces the rows use; limits
@@ -270,7 +286,7 @@ row_events() {
 # Idle memory: the idle process, and per idle connection (VmRSS and anonymous).
 row_idle() {
   local d=$1 n; n=$(q 5000 200)
-  PARLEY_MEM_PORT=$(free_port) IDLE_HOLD_S=$(q 12 1) IDLE_RAMP_S=$(q 4 1) bash "$root/bench/idle_memory.sh" "$n" "$parley" "$bench" > "$d/idle-memory.txt" 2>&1
+  PARLEY_MEM_PORT=$(free_port_pair) IDLE_HOLD_S=$(q 12 1) IDLE_RAMP_S=$(q 4 1) bash "$root/bench/idle_memory.sh" "$n" "$parley" "$bench" > "$d/idle-memory.txt" 2>&1
   local rc=$?
   emit idle.rss "$(val re "$d/idle-memory.txt" '^idle VmRSS KiB (\d+)' | awk '{printf "%.1f", $1/1024}')" "" \
     "bench/idle_memory.sh $n PARLEY BENCH" idle/idle-memory.txt "one start"
