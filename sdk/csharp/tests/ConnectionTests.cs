@@ -105,6 +105,50 @@ namespace Parley.Tests
         }
 
         [Test]
+        public void ARefusedHelloEndsTheClientOnATransportWithoutCloseCodes()
+        {
+            // Raw TCP: the server answers the hello with an error and closes; no 4001.
+            var rig = new Rig();
+            var task = rig.Client.Connect();
+            rig.T.Open();
+            rig.Poll();
+            rig.T.Deliver("{\"op\":\"error\",\"rid\":" + rig.T.Last("hello")["rid"] + ",\"code\":\"unauthorized\",\"msg\":\"bad token\"}");
+            rig.T.Drop(1006, "connection closed");
+            rig.Poll();
+            Assert.AreEqual(ClientState.Closed, rig.Client.State);
+            Assert.AreEqual(4001, rig.Disconnects[0].Code);
+            Assert.IsFalse(rig.Disconnects[0].WillReconnect);
+            Assert.AreEqual(ErrorCodes.Unauthorized, ((ParleyException)task.Exception.GetBaseException()).Code);
+        }
+
+        [TestCase("slow_consumer", 4010, true)]
+        [TestCase("tenant_removed", 4001, false)]
+        [TestCase("draining", 1006, true)]
+        public void ADropAfterAByeWithoutACloseCodeGetsTheCodeTheProtocolPairsWithIt(string bye, int code, bool again)
+        {
+            var rig = new Rig();
+            rig.Client.Connect();
+            rig.Welcome();
+            rig.T.Deliver("{\"op\":\"bye\",\"code\":\"" + bye + "\"}");
+            rig.T.Drop(1006, "connection closed");
+            rig.Poll();
+            Assert.AreEqual(code, rig.Disconnects[0].Code);
+            Assert.AreEqual(again, rig.Disconnects[0].WillReconnect);
+        }
+
+        [Test]
+        public void AnApiKeyGoesInTheHelloInsteadOfAToken()
+        {
+            var rig = new Rig(o => { o.Token = null; o.ApiKey = "key-1"; });
+            rig.Client.Connect();
+            rig.T.Open();
+            rig.Poll();
+            var hello = rig.T.Last("hello");
+            Assert.AreEqual("key-1", hello.GetString("api_key"));
+            Assert.IsFalse(hello.Has("token"));
+        }
+
+        [Test]
         public void TheTokenProviderIsCalledBeforeEveryConnectAndThreeRefusalsEndIt()
         {
             var rig = new Rig(null, tokenProvider: true);

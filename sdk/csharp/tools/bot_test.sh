@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# ctest csharp_sdk_bot: the real server on port 0 and two C# bots (users u1 and
-# u2) on one channel over WebSocket; each publishes 150 messages and must see
-# all 300, seqs rising by one, every publish acknowledged (examples/bot/Bot.cs
-# checks and exits non-zero otherwise).
+# ctest csharp_sdk_bot: the real server on port 0 and two C# bots on one
+# channel, u1 over WebSocket and u2 over raw TCP (server.tcp_listen); each
+# publishes 150 messages and must see all 300, seqs rising by one, every
+# publish acknowledged (examples/bot/Bot.cs checks and exits non-zero otherwise).
 #   tools/bot_test.sh <parley binary> <parley-bot.exe>
 set -euo pipefail
 parley="$1"
@@ -18,6 +18,7 @@ secret="cs-bot-secret-0123456789abcdef0123"
 cat >"$dir/parley.toml" <<TOML
 [server]
 listen = "127.0.0.1:0"
+tcp_listen = "127.0.0.1:0"
 store = "embedded"
 data_dir = "$dir/data"
 log_level = "warn"
@@ -29,8 +30,10 @@ TOML
 "$parley" serve --config "$dir/parley.toml" >"$dir/server.log" 2>&1 &
 server_pid=$!
 port=
+tcp_port=
 for _ in $(seq 1 200); do
   port="$(sed -n 's/.*parley ready http=\([0-9]*\).*/\1/p' "$dir/server.log")"
+  tcp_port="$(sed -n 's/.*parley ready http=[0-9]* tcp=\([0-9]*\).*/\1/p' "$dir/server.log")"
   [[ -n $port ]] && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$dir/server.log"; exit 1; }
   sleep 0.1
@@ -50,7 +53,7 @@ url="ws://127.0.0.1:$port/v1/ws"
 mono "$bot" --url "$url" --token "$(token u1)" --channel chat:bots --count 150 --expect 300 --since 0 \
   --timeout-s 60 >"$dir/u1.out" &
 bot1=$!
-mono "$bot" --url "$url" --token "$(token u2)" --channel chat:bots --count 150 --expect 300 --since 0 \
+mono "$bot" --url "tcp://127.0.0.1:$tcp_port" --token "$(token u2)" --channel chat:bots --count 150 --expect 300 --since 0 \
   --timeout-s 60 >"$dir/u2.out" &
 bot2=$!
 status=0

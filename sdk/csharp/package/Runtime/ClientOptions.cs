@@ -7,7 +7,10 @@ namespace Parley
     /// <summary>How a <see cref="ParleyClient"/> connects and retries. Read when the client is created.</summary>
     public sealed class ClientOptions
     {
-        /// <summary>ws://host:port/v1/ws (wss:// through a TLS proxy).</summary>
+        /// <summary>
+        /// ws://host:port/v1/ws (wss:// through a TLS proxy), or tcp://host:port for the
+        /// server's raw TCP listener (<c>server.tcp_listen</c>).
+        /// </summary>
         public string Url;
 
         /// <summary>A fixed client JWT. A close with 4001 then ends the client (a fixed token will not improve).</summary>
@@ -18,6 +21,12 @@ namespace Parley
         /// token; wins over <see cref="Token"/>. After three 4001 closes in a row the client gives up.
         /// </summary>
         public Func<Task<string>> TokenProvider;
+
+        /// <summary>
+        /// A tenant API key instead of a token: a game server acting as user <c>server</c>.
+        /// PROTOCOL.md allows it on TCP and Unix sockets only, never on WebSocket.
+        /// </summary>
+        public string ApiKey;
 
         /// <summary>Reconnect backoff (with equal jitter); null: never reconnect.</summary>
         public ReconnectOptions Reconnect = new ReconnectOptions();

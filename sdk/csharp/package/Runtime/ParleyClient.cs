@@ -45,6 +45,7 @@ namespace Parley
 
         private const int CloseUnauthorized = 4001;
         private const int CloseBadVersion = 4002;
+        private const int CloseSlowConsumer = 4010;
 
         private readonly ClientOptions _opts;
         private readonly ReconnectOptions _reconnect;
@@ -75,6 +76,8 @@ namespace Parley
         private long _nextRid = 1;
         private long _helloRid;
         private string _helloToken;
+        private string _helloRefusal; // the error code answering this connection's hello
+        private string _byeCode; // the code of this connection's bye
         private long _idCounter;
         private Welcome _welcome;
         private int _welcomes;
@@ -86,8 +89,8 @@ namespace Parley
         {
             if (options == null) throw new ArgumentNullException("options");
             if (string.IsNullOrEmpty(options.Url)) throw new ArgumentException("ClientOptions.Url is required");
-            if (options.Token == null && options.TokenProvider == null)
-                throw new ArgumentException("ClientOptions.Token or TokenProvider is required");
+            if (options.Token == null && options.TokenProvider == null && options.ApiKey == null)
+                throw new ArgumentException("ClientOptions.Token, TokenProvider or ApiKey is required");
             _opts = options;
             _reconnect = options.Reconnect;
             _random = options.Random ?? new Random();
@@ -98,7 +101,7 @@ namespace Parley
                 _clock = () => sw.ElapsedMilliseconds;
             }
             _codec = options.Codec ?? JsonCodec.Instance;
-            _factory = options.TransportFactory ?? (() => new WebSocketTransport());
+            _factory = options.TransportFactory ?? DefaultTransport(options.Url);
             _idPrefix = options.IdPrefix ?? RandomPrefix(_random) + "-";
         }
 
@@ -412,6 +415,8 @@ namespace Parley
         {
             _state = ClientState.Connecting;
             int epoch = ++_epoch;
+            _helloRefusal = null;
+            _byeCode = null;
             if (_opts.TokenProvider == null) { OpenWithToken(epoch, _opts.Token); return; }
             Task<string> t;
             try
@@ -505,8 +510,12 @@ namespace Parley
                     _socketOpen = true;
                     _helloRid = _nextRid++;
                     _lastRx = Now;
-                    SendFrame(JsonValue.Object().Set("op", "hello").Set("v", 1).Set("token", _helloToken)
-                        .Set("rid", _helloRid), 0);
+                {
+                    var hello = JsonValue.Object().Set("op", "hello").Set("v", 1);
+                    if (_helloToken != null) hello.Set("token", _helloToken);
+                    else hello.Set("api_key", _opts.ApiKey);
+                    SendFrame(hello.Set("rid", _helloRid), 0);
+                }
                     return;
                 case InboundKind.BadFrame:
                     _lastRx = Now;
@@ -557,6 +566,7 @@ namespace Parley
                     int? reconnectMs = null;
                     if (obj.TryGetLong("reconnect_ms", out ms) && ms >= 0) reconnectMs = (int)Math.Min(ms, 3600000);
                     if (reconnectMs.HasValue) _byeReconnectMs = reconnectMs;
+                    _byeCode = obj.GetString("code");
                     Emit(Bye, new ByeInfo { Code = obj.GetString("code"), ReconnectMs = reconnectMs });
                     return;
                 }
@@ -578,7 +588,9 @@ namespace Parley
         {
             if (hasRid && rid == _helloRid)
             {
-                EmitError(ParleyException.FromFrame(obj)); // the close that follows decides
+                // The close that follows decides; over TCP it carries no code, so remember why.
+                _helloRefusal = obj.GetString("code");
+                EmitError(ParleyException.FromFrame(obj));
                 return;
             }
             Call call;
@@ -667,6 +679,17 @@ namespace Parley
             _outbox = resend;
             foreach (var ch in _channelOrder) ch.OnDrop();
 
+            // A transport without close codes (TCP): the close code PROTOCOL.md pairs
+            // with the hello's error frame or the bye that came before it.
+            if (code < 4000)
+            {
+                if (_state == ClientState.Connecting && _helloRefusal == ErrorCodes.Unauthorized) code = CloseUnauthorized;
+                else if (_state == ClientState.Connecting && _helloRefusal == ErrorCodes.BadRequest) code = CloseBadVersion;
+                else if (_byeCode == "slow_consumer") code = CloseSlowConsumer;
+                else if (_byeCode == "tenant_removed") code = CloseUnauthorized;
+            }
+            _helloRefusal = null;
+            _byeCode = null;
             string fatal = null;
             if (code == CloseBadVersion) fatal = ErrorCodes.BadRequest;
             if (code == CloseUnauthorized)
@@ -749,6 +772,13 @@ namespace Parley
                     else Console.Error.WriteLine("Parley: a callback threw: " + e);
                 }
             }
+        }
+
+        // ws:// and wss:// go over ClientWebSocket, tcp:// over PROTOCOL.md's length-prefixed TCP.
+        private static Func<ITransport> DefaultTransport(string url)
+        {
+            if (url.StartsWith("tcp://", StringComparison.OrdinalIgnoreCase)) return () => new TcpTransport();
+            return () => new WebSocketTransport();
         }
 
         private static string RandomPrefix(Random r)
