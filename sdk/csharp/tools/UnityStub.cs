@@ -23,3 +23,14 @@ namespace UnityEngine
         public static void LogException(Exception exception) { }
     }
 }
+
+namespace AOT
+{
+    // Unity's attribute for static methods that native code (here the WebGL
+    // jslib) calls back; the stub lets WebGLTransport.cs compile here.
+    [AttributeUsage(AttributeTargets.Method)]
+    public class MonoPInvokeCallbackAttribute : Attribute
+    {
+        public MonoPInvokeCallbackAttribute(Type type) { }
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two checks of the C# SDK that the compiler does not make (ctest csharp_sdk_checks):
+# Checks of the C# SDK that the compiler does not make (ctest csharp_sdk_checks):
 # 1. its version is the server's (CMake's project version) in every place it is written;
 # 2. every type Parley.Client.dll references is one that .NET Standard 2.0 has
 #    (Mono's netstandard.dll facade forwards exactly those), so Unity can load it.
@@ -50,5 +50,17 @@ for a in $assemblies; do
   esac
 done
 echo "checked $(wc -l <"$tmp/used") referenced types against .NET Standard 2.0; assemblies: $assemblies"
+# 3. the WebGL bridge's jslib is valid JavaScript once Unity's makeDynCall macro
+#    is expanded (as Emscripten does: a call of the function pointer).
+jslib="$here/package/Runtime/Plugins/WebGL/ParleySocket.jslib"
+if command -v node >/dev/null; then
+  sed -E "s/\{\{\{ makeDynCall\('[a-z]+', '([A-Za-z]+)'\) \}\}\}/getWasmTableEntry(\1)/g" "$jslib" >"$tmp/jslib.js"
+  if grep -q '{{{' "$tmp/jslib.js" || ! node --check "$tmp/jslib.js"; then
+    echo "webgl: $jslib is not valid JavaScript after macro expansion"
+    fail=1
+  fi
+else
+  echo "webgl: node missing: the jslib was not checked"
+fi
 if ((fail == 0)); then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $fail

@@ -774,11 +774,16 @@ namespace Parley
             }
         }
 
-        // ws:// and wss:// go over ClientWebSocket, tcp:// over PROTOCOL.md's length-prefixed TCP.
+        // ws:// and wss:// go over ClientWebSocket (the browser's WebSocket in a WebGL
+        // player), tcp:// over PROTOCOL.md's length-prefixed TCP.
         private static Func<ITransport> DefaultTransport(string url)
         {
             if (url.StartsWith("tcp://", StringComparison.OrdinalIgnoreCase)) return () => new TcpTransport();
+#if UNITY_WEBGL && !UNITY_EDITOR
+            return () => new WebGLTransport();
+#else
             return () => new WebSocketTransport();
+#endif
         }
 
         private static string RandomPrefix(Random r)
