@@ -98,6 +98,31 @@ namespace Parley.Tests
         }
 
         [Test]
+        public void ManyQueuedPublishesGoOutInOrderOneAtATime()
+        {
+            var rig = new Rig();
+            var ch = rig.Client.Channel("chat:a");
+            ch.Join();
+            const int n = 20000;
+            var acks = new List<System.Threading.Tasks.Task<Ack>>();
+            for (int i = 0; i < n; i++) acks.Add(ch.Publish(i));
+            rig.Welcome();
+            rig.Joined("chat:a", 0);
+            var sw = System.Diagnostics.Stopwatch.StartNew();
+            for (int i = 0; i < n; i++)
+            {
+                var pub = rig.T.Sent[rig.T.Sent.Count - 1];
+                Assert.AreEqual("pub", pub.GetString("op"));
+                Assert.AreEqual(i, pub["body"].AsDouble, "out of call order");
+                rig.Ack(pub, i + 1);
+            }
+            Assert.AreEqual(n, rig.T.Ops("pub").Count, "not one at a time");
+            for (int i = 0; i < n; i++) Assert.AreEqual(i + 1, acks[i].Result.Seq);
+            // Linear: 20,000 acks take well under a second; the quadratic version took seconds.
+            Assert.Less(sw.ElapsedMilliseconds, 10000);
+        }
+
+        [Test]
         public void ABusyPublisherKeepsFewTimers()
         {
             var rig = new Rig(o => o.MaxInFlight = 64);

@@ -26,6 +26,7 @@ namespace Parley
 
         private sealed class PublishEntry
         {
+            public LinkedListNode<PublishEntry> Node;
             public string Id;
             public JsonValue Body;
             public TaskCompletionSource<Ack> Tcs;
@@ -51,7 +52,10 @@ namespace Parley
         private long? _lastSeq;
         private readonly List<TaskCompletionSource<JoinedInfo>> _joinWaiters = new List<TaskCompletionSource<JoinedInfo>>();
         private HashSet<string> _members = new HashSet<string>();
-        private readonly List<PublishEntry> _publishes = new List<PublishEntry>();
+        // Publishes in call order; _busy counts those in flight or waiting to retry,
+        // so Pump looks at no more than the window's worth before the first queued one.
+        private readonly LinkedList<PublishEntry> _publishes = new LinkedList<PublishEntry>();
+        private int _busy;
         private readonly Dictionary<string, StateSlot> _states = new Dictionary<string, StateSlot>();
         private readonly BoundedMap<string> _stateRids = new BoundedMap<string>(MaxTrackedRids);
         private readonly Queue<JsonValue> _ups = new Queue<JsonValue>();
@@ -124,7 +128,7 @@ namespace Parley
             _joinGen++;
             var err = new ParleyException(ErrorCodes.Left, "left " + _name);
             FailJoinWaiters(err);
-            foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+            foreach (var e in new List<PublishEntry>(_publishes)) Settle(e, null, err);
             ClearStates();
             _ups.Clear();
             _buffer.Clear();
@@ -159,7 +163,7 @@ namespace Parley
                     Pump();
                 });
             }
-            _publishes.Add(e);
+            e.Node = _publishes.AddLast(e);
             Pump();
             return e.Tcs.Task;
         }
@@ -253,7 +257,7 @@ namespace Parley
             _want = false;
             _status = Status.Idle;
             FailJoinWaiters(err);
-            foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+            foreach (var e in new List<PublishEntry>(_publishes)) Settle(e, null, err);
             ClearStates();
         }
 
@@ -349,7 +353,7 @@ namespace Parley
                 _want = false;
                 _status = Status.Idle;
                 FailJoinWaiters(err);
-                foreach (var e in _publishes.ToArray()) Settle(e, null, err);
+                foreach (var e in new List<PublishEntry>(_publishes)) Settle(e, null, err);
                 _client.Emit(Error, err);
             };
             call.OnFail = err =>
@@ -533,19 +537,26 @@ namespace Parley
 
         // ---- publishing ----
 
+        private static bool IsBusy(PubState s) { return s == PubState.InFlight || s == PubState.Waiting; }
+
+        private void SetState(PublishEntry e, PubState next)
+        {
+            if (IsBusy(e.State)) _busy--;
+            if (IsBusy(next)) _busy++;
+            e.State = next;
+        }
+
         private void Pump()
         {
             if (_status != Status.Joined || !_client.IsOpen) return;
             int window = Math.Max(1, _client.Options.MaxInFlight);
-            int busy = 0;
-            foreach (var e in _publishes) if (e.State == PubState.InFlight || e.State == PubState.Waiting) busy++;
-            foreach (var e in _publishes.ToArray())
+            for (var node = _publishes.First; node != null && _busy < window;)
             {
-                if (busy >= window) break;
+                var e = node.Value;
+                node = node.Next; // Submit may settle e (a closed client) and unlink it
                 if (e.State != PubState.Queued) continue;
-                e.State = PubState.InFlight;
+                SetState(e, PubState.InFlight);
                 e.Attempts++;
-                busy++;
                 var entry = e;
                 var call = new Call
                 {
@@ -565,7 +576,7 @@ namespace Parley
                 {
                     if (entry.State == PubState.Done) return;
                     if (err.Code == ErrorCodes.Closed) { Settle(entry, null, err); return; }
-                    entry.State = PubState.Queued; // dropped in flight: resent, same id, after the rejoin
+                    SetState(entry, PubState.Queued); // dropped in flight: resent, same id, after the rejoin
                 };
                 _client.Submit(call);
             }
@@ -576,12 +587,12 @@ namespace Parley
             if (e.State == PubState.Done) return;
             if (ErrorCodes.IsRetryable(obj.GetString("code")) && e.Attempts < _client.Options.MaxRetryAttempts)
             {
-                e.State = PubState.Waiting;
+                SetState(e, PubState.Waiting);
                 _client.EmitRetry("pub", _name, obj);
                 _client.Later(_client.RetryDelay(obj), () =>
                 {
                     if (e.State != PubState.Waiting) return;
-                    e.State = PubState.Queued;
+                    SetState(e, PubState.Queued);
                     Pump();
                 });
                 return;
@@ -593,9 +604,9 @@ namespace Parley
         private void Settle(PublishEntry e, Ack value, ParleyException err)
         {
             if (e.State == PubState.Done) return;
-            e.State = PubState.Done;
+            SetState(e, PubState.Done);
             if (e.Timeout != null) e.Timeout.Cancel();
-            _publishes.Remove(e);
+            if (e.Node.List != null) _publishes.Remove(e.Node);
             var tcs = e.Tcs;
             if (err != null) _client.Post(() => tcs.TrySetException(err));
             else _client.Post(() => tcs.TrySetResult(value));
