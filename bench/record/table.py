@@ -56,7 +56,7 @@ def read(path, meta=None):
 def fmt_value(r):
     v = r["value_f"]
     if v is None:
-        return r["value"] or "—"
+        return "—" if r["value"] in ("", "-") else r["value"]
     if abs(v) >= 1e6:
         s = f"{v / 1e6:.2f} M"
     elif abs(v) >= 1000 or float(v).is_integer():
@@ -102,8 +102,9 @@ def markdown(rows, prev, base, compare):
            "|---|---|---:|---|---|---|---|---|---|" + ("---|" if compare else "")]
     for r in rows:
         note = f" ({r['note']})" if r["note"] else ""
-        cells = [r["workload"], r["figure"] + note, fmt_value(r), r["peer"] or "—", f"`{r['commit']}`",
-                 r["date"], r["machine"], f"`{r['command']}`" if r["command"] else "",
+        cells = [r["workload"], r["figure"] + note, fmt_value(r), r["peer"] or "—",
+                 f"`{r['commit']}`" if r["commit"] not in ("", "-") else "—",
+                 r["date"] if r["date"] not in ("", "-") else "—", r["machine"], f"`{r['command']}`" if r["command"] else "",
                  link(r["report"], base)]
         if compare:
             cells.append(move(r, prev.get(r["id"]))[0])
