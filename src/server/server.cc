@@ -53,9 +53,14 @@ SocketLimits socket_limits(uint32_t max_connections, uint32_t preauth) {
   const auto p = static_cast<uint32_t>(
       std::min<uint64_t>(preauth, std::max<uint64_t>(left, std::min<uint64_t>(kPreauthFloor, room / 2))));
   const auto m = static_cast<uint32_t>(std::min<uint64_t>(max_connections, room - p));
-  spdlog::warn("server.max_connections {} and preauth_max_connections {} lowered to {} and {}: "
-               "the process may open {} files and keeps {} for the store and the server itself",
-               max_connections, preauth, m, p, static_cast<uint64_t>(rl.rlim_cur), kFdsKeptFromSockets);
+  // The defaults (19,000 + 2,048) exceed a 20,000-file limit by design: the
+  // pre-auth budget takes what max_connections leaves, which is worth a line but
+  // not a warning. Only a lowered max_connections turns players away.
+  const auto level = m < max_connections ? spdlog::level::warn : spdlog::level::info;
+  spdlog::log(level,
+              "server.max_connections {} and preauth_max_connections {} lowered to {} and {}: "
+              "the process may open {} files and keeps {} for the store and the server itself",
+              max_connections, preauth, m, p, static_cast<uint64_t>(rl.rlim_cur), kFdsKeptFromSockets);
   return {m, p};
 }
 }  // namespace
