@@ -99,7 +99,8 @@ for entry in $RECORD_ROWS; do
   t0=$(date +%s)
   "$fn" "$d"
   rc=$?
-  after=$(python3 "$root/bench/record/load.py" "$probe_s" --mine $$)
+  after="(not sampled in --quick)"
+  [ "$quick" = 1 ] || after=$(python3 "$root/bench/record/load.py" "$probe_s" --mine $$)
   { echo "before: $before"; echo "after:  $after"; echo "exit $rc, $(( $(date +%s) - t0 )) s"; } > "$d/load.txt"
   case $rc in
     0) log "$name: done in $(( $(date +%s) - t0 )) s" ;;

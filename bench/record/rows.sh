@@ -90,7 +90,7 @@ row_chat_6k() {
   parley_toml "$d" "$port"
   start_parley "$d" "$port" || return 1
   local args; args=$(q "--duration 60 --ramp-up 10 --threads 2" \
-                       "--conns 200 --rate 200 --duration 0.5 --ramp-up 0.2 --drain 1")
+                       "--conns 200 --rate 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" chat-6k $args --target "127.0.0.1:$port" --server-pid "$SP" --no-progress \
     --json "$d/chat-6k.json" --html "$d/chat-6k.html" > "$d/chat-6k.txt" 2>&1
@@ -111,7 +111,7 @@ row_ccu_soak() {
   local d=$1 port; port=$(free_port)
   parley_toml "$d" "$port"
   start_parley "$d" "$port" || return 1
-  local args; args=$(q "" "--conns 200 --duration 0.5 --ramp-up 0.2 --drain 1")
+  local args; args=$(q "" "--conns 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" ccu-soak $args --target "127.0.0.1:$port" --server-pid "$SP" --no-progress \
     --json "$d/ccu-soak.json" --html "$d/ccu-soak.html" > "$d/ccu-soak.txt" 2>&1
@@ -127,7 +127,7 @@ row_ccu_soak() {
 row_ccu_two_nodes() {
   local d=$1
   command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
-  local env; env=$(q "RAMP=90" "SECS=1 PER_NODE=20 RAMP=1 RATE=10")
+  local env; env=$(q "RAMP=90" "SECS=1 PER_NODE=20 RAMP=0 RATE=10")
   env $env bash "$root/bench/ccu_two_nodes.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
   local rc=$?
   emit ccu-soak.two_nodes "$(val re "$d/summary.txt" 'total: ready \d+, held (\d+)')" "" \
@@ -141,7 +141,7 @@ row_world_6k() {
   local d=$1 port; port=$(free_port)
   parley_toml "$d" "$port"
   start_parley "$d" "$port" || return 1
-  local args; args=$(q "--duration 60 --threads 2" "--conns 200 --duration 0.5 --ramp-up 0.2 --drain 1")
+  local args; args=$(q "--duration 60 --threads 2" "--conns 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" world-6k $args --target "127.0.0.1:$port" --server-pid "$SP" --no-progress \
     --json "$d/world-6k.json" --html "$d/world-6k.html" > "$d/world-6k.txt" 2>&1
@@ -156,7 +156,7 @@ row_world_6k() {
 # world-big: one world of 6,000 avatars with interest areas; and its tick intervals.
 row_world_big() {
   local d=$1
-  local args; args=$(q "" "--conns 300 --duration 0.5 --ramp-up 0.2 --drain 1")
+  local args; args=$(q "" "--conns 300 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   PORT=$(free_port) bash "$root/bench/worlds/world_big.sh" "$parley" "$bench" "$d" $args > /dev/null 2>&1
   local rc=$?
@@ -179,7 +179,7 @@ compare_row() {
   local id=$1 d=$2 name=$3 split=$4 targets=$5; shift 5
   local pin=""
   [ "$split" = 1 ] && pin="--server-cpus $server_cpus --bench-cpus $bench_cpus"
-  local dur; dur=$(q "--duration 15 --threads 2" "--duration 0.5 --ramp-up 0.2 --drain 1")
+  local dur; dur=$(q "--duration 15 --threads 2" "--duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" compare "$@" --targets "$targets" $dur $pin --parley-bin "$parley" \
     --peers-dir "$root/bench" --no-progress --json "$d/$name.json" --html "$d/$name.html" \
@@ -236,7 +236,7 @@ row_capacity() {
     set -- $shape
     id=$1; shift; name=${id#capacity.}
     # shellcheck disable=SC2086
-    "$bench" compare "$@" --ramp $steps --ramp-up "$(q 2 0.5)" --drain "$(q 5 1)" --threads "$(q 2 1)" \
+    "$bench" compare "$@" --ramp $steps --ramp-up "$(q 2 0)" --drain "$(q 5 1)" --threads "$(q 2 1)" \
       --targets "parley${peers:+,$peers}" --server-cpus "$server_cpus" --bench-cpus "$bench_cpus" \
       --parley-bin "$parley" --peers-dir "$root/bench" --no-progress --json "$d/$name.json" \
       > "$d/$name.txt" 2> "$d/$name.err" || rc=1
@@ -301,7 +301,7 @@ row_idle() {
 row_store_path() {
   local d=$1
   command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
-  local env; env=$(q "SECS=45" "SECS=1 RATE=200 CONNS=100 RUNS=valkey RAMP=1")
+  local env; env=$(q "SECS=45" "SECS=1 RATE=200 CONNS=100 RUNS=valkey RAMP=0")
   env $env bash "$root/bench/store_path.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
   local rc=$?
   emit store.valkey "$(val re "$d/summary.txt" '== valkey[^\n]*\n\s+ack\s+\S+\s+(\S+)')" \
@@ -382,7 +382,7 @@ row_ramps() {
   local d=$1 port rc=0; port=$(free_port)
   parley_toml "$d" "$port"
   start_parley "$d" "$port" || return 1
-  local quickargs="--conns 100 --max-steps 1 --step-s 1 --ramp-up 0.2 --drain 1"
+  local quickargs="--conns 100 --max-steps 1 --step-s 1 --ramp-up 0 --drain 1"
   # shellcheck disable=SC2046,SC2086
   "$bench" ramp $(q "--rate 500 --max-p99-ms 100" "$quickargs") --target "127.0.0.1:$port" \
     --server-pid "$SP" --no-progress --json "$d/ramp.json" --html "$d/ramp.html" > "$d/ramp.txt" 2>&1 || rc=1
