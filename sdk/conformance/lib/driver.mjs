@@ -1,0 +1,146 @@
+// Driver: one running SDK driver program (DRIVER.md), started from a shell
+// command. Every line it prints is parsed and kept with the time the harness
+// read it (`t`, performance.now(), the clock FaultProxy records connects on);
+// `next()` awaits an event by predicate, so a scenario waits for what the
+// application saw, never for a fixed time.
+//
+// Runs on the harness's Node event loop.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
+
+const STDERR_KEPT = 64 * 1024;
+
+/** The driver command: --driver on the command line, else SDK_DRIVER. */
+export function driverCommand() {
+  const cmd = process.env.SDK_DRIVER;
+  if (!cmd) throw new Error('SDK_DRIVER is not set (sdk/conformance/run.sh sets it from --sdk or --driver)');
+  return cmd;
+}
+
+function matches(e, want) {
+  if (typeof want === 'function') return want(e);
+  for (const [k, v] of Object.entries(want)) if (e[k] !== v) return false;
+  return true;
+}
+
+export class Driver {
+  constructor(name, cmd = driverCommand()) {
+    this.name = name;
+    this.cmd = cmd;
+    this.events = [];
+    this.stderr = '';
+    this.waiters = new Set();
+    this.exited = null;
+    this.proc = spawn('/bin/sh', ['-c', `exec ${cmd}`], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: process.env,
+    });
+    this.exit = new Promise((r) => this.proc.on('exit', (code, signal) => r((this.exited = { code, signal }))));
+    this.proc.stdin.on('error', () => {}); // a driver that died; its exit says why
+    this.proc.stderr.on('data', (d) => {
+      this.stderr = (this.stderr + d.toString()).slice(-STDERR_KEPT);
+    });
+    createInterface({ input: this.proc.stdout }).on('line', (line) => this.#onLine(line));
+  }
+
+  #onLine(line) {
+    let e;
+    try {
+      e = JSON.parse(line);
+    } catch {
+      e = { ev: 'bad_line', line };
+    }
+    if (e === null || typeof e !== 'object' || Array.isArray(e)) e = { ev: 'bad_line', line };
+    e.t = performance.now();
+    this.events.push(e);
+    for (const w of [...this.waiters]) {
+      if (w.from <= this.events.length - 1 && matches(e, w.want)) w.done(e);
+    }
+  }
+
+  /** Starts the driver and waits for its `ready`. */
+  async start() {
+    const ready = await this.next({ ev: 'ready' }, { timeoutMs: 20000 });
+    this.sdk = ready.sdk;
+    return ready;
+  }
+
+  send(cmd) {
+    this.proc.stdin.write(`${JSON.stringify(cmd)}\n`);
+  }
+
+  /** The events so far matching `want` (an object of fields, or a predicate). */
+  all(want) {
+    return this.events.filter((e) => matches(e, want));
+  }
+
+  count(want) {
+    return this.all(want).length;
+  }
+
+  /**
+   * Resolves with the first event matching `want` at index >= `from` (default:
+   * any, including ones already seen), or rejects after `timeoutMs`.
+   */
+  next(want, { from = 0, timeoutMs = 10000, what } = {}) {
+    for (let i = from; i < this.events.length; i++) {
+      if (matches(this.events[i], want)) return Promise.resolve(this.events[i]);
+    }
+    return new Promise((resolveP, reject) => {
+      const w = { want, from };
+      const timer = setTimeout(() => {
+        this.waiters.delete(w);
+        reject(new Error(`${this.name}: no ${what ?? JSON.stringify(want)} within ${timeoutMs} ms` +
+          (this.exited ? ` (the driver exited: ${JSON.stringify(this.exited)})` : '')));
+      }, timeoutMs);
+      w.done = (e) => {
+        clearTimeout(timer);
+        this.waiters.delete(w);
+        resolveP(e);
+      };
+      this.waiters.add(w);
+    });
+  }
+
+  /** Resolves once `count` events match `want` (or rejects after `timeoutMs`). */
+  async nth(want, count, { timeoutMs = 10000, what } = {}) {
+    let seen = 0;
+    for (let i = 0; i < this.events.length; i++) {
+      if (matches(this.events[i], want) && ++seen === count) return this.events[i];
+    }
+    return new Promise((resolveP, reject) => {
+      const w = { want, from: 0 };
+      const timer = setTimeout(() => {
+        this.waiters.delete(w);
+        reject(new Error(`${this.name}: ${seen} of ${count} ${what ?? JSON.stringify(want)} within ${timeoutMs} ms` +
+          (this.exited ? ` (the driver exited: ${JSON.stringify(this.exited)})` : '')));
+      }, timeoutMs);
+      w.done = (e) => {
+        if (++seen < count) return;
+        clearTimeout(timer);
+        this.waiters.delete(w);
+        resolveP(e);
+      };
+      this.waiters.add(w);
+    });
+  }
+
+  /** The last events and stderr, for a failure's report. */
+  tail(n = 25) {
+    const evs = this.events.slice(-n).map((e) => JSON.stringify(e)).join('\n  ');
+    return `--- driver ${this.name} (${this.cmd}): last ${n} of ${this.events.length} events\n  ${evs}\n` +
+      `--- its stderr (tail)\n${this.stderr.slice(-4000)}`;
+  }
+
+  /** Asks the driver to exit; kills it after 3 s. */
+  async stop() {
+    if (this.exited) return this.exited;
+    this.send({ cmd: 'exit' });
+    this.proc.stdin.end();
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000);
+    const r = await this.exit;
+    clearTimeout(timer);
+    return r;
+  }
+}

@@ -1,0 +1,130 @@
+// World: what one scenario runs against: real servers, one FaultProxy per
+// client (so a fault hits exactly the client it is aimed at), app servers
+// for upstream, and driver processes. `scenario()` wraps node:test's `test()`:
+// it builds a World, runs the scenario, adds every driver's last events and
+// the servers' logs to a failure, and tears everything down.
+//
+// Runs on the harness's Node event loop.
+import { test } from 'node:test';
+import { ParleyServer, demoTenant, token } from './server.mjs';
+import { FaultProxy } from './proxy.mjs';
+import { Driver } from './driver.mjs';
+import { AppServer } from './app_server.mjs';
+
+/** ws (default) or tcp: which transport the drivers are given (SDK_TRANSPORT). */
+export const TRANSPORT = process.env.SDK_TRANSPORT === 'tcp' ? 'tcp' : 'ws';
+
+/** Short reconnect delays, so a scenario's outages cost little time. */
+export const FAST = { minMs: 50, maxMs: 400, factor: 2 };
+
+export { demoTenant, token };
+
+export class World {
+  constructor() {
+    this.servers = [];
+    this.proxies = [];
+    this.drivers = [];
+    this.apps = [];
+  }
+
+  /** Starts a server (ParleyServer options: tenants, serverExtra, ...). */
+  async server(opts = {}) {
+    const s = new ParleyServer(opts);
+    this.servers.push(s);
+    await s.start();
+    return s;
+  }
+
+  /** An app server recording what the namespace upstream POSTs. */
+  async app() {
+    const a = new AppServer();
+    this.apps.push(a);
+    await a.listen();
+    return a;
+  }
+
+  #target(server) {
+    return TRANSPORT === 'tcp' ? server.tcpPort : server.httpPort;
+  }
+
+  /** A proxy in front of `server` (followed across its restarts). */
+  async proxy(server) {
+    const p = new FaultProxy(this.#target(server));
+    p.server_ = server;
+    this.proxies.push(p);
+    await p.listen();
+    return p;
+  }
+
+  /** Starts a driver process and waits for its `ready`. */
+  async driver(name) {
+    const d = new Driver(name);
+    this.drivers.push(d);
+    await d.start();
+    return d;
+  }
+
+  /**
+   * A connected client: its own proxy in front of `server` and a driver that
+   * connected through it as `user` (welcome seen). Options go into `connect`.
+   */
+  async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false } = {}) {
+    const proxy = direct ? null : await this.proxy(server);
+    const d = await this.driver(user);
+    const url = direct
+      ? (TRANSPORT === 'tcp' ? `tcp://127.0.0.1:${server.tcpPort}` : server.url)
+      : (TRANSPORT === 'tcp' ? proxy.tcpUrl : proxy.wsUrl);
+    const cmd = { cmd: 'connect', url, token: tok ?? token(user), reconnect };
+    if (heartbeatMs !== undefined) cmd.heartbeatMs = heartbeatMs;
+    d.send(cmd);
+    await d.next({ ev: 'open' }, { what: `${user}'s first open` });
+    d.proxy = proxy;
+    d.user = user;
+    return d;
+  }
+
+  /** Joins `ch` on every driver given and waits for each one's `joined`. */
+  async joinAll(ch, ...drivers) {
+    const from = drivers.map((d) => d.events.length);
+    for (const d of drivers) d.send({ cmd: 'join', ch });
+    await Promise.all(drivers.map((d, k) =>
+      d.next({ ev: 'joined', ch }, { from: from[k], what: `joined ${ch}` })));
+  }
+
+  /** Stops `server` with `sig`, starts it again on its data, re-points its proxies. */
+  async restart(server, sig = 'SIGKILL', { downMs = 0 } = {}) {
+    const exit = await server.stop(sig);
+    if (downMs) await new Promise((r) => setTimeout(r, downMs));
+    await server.start();
+    for (const p of this.proxies) if (p.server_ === server) p.setTarget(this.#target(server));
+    return exit;
+  }
+
+  diagnostics() {
+    const parts = this.drivers.map((d) => d.tail());
+    for (const s of this.servers) parts.push(`--- server log (tail)\n${s.log().slice(-3000)}`);
+    return parts.join('\n');
+  }
+
+  async dispose() {
+    await Promise.all(this.drivers.map((d) => d.stop().catch(() => {})));
+    await Promise.all(this.proxies.map((p) => p.close()));
+    await Promise.all(this.apps.map((a) => a.close()));
+    for (const s of this.servers) await s.dispose();
+  }
+}
+
+/** A node:test test with a fresh World; a failure carries the World's diagnostics. */
+export function scenario(name, fn, { timeoutMs = 30000 } = {}) {
+  test(name, { timeout: timeoutMs }, async () => {
+    const w = new World();
+    try {
+      await fn(w);
+    } catch (err) {
+      err.message = `${err.message}\n${w.diagnostics()}`;
+      throw err;
+    } finally {
+      await w.dispose();
+    }
+  });
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs the SDK conformance suite (sdk/conformance/README.md) against one SDK's
+# driver, one scenario file at a time (each starts its own servers; the
+# machine is small).
+#   sdk/conformance/run.sh --sdk js                  # every scenario
+#   sdk/conformance/run.sh --sdk js drain kill9      # the files whose names contain these
+#   sdk/conformance/run.sh --driver "CMD" [--transport tcp]
+# PARLEY_BIN is the server binary (default build/src/server/parley). Exit 77
+# (ctest: skipped) only when node is missing.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+sdk=""
+driver="${SDK_DRIVER:-}"
+transport="${SDK_TRANSPORT:-ws}"
+filters=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sdk) sdk="$2"; shift 2 ;;
+    --driver) driver="$2"; shift 2 ;;
+    --transport) transport="$2"; shift 2 ;;
+    -h|--help) sed -n 2,9p "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) filters+=("$1"); shift ;;
+  esac
+done
+
+if ! command -v node >/dev/null 2>&1; then
+  echo "sdk_conformance: node is not installed (scripts/setup.sh installs it): skipped"
+  exit 77
+fi
+
+# Each SDK's driver command (DRIVER.md). An SDK adds its line here.
+case "$sdk" in
+  js)
+    if [[ ! -f "$root/sdk/js/node_modules/ws/package.json" ]]; then
+      echo "sdk_conformance: sdk/js/node_modules is missing: running scripts/setup_node.sh"
+      bash "$root/scripts/setup_node.sh"
+    fi
+    : "${driver:=node $root/sdk/js/conformance/driver.mjs}"
+    ;;
+  "") ;;
+  *) [[ -n "$driver" ]] || { echo "sdk_conformance: no driver known for --sdk $sdk; pass --driver" >&2; exit 2; } ;;
+esac
+[[ -n "$driver" ]] || { echo "usage: run.sh --sdk js | --driver CMD [scenario ...]" >&2; exit 2; }
+
+export SDK_DRIVER="$driver" SDK_TRANSPORT="$transport"
+export PARLEY_BIN="${PARLEY_BIN:-$root/build/src/server/parley}"
+[[ -x "$PARLEY_BIN" ]] || { echo "sdk_conformance: no server binary at $PARLEY_BIN (build it or set PARLEY_BIN)" >&2; exit 1; }
+
+cd "$here/scenarios"
+files=()
+for f in *.test.mjs; do
+  if [[ ${#filters[@]} -eq 0 ]]; then files+=("$f"); continue; fi
+  for p in "${filters[@]}"; do [[ "$f" == *"$p"* ]] && { files+=("$f"); break; }; done
+done
+[[ ${#files[@]} -gt 0 ]] || { echo "sdk_conformance: no scenario matches ${filters[*]}" >&2; exit 2; }
+
+echo "sdk_conformance: driver \"$driver\" over $transport, ${#files[@]} scenario file(s)"
+status=0
+failed=()
+start=$SECONDS
+for f in "${files[@]}"; do
+  t0=$SECONDS
+  if node --test --test-reporter=spec "$f"; then
+    echo "sdk_conformance: PASS $f ($((SECONDS - t0)) s)"
+  else
+    status=1
+    failed+=("$f")
+    echo "sdk_conformance: FAIL $f ($((SECONDS - t0)) s)"
+  fi
+done
+echo "sdk_conformance: $(( ${#files[@]} - ${#failed[@]} ))/${#files[@]} passed in $((SECONDS - start)) s${failed:+; failed: ${failed[*]}}"
+exit $status

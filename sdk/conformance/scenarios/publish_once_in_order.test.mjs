@@ -1,0 +1,25 @@
+// Every publish resolves once with a seq, in call order, one seq per client
+// id; every subscriber (the publisher included) gets the channel's stream
+// gap-free, in order, every message once, with the ids the acks named.
+import { scenario } from '../lib/world.mjs';
+import { range, awaitPublished, assertPublished, awaitSeq, assertStream, assertAcksDelivered,
+  assertStoredOnce } from '../lib/checks.mjs';
+
+scenario('publishes resolve once in order; every member sees one gap-free stream', async (w) => {
+  const server = await w.server();
+  const pub = await w.client(server, 'pub-basic');
+  const subA = await w.client(server, 'sub-basic-a');
+  const subB = await w.client(server, 'sub-basic-b');
+  const ch = 'chat:basic';
+  await w.joinAll(ch, pub, subA, subB);
+  const N = 200;
+  pub.send({ cmd: 'publish', ch, n: N, tag: 'basic' });
+  await awaitPublished(pub, ch, N);
+  const acks = assertPublished(pub, ch, N);
+  for (const d of [pub, subA, subB]) {
+    await awaitSeq(d, ch, N);
+    assertStream(d, ch, range(1, N));
+    assertAcksDelivered(d, ch, acks);
+  }
+  await assertStoredOnce(server, ch, N);
+});
