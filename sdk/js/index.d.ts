@@ -55,6 +55,12 @@ export interface ClientOptions {
   reconnect?: ReconnectOptions | false;
   /** Hello to welcome, ms (default 15000): past it the attempt counts as failed. */
   connectTimeoutMs?: number;
+  /**
+   * Liveness period, ms (default: the welcome's heartbeat_ms): after this long
+   * without traffic the client pings; after 2 periods plus up to one more
+   * (at most 5 s) it drops the connection and reconnects.
+   */
+  heartbeatMs?: number;
   /** join/history/leave/ping reply timeout, ms (default 30000). */
   requestTimeoutMs?: number;
   /** A publish not acknowledged within this rejects with `timeout` (default 60000; 0: never). */
@@ -120,6 +126,8 @@ export interface JoinInfo {
   seq: number;
   /** false when history no longer held everything after `since`. */
   recovered: boolean;
+  /** The channel's epoch (PROTOCOL.md "Channel epoch"; 1 when the server sends none). */
+  epoch: number;
   members: string[];
 }
 export interface Ack {

@@ -297,7 +297,7 @@ export class Channel extends Emitter {
       this.emit('reset', { ch: this.#name, lastSeq: prev, seq: obj.seq });
     }
     if (Array.isArray(obj.members)) this.#replaceMembers(obj.members);
-    const info = { seq: obj.seq, recovered: obj.recovered, members: this.members };
+    const info = { seq: obj.seq, recovered: obj.recovered, epoch: Number.isInteger(obj.epoch) ? obj.epoch : 1, members: this.members };
     this.emit('joined', info);
     this.#settleJoin(info);
     this.#pump();

@@ -420,16 +420,19 @@ export class ParleyClient extends Emitter {
   // The server pings WebSocket clients itself; this catches the cases where
   // the host never notices a dead connection (a laptop that slept, a NAT that
   // forgot the flow): after a quiet heartbeat period, ask; after two, drop.
+  // The period is the `heartbeatMs` option, else the welcome's heartbeat_ms;
+  // the drop comes after 2 periods plus up to one more (at most 5 s) of slack.
   #startLiveness(heartbeatMs) {
     clearInterval(this.#liveTimer);
-    const period = Number.isFinite(heartbeatMs) && heartbeatMs > 0 ? heartbeatMs : 25000;
+    const given = this.#opts.heartbeatMs ?? heartbeatMs;
+    const period = Number.isFinite(given) && given > 0 ? given : 25000;
     const ws = this.#ws;
     this.#liveTimer = setInterval(() => {
       if (this.#ws !== ws || !this.isOpen) return;
       const quiet = Date.now() - this.#lastRx;
-      if (quiet > 2 * period + 5000) return this.#abandon(ws, 4000, 'no traffic from the server');
+      if (quiet > 2 * period + Math.min(period, 5000)) return this.#abandon(ws, 4000, 'no traffic from the server');
       if (quiet > period) this.sendFrame({ op: 'ping', rid: this.takeRid() });
-    }, Math.max(1000, Math.floor(period / 2)));
+    }, Math.max(100, Math.floor(period / 2)));
   }
 
   #onDrop(code, reason, abandoned = false) {
