@@ -61,7 +61,8 @@ failed=()
 start=$SECONDS
 for f in "${files[@]}"; do
   t0=$SECONDS
-  if node --test --test-reporter=spec "$f"; then
+  # Bounded: a file that hangs fails instead of holding ctest to its timeout.
+  if timeout --kill-after=5 120 node --test --test-reporter=spec "$f"; then
     echo "sdk_conformance: PASS $f ($((SECONDS - t0)) s)"
   else
     status=1

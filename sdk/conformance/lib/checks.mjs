@@ -13,9 +13,12 @@ export function delivered(d, ch) {
 
 /**
  * The channel's stream as the application saw it is exactly `seqs`: in order,
- * nothing missing between them, nothing twice.
+ * nothing missing between them, nothing twice, and (as nothing was lost) no
+ * `gap` or `reset` reported.
  */
 export function assertStream(d, ch, seqs) {
+  assert.deepEqual(d.all((e) => (e.ev === 'gap' || e.ev === 'reset') && e.ch === ch), [],
+    `${d.name}: ${ch} reported a gap or reset where nothing was lost`);
   const got = delivered(d, ch).map((m) => m.seq);
   const dups = got.filter((s, k) => got.indexOf(s) !== k);
   assert.deepEqual(dups, [], `${d.name}: ${ch} delivered seqs twice`);

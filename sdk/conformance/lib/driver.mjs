@@ -126,10 +126,27 @@ export class Driver {
     });
   }
 
-  /** The last events and stderr, for a failure's report. */
-  tail(n = 25) {
-    const evs = this.events.slice(-n).map((e) => JSON.stringify(e)).join('\n  ');
-    return `--- driver ${this.name} (${this.cmd}): last ${n} of ${this.events.length} events\n  ${evs}\n` +
+  /**
+   * For a failure's report: the last events other than msg/published (where
+   * the story is), a summary of the streams, the last events, and stderr.
+   */
+  tail(n = 15) {
+    const fmt = (list) => list.map((e) => `  ${JSON.stringify(e)}`).join('\n');
+    const bulk = new Set(['msg', 'published', 'state']);
+    const control = this.events.filter((e) => !bulk.has(e.ev)).slice(-40);
+    const streams = new Map();
+    for (const e of this.events) {
+      if (e.ev !== 'msg' && e.ev !== 'published') continue;
+      const k = `${e.ev} ${e.ch}`;
+      const s = streams.get(k) ?? { count: 0, first: e.seq, last: e.seq };
+      s.count++;
+      s.last = e.seq;
+      streams.set(k, s);
+    }
+    const sum = [...streams].map(([k, s]) => `  ${k}: ${s.count} (seq ${s.first} … ${s.last})`).join('\n');
+    return `--- driver ${this.name} (${this.cmd}): ${this.events.length} events\n` +
+      `control events (last 40):\n${fmt(control)}\nstreams:\n${sum}\n` +
+      `last ${n} events:\n${fmt(this.events.slice(-n))}\n` +
       `--- its stderr (tail)\n${this.stderr.slice(-4000)}`;
   }
 

@@ -89,7 +89,9 @@ class Pair {
     clearTimeout(this.down.timer);
     for (const s of [this.client, this.upstream]) {
       if (s.destroyed) continue;
-      if (typeof s.resetAndDestroy === 'function' && s.readyState !== 'opening') s.resetAndDestroy();
+      // libuv forbids a reset after a shutdown (uv_tcp_close_reset); Node
+      // then never finishes closing the handle and hangs at exit.
+      if (s.readyState === 'open' && !s.writableEnded) s.resetAndDestroy();
       else s.destroy();
     }
     this.proxy.pairs.delete(this);

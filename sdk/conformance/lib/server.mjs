@@ -4,7 +4,7 @@
 // the ports when they were fixed; with port 0 the restarted server gets new
 // ones, which a FaultProxy in front of it is pointed at (proxy.setTarget).
 // Used by the conformance harness and by the JS SDK's own tests.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, appendFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -148,6 +148,17 @@ ${tenants}`);
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** A client token minted by the binary itself: `parley token --ttl`. */
+  mintToken(user, ttlS = 3600) {
+    return new Promise((resolveP, reject) => {
+      execFile(PARLEY_BIN, ['token', '--config', this.configPath, '--tenant', 'demo', '--user', user,
+        '--ttl', String(ttlS)], (err, stdout, stderr) => {
+        if (err) reject(new Error(`parley token failed: ${stderr}`));
+        else resolveP(stdout.trim());
+      });
+    });
+  }
+
   /** An HTTP API call (PROTOCOL.md "HTTP API"). */
   async api(method, path, body) {
     const res = await fetch(`http://127.0.0.1:${this.httpPort}${path}`, {
@@ -156,6 +167,13 @@ ${tenants}`);
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() };
+  }
+
+  /** The value of an unlabelled metric (GET /metrics), or null when absent. */
+  async metric(name) {
+    const text = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`).then((r) => r.text());
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return line ? Number(line.slice(name.length + 1)) : null;
   }
 
   /** Every stored message of `ch` (GET /v1/history, paged). */

@@ -121,10 +121,14 @@ export function scenario(name, fn, { timeoutMs = 30000 } = {}) {
     try {
       await fn(w);
     } catch (err) {
-      err.message = `${err.message}\n${w.diagnostics()}`;
-      throw err;
+      // A new error: node's reporter prints an AssertionError's own message only.
+      throw new Error(`${err.message}\n${w.diagnostics()}`, { cause: err });
     } finally {
       await w.dispose();
+      // Whatever still runs 5 s later keeps this file's process from exiting.
+      setTimeout(() => {
+        console.error(`harness: still running after "${name}": ${process.getActiveResourcesInfo().join(', ')}`);
+      }, 5000).unref();
     }
   });
 }
