@@ -27,6 +27,8 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 quick=0
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+# A full run at benchmark priority (its own autogroup at nice -15: bench/worlds/prio.sh).
+[ "$quick" = 1 ] || [ -n "${PARLEY_PRIO:-}" ] || exec "$root/bench/worlds/prio.sh" bash "$0" "$@"
 [ $# -eq 1 ] || { sed -n '2,/^set -uo/p' "$0" | sed 's/^# \{0,1\}//;$d' >&2; exit 2; }
 mkdir -p "$1" && out=$(realpath "$1") || exit 2
 previous=${PREVIOUS:-$root/bench/record.tsv}

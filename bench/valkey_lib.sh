@@ -112,16 +112,20 @@ cpu_s() {
 }
 
 # parley_config FILE PORT STORE DATA_DIR [VALKEY_NODES (comma separated)] [CLUSTER]
+#               [SERVER_LINES]
 # A node's config: the bench's demo tenant with publish limits off (the load is
-# the bench's), history of 1,000, the store asked for.
+# the bench's), history of 1,000, the store asked for; SERVER_LINES (e.g.
+# "threads = 2") go into [server].
 parley_config() {
   local file=$1 port=$2 store=$3 data=$4 nodes=${5:-} cluster=${6:-true}
+  [ -n "$cluster" ] || cluster=true
   {
     echo "[server]"
     echo "listen = \"127.0.0.1:$port\""
     echo "store = \"$store\""
     echo "data_dir = \"$data\""
     echo "max_connections = 30000"
+    [ -z "${7:-}" ] || printf '%b\n' "$7"
     if [ "$store" = valkey ]; then
       echo "[valkey]"
       printf 'nodes = [%s]\n' "$(echo "$nodes" | sed 's/[^,][^,]*/"&"/g')"

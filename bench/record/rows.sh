@@ -33,22 +33,13 @@ EOF
 
 val() { python3 "$root/bench/record/value.py" "$@"; }
 
-# A Parley config on the embedded store with the namespaces the rows use; limits
-# out of the way. parley_toml DIR PORT [EXTRA_SERVER_LINES]
+. "$root/bench/valkey_lib.sh"  # parley_config, parley_start
+
+# A Parley config on the embedded store (valkey_lib.sh's, limits out of the way)
+# with the namespaces the rows use: parley_toml DIR PORT [SERVER_LINES]
 parley_toml() {
-  cat > "$1/parley.toml" <<EOF
-[server]
-listen = "127.0.0.1:$2"
-store = "embedded"
-data_dir = "$1/data"
-channel_idle_s = 30
-${3:-}
-[tenants.demo]
-secret = "demo-secret-change-me-0123456789"
-api_key = "demo-api-key"
-max_connections = 50000
-publish_per_sec = 0
-publish_per_conn_sec = 0
+  parley_config "$1/parley.toml" "$2" embedded "$1/data" "" "" "${3:-}"
+  cat >> "$1/parley.toml" <<EOF
 [tenants.demo.namespaces.room]
 durable = false
 tick_ms = 20
@@ -63,32 +54,32 @@ dedupe_window_s = 30
 EOF
 }
 
-# start_parley DIR PORT: a fresh server on DIR/parley.toml; sets SP. Waits for ready.
+# start_parley DIR: a fresh server on DIR/parley.toml, ready; sets SP.
 start_parley() {
   rm -rf "$1/data"
-  "$parley" serve --config "$1/parley.toml" > "$1/server.log" 2>&1 &
-  SP=$!
-  for _ in $(seq 100); do
-    grep -q "parley ready" "$1/server.log" 2>/dev/null && return 0
-    kill -0 "$SP" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
+  SP=$(parley_start "$parley" "$1/parley.toml" "$1/server.log")
 }
 
+# stop_parley DIR: SIGTERM, until it is gone (it is parley_start's child, not ours).
 stop_parley() {
   [ -n "${SP:-}" ] || return 0
   kill -TERM "$SP" 2>/dev/null
-  wait "$SP" 2>/dev/null
+  for _ in $(seq 200); do kill -0 "$SP" 2>/dev/null || break; sleep 0.05; done
   SP=""
   rm -rf "$1/data"
+}
+
+# quick_skip DIR WHY: a row --quick leaves out (QUICK_ALL=1 runs it); status 3.
+quick_skip() {
+  [ "$quick" = 1 ] && [ -z "${QUICK_ALL:-}" ] || return 1
+  echo "in --quick: $2 (QUICK_ALL=1 runs it)" > "$1/skipped"
 }
 
 # chat-6k: 10,000 connections in channels of 20, 6,000 durable msg/s.
 row_chat_6k() {
   local d=$1 port; port=$(free_port)
   parley_toml "$d" "$port"
-  start_parley "$d" "$port" || return 1
+  start_parley "$d" || return 1
   local args; args=$(q "--duration 60 --ramp-up 10 --threads 2" \
                        "--conns 200 --rate 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
@@ -110,7 +101,7 @@ row_chat_6k() {
 row_ccu_soak() {
   local d=$1 port; port=$(free_port)
   parley_toml "$d" "$port"
-  start_parley "$d" "$port" || return 1
+  start_parley "$d" || return 1
   local args; args=$(q "" "--conns 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" ccu-soak $args --target "127.0.0.1:$port" --server-pid "$SP" --no-progress \
@@ -140,7 +131,7 @@ row_ccu_two_nodes() {
 row_world_6k() {
   local d=$1 port; port=$(free_port)
   parley_toml "$d" "$port"
-  start_parley "$d" "$port" || return 1
+  start_parley "$d" || return 1
   local args; args=$(q "--duration 60 --threads 2" "--conns 200 --duration 0.5 --ramp-up 0 --drain 1")
   # shellcheck disable=SC2086
   "$bench" world-6k $args --target "127.0.0.1:$port" --server-pid "$SP" --no-progress \
@@ -314,9 +305,7 @@ row_store_path() {
 # Online scale-up: a 4th master joins under load.
 row_scaleup() {
   local d=$1
-  if [ "$quick" = 1 ] && [ -z "${QUICK_ALL:-}" ]; then
-    echo "in --quick: moving 4,096 slots alone takes ~20 s (QUICK_ALL=1 runs it)" > "$d/skipped"; return 3
-  fi
+  quick_skip "$d" "moving 4,096 slots alone takes ~20 s" && return 3
   command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
   local env; env=$(q "SECS=100 WARM=20" "SECS=4 WARM=1 CONNS=50 RATE=100")
   env $env bash "$root/bench/scaleup.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
@@ -330,9 +319,7 @@ row_scaleup() {
 # The persister: lag to PostgreSQL, steady and across a PostgreSQL restart.
 row_persister() {
   local d=$1
-  if [ "$quick" = 1 ] && [ -z "${QUICK_ALL:-}" ]; then
-    echo "in --quick: a PostgreSQL initdb and start take ~10 s (QUICK_ALL=1 runs it)" > "$d/skipped"; return 3
-  fi
+  quick_skip "$d" "a PostgreSQL initdb and start take ~10 s" && return 3
   [ -x /usr/lib/postgresql/15/bin/initdb ] && command -v redis-server > /dev/null ||
     { echo "no PostgreSQL 15 or redis-server" > "$d/skipped"; return 3; }
   local env; env=$(q "SECS=40" "SECS=2 RATE=200 CONNS=50 RUNS=steady")
@@ -347,8 +334,8 @@ row_persister() {
 # Churn: fresh channels joined, published to and left, durable and not, at once.
 row_churn() {
   local d=$1 port; port=$(free_port)
-  parley_toml "$d" "$port" "threads = 2"
-  start_parley "$d" "$port" || return 1
+  parley_toml "$d" "$port" "threads = 2\nchannel_idle_s = 30"
+  start_parley "$d" || return 1
   local n1 n2 dur; n1=$(q 700000 300); n2=$(q 700000 300); dur=$(q 240 5)
   "$bench" churn --target "127.0.0.1:$port" --ns chat --conns "$(q 48 4)" --churn-channels "$n1" \
     --duration "$dur" --churn-idle-s "$(q 80 1)" --server-pid "$SP" --no-progress \
@@ -381,7 +368,7 @@ EOF
 row_ramps() {
   local d=$1 port rc=0; port=$(free_port)
   parley_toml "$d" "$port"
-  start_parley "$d" "$port" || return 1
+  start_parley "$d" || return 1
   local quickargs="--conns 100 --max-steps 1 --step-s 1 --ramp-up 0 --drain 1"
   # shellcheck disable=SC2046,SC2086
   "$bench" ramp $(q "--rate 500 --max-p99-ms 100" "$quickargs") --target "127.0.0.1:$port" \
