@@ -107,11 +107,13 @@ class Driver {
     else std::this_thread::sleep_for(wait);
   }
   bool done() const { return done_; }
+  // Lets the close handshake finish before the process goes, so the peer
+  // sees a clean close rather than a reset in the middle of one.
   void close() {
-    if (client_) {
-      client_->close();
-      client_->poll();
-    }
+    if (!client_) return;
+    client_->close();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < until) client_->poll(std::chrono::milliseconds(10));
   }
 
  private:

@@ -236,6 +236,7 @@ void ClientCore::open_connection() {
   bye_reconnect_ms_ = -1;
   hello_rid_ = 0;
   hello_error_.clear();
+  bye_code_.clear();
   if (!options_.transport) {
     emit_error(Error{"transport", "ClientOptions::transport is not set (make_default_transport())"});
     close();
@@ -317,6 +318,7 @@ void ClientCore::dispatch(Json& obj) {
   if (*op == "bye") {
     Bye b{str_or(obj, "code"), int_or(obj, "reconnect_ms", -1)};
     if (b.reconnect_ms >= 0) bye_reconnect_ms_ = b.reconnect_ms;
+    bye_code_ = b.code;
     emit([this, b] {
       if (on_bye) on_bye(b);
     });
@@ -383,7 +385,8 @@ void ClientCore::on_welcome(const Json& obj) {
 
 // The server pings WebSocket clients itself; this catches what the socket
 // layer never notices (a laptop that slept, a NAT that forgot the flow):
-// after a quiet period, ask; after two (plus 5 s), drop. Raw TCP has no
+// after a quiet period, ask; after two plus up to one more (at most 5 s) of
+// slack, drop. Raw TCP has no
 // pings, and the server closes a TCP client silent for two periods, so a
 // ping also goes out when the client itself has sent nothing for half a period.
 void ClientCore::start_liveness(int64_t heartbeat_ms) {
@@ -391,15 +394,17 @@ void ClientCore::start_liveness(int64_t heartbeat_ms) {
   int64_t period = options_.heartbeat_ms > 0 ? options_.heartbeat_ms : heartbeat_ms;
   if (period <= 0) period = 25000;
   const uint64_t epoch = epoch_;
-  live_timer_ = later(std::max<int64_t>(1000, period / 2), [this, epoch, period] { liveness_tick(epoch, period); });
+  live_timer_ = later(std::max<int64_t>(100, period / 2), [this, epoch, period] { liveness_tick(epoch, period); });
 }
 
 void ClientCore::liveness_tick(uint64_t epoch, int64_t period) {
   if (epoch != epoch_ || !is_open()) return;
   const int64_t t = now();
-  if (t - last_rx_ > 2 * period + 5000) return abandon(kCloseAbandoned, "no traffic from the server");
+  if (t - last_rx_ > 2 * period + std::min<int64_t>(period, 5000)) {
+    return abandon(kCloseAbandoned, "no traffic from the server");
+  }
   if (t - last_rx_ > period || t - last_tx_ >= period / 2) send_frame({{"op", "ping"}, {"rid", take_rid()}});
-  live_timer_ = later(std::max<int64_t>(1000, period / 2), [this, epoch, period] { liveness_tick(epoch, period); });
+  live_timer_ = later(std::max<int64_t>(100, period / 2), [this, epoch, period] { liveness_tick(epoch, period); });
 }
 
 void ClientCore::abandon(int code, const std::string& reason) {
@@ -409,8 +414,28 @@ void ClientCore::abandon(int code, const std::string& reason) {
   on_drop(code, reason);
 }
 
-void ClientCore::on_drop(int code, const std::string& reason) {
+// Raw TCP has no close codes (PROTOCOL.md "Transports"), and a WebSocket
+// close frame can be lost with its socket: then the frame that came before
+// the close says why, and the drop carries the code the server closes a
+// WebSocket with for it, so an application sees one code on every transport.
+int ClientCore::close_code_of(int code, std::string& reason) const {
+  if (code != 1006 && code != 1005) return code;
+  const std::string& why = !hello_error_.empty() ? hello_error_ : bye_code_;
+  int mapped = 0;
+  if (why == "unauthorized" || why == "tenant_removed") mapped = kCloseUnauthorized;
+  else if (why == "bad_request" && !hello_error_.empty()) mapped = kCloseBadVersion;
+  else if (why == "quota_exceeded" && !hello_error_.empty()) mapped = 4008;
+  else if (why == "slow_consumer") mapped = 4010;
+  else if (why == "draining") mapped = 1001;
+  if (mapped == 0) return code;
+  reason = why;
+  return mapped;
+}
+
+void ClientCore::on_drop(int wire_code, const std::string& wire_reason) {
   if (state_ == ClientState::closed) return;
+  std::string reason = wire_reason;
+  const int code = close_code_of(wire_code, reason);
   epoch_++;
   conn_.reset();  // the transport is done with it (on_closed) or we are (abandon)
   cancel(connect_timer_);
@@ -434,8 +459,8 @@ void ClientCore::on_drop(int code, const std::string& reason) {
   for (auto& [name, ch] : channels_) ch->on_drop();
 
   std::string fatal;
-  if (code == kCloseBadVersion || (hello_error_ == "bad_request")) fatal = "bad_request";
-  if (code == kCloseUnauthorized || hello_error_ == "unauthorized") {
+  if (code == kCloseBadVersion) fatal = "bad_request";
+  if (code == kCloseUnauthorized) {
     // A provider may mint a fresh token; a fixed token will not change.
     auth_failures_++;
     if (!options_.token_provider || auth_failures_ >= 3) fatal = "unauthorized";

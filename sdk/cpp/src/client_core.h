@@ -102,6 +102,7 @@ class ClientCore {
   void liveness_tick(uint64_t epoch, int64_t period);
   void abandon(int code, const std::string& reason);
   void on_drop(int code, const std::string& reason);
+  int close_code_of(int code, std::string& reason) const;
   void schedule_reconnect(Disconnect info);
   void forget(const std::shared_ptr<Call>& call);
 
@@ -115,7 +116,8 @@ class ClientCore {
   int auth_failures_ = 0;
   int64_t bye_reconnect_ms_ = -1;
   std::string hello_error_;
-  std::string pending_token_;  // the token of the attempt under way  // the code of an error answering our hello
+  std::string pending_token_;  // the token of the attempt under way
+  std::string bye_code_;       // the last `bye` of this connection  // the code of an error answering our hello
   TimerId reconnect_timer_ = 0;
   TimerId connect_timer_ = 0;
   TimerId live_timer_ = 0;

@@ -136,6 +136,7 @@ TEST(Client, TokenProviderIsCalledBeforeEveryConnectAndGetsThreeTries) {
     h.t->drop(1006, "eof");
     h.poll();
     ASSERT_EQ(drops.size(), static_cast<size_t>(i));
+    EXPECT_EQ(drops.back().code, 4001) << "the hello's error names the close";
     if (i < 3) {
       EXPECT_TRUE(drops.back().will_reconnect);
       h.advance(drops.back().delay_ms);
@@ -144,6 +145,27 @@ TEST(Client, TokenProviderIsCalledBeforeEveryConnectAndGetsThreeTries) {
   EXPECT_FALSE(drops.back().will_reconnect);
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(h.client->state(), ClientState::closed);
+}
+
+TEST(Client, WithoutACloseCodeTheByeNamesTheDrop) {
+  // Raw TCP has no close codes: a slow consumer's drop reads as the 4010 a
+  // WebSocket carries, and the client reconnects.
+  Harness h;
+  Disconnect d;
+  h.client->on_disconnect([&](const Disconnect& x) { d = x; });
+  h.client->connect();
+  h.welcome();
+  h.t->frame({{"op", "bye"}, {"code", "slow_consumer"}});
+  h.t->drop(1006, "eof");
+  h.poll();
+  EXPECT_EQ(d.code, 4010);
+  EXPECT_EQ(d.reason, "slow_consumer");
+  EXPECT_TRUE(d.will_reconnect);
+  h.advance(d.delay_ms);
+  h.welcome("c2");
+  h.t->drop(1006, "eof");  // a later plain drop is not a slow consumer's
+  h.poll();
+  EXPECT_EQ(d.code, 1006);
 }
 
 TEST(Client, BadVersionCloseIsFinal) {
@@ -179,7 +201,9 @@ TEST(Client, PingsWhenQuietAndDropsADeadConnection) {
   h.advance(2500);
   EXPECT_FALSE(h.t->sent("ping").empty()) << "no ping after a quiet heartbeat period";
   EXPECT_EQ(d.code, 0);
-  h.advance(2 * 2000 + 5000);  // nothing from the server for two periods and 5 s
+  h.advance(2 * 2000 + 2000 - 2500 - 100);  // just short of two periods plus min(period, 5 s)
+  EXPECT_EQ(d.code, 0);
+  h.advance(1100);
   EXPECT_EQ(d.code, 4000);
   EXPECT_EQ(d.reason, "no traffic from the server");
   EXPECT_TRUE(d.will_reconnect);

@@ -61,7 +61,7 @@ struct ClientOptions {
   double retry_jitter = 0.25;          ///< a server's retry_ms is stretched by up to this fraction
   int max_retry_attempts = 50;         ///< per request / publish on retryable errors
   /// Liveness period; 0: the welcome's heartbeat_ms. After a quiet period the
-  /// client pings, after two (plus 5 s) it drops the connection.
+  /// client pings; after two plus min(period, 5 s) it drops the connection.
   int64_t heartbeat_ms = 0;
   std::size_t max_queued_publishes = 100000;  ///< per channel; beyond: `queue_full`
   std::string id_prefix;  ///< prefix of generated publish ids; default 8 random chars and '-'

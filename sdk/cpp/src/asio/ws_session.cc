@@ -69,6 +69,11 @@ class WsSession final : public Session {
     report_closed(code, reason);
   }
 
+  void fail_with_reason() {
+    const auto& r = ws_.reason();
+    fail(static_cast<int>(r.code), std::string(r.reason));
+  }
+
   void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
     if (dead_) return;
     if (ec) return fail(1006, "resolve " + host_ + ": " + ec.message());
@@ -111,10 +116,10 @@ class WsSession final : public Session {
   void on_read(beast::error_code ec) {
     if (dead_) return;
     if (ec) {
-      if (ec == websocket::error::closed) {
-        const auto& r = ws_.reason();
-        return fail(r.code == websocket::close_code::none ? 1005 : static_cast<int>(r.code), r.reason);
-      }
+      // A close frame from the server names the reason even when answering it
+      // failed (the server, or a proxy, may drop the socket right after it).
+      if (ws_.reason().code != websocket::close_code::none) return fail_with_reason();
+      if (ec == websocket::error::closed) return fail(1005, "closed without a code");
       if (ec == websocket::error::message_too_big) return fail(1009, "frame over max_frame_bytes");
       return fail(1006, ec.message());
     }
@@ -136,7 +141,10 @@ class WsSession final : public Session {
   void on_write(beast::error_code ec) {
     writing_ = false;
     if (dead_) return;
-    if (ec) return fail(1006, "write: " + ec.message());
+    if (ec) {
+      if (ws_.reason().code != websocket::close_code::none) return fail_with_reason();
+      return fail(1006, "write: " + ec.message());
+    }
     out_bytes_ -= out_.front().first.size();
     out_.pop_front();
     write_next();
