@@ -4,8 +4,8 @@
 // channel, gap-free and in order. The shape of a load bot or a soak test;
 // the suite runs two of them at once, one per transport (tests/bot_test.sh).
 //
-//   parley-cpp-bot --url ws://127.0.0.1:7700/v1/ws --token JWT --channel chat:bots \
-//                  --count 100 --expect 200 [--timeout-ms 30000]
+//   parley-cpp-bot --url ws://127.0.0.1:7700/v1/ws --token JWT --channel chat:bots
+//                  --count 100 --expect 200 [--timeout-ms 30000]   (one command line)
 //
 // Exit status 0 when all of it happened before the timeout, 1 otherwise.
 #include <parley/client.h>
