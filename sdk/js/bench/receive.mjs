@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// The JS SDK's receive path, measured as sdk/conformance/BENCH.md defines it:
+// server frames (JSON text, as a WebSocket delivers them) replayed from
+// memory into the client's socket handler, decoded, ordered and delivered to
+// the application's `msg` listener, on one core, no network. The socket is a
+// stand-in passed through the public `WebSocket` option; it answers hello and
+// join as the server would, so the client is in its ordinary joined state.
+//   node sdk/js/bench/receive.mjs [--msgs 200000] [--batch 1] [--runs 5]
+// Prints one JSON line per shape: msgs per second, the median of the runs.
+import { ParleyClient } from '../src/index.js';
+
+function arg(name, dflt) {
+  const k = process.argv.indexOf(`--${name}`);
+  return k > 0 ? Number(process.argv[k + 1]) : dflt;
+}
+const MSGS = arg('msgs', 200000);
+const RUNS = arg('runs', 5);
+const BATCHES = process.argv.includes('--batch') ? [arg('batch', 1)] : [1, 16];
+const CH = 'chat:bench';
+const TEXT = 'x'.repeat(64);
+
+// BENCH.md's message: the server's `msg` frame with a small object body.
+function msgFrame(seq) {
+  return { op: 'msg', ch: CH, seq, from: 'u-sender', id: `c-${seq}`, ts: 1764460800123 + seq,
+    body: { i: seq, text: TEXT } };
+}
+
+// Frames of `batch` messages each (1: one object per frame, else an array,
+// as the server batches per tick), seqs from `first` on.
+function frames(first, count, batch) {
+  const out = [];
+  for (let s = first; s < first + count; s += batch) {
+    const n = Math.min(batch, first + count - s);
+    if (batch === 1) out.push(JSON.stringify(msgFrame(s)));
+    else out.push(JSON.stringify(Array.from({ length: n }, (_, k) => msgFrame(s + k))));
+  }
+  return out;
+}
+
+class ReplaySocket {
+  static last = null;
+  constructor() {
+    this.readyState = 0;
+    ReplaySocket.last = this;
+    queueMicrotask(() => {
+      this.readyState = 1;
+      this.onopen?.({});
+    });
+  }
+  send(text) {
+    const f = JSON.parse(text);
+    if (f.op === 'hello') {
+      this.deliver({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u-bench', tenant: 'demo', heartbeat_ms: 25000 });
+    } else if (f.op === 'join') {
+      this.deliver({ op: 'joined', rid: f.rid, ch: f.ch, seq: 0, recovered: true });
+    }
+  }
+  deliver(obj) {
+    queueMicrotask(() => this.onmessage?.({ data: JSON.stringify(obj) }));
+  }
+  close() {
+    this.readyState = 3;
+  }
+}
+
+async function run(batch) {
+  const client = new ParleyClient({ url: 'ws://bench.invalid/v1/ws', token: 't', WebSocket: ReplaySocket });
+  const ch = client.channel(CH);
+  let count = 0;
+  let lastSeq = 0;
+  let sum = 0;
+  ch.on('msg', (m) => {
+    count++;
+    lastSeq = m.seq;
+    sum += m.body.i;
+  });
+  await ch.join();
+  const sock = ReplaySocket.last;
+  const warm = Math.min(20000, MSGS);
+  for (const data of frames(1, warm, batch)) sock.onmessage({ data });
+  const timed = frames(warm + 1, MSGS, batch); // encoded before the clock starts
+  count = 0;
+  sum = 0;
+  const t0 = process.hrtime.bigint();
+  for (const data of timed) sock.onmessage({ data });
+  const ns = Number(process.hrtime.bigint() - t0);
+  client.close();
+  const expectSum = ((warm + 1 + warm + MSGS) * MSGS) / 2;
+  if (count !== MSGS || lastSeq !== warm + MSGS || sum !== expectSum) {
+    throw new Error(`delivered ${count} of ${MSGS} (last seq ${lastSeq}): the bench measured nothing`);
+  }
+  return (MSGS * 1e9) / ns;
+}
+
+for (const batch of BATCHES) {
+  const rates = [];
+  for (let r = 0; r < RUNS; r++) rates.push(await run(batch));
+  const sorted = [...rates].sort((a, b) => a - b);
+  console.log(JSON.stringify({
+    sdk: 'js', runtime: `node ${process.version}`, enc: 'json', batch, msgs: MSGS,
+    msgs_per_sec: Math.round(sorted[Math.floor(sorted.length / 2)]),
+    runs: rates.map(Math.round),
+  }));
+}
