@@ -44,7 +44,9 @@ esac
 [[ -n "$driver" ]] || { echo "usage: run.sh --sdk js | --driver CMD [scenario ...]" >&2; exit 2; }
 
 export SDK_DRIVER="$driver" SDK_TRANSPORT="$transport"
-export PARLEY_BIN="${PARLEY_BIN:-$root/build/src/server/parley}"
+PARLEY_BIN="${PARLEY_BIN:-$root/build/src/server/parley}"
+[[ "$PARLEY_BIN" == /* ]] || PARLEY_BIN="$PWD/$PARLEY_BIN" # the scenarios run in scenarios/
+export PARLEY_BIN
 [[ -x "$PARLEY_BIN" ]] || { echo "sdk_conformance: no server binary at $PARLEY_BIN (build it or set PARLEY_BIN)" >&2; exit 1; }
 
 cd "$here/scenarios"
