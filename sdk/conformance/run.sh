@@ -45,13 +45,12 @@ esac
 
 export SDK_DRIVER="$driver" SDK_TRANSPORT="$transport"
 PARLEY_BIN="${PARLEY_BIN:-$root/build/src/server/parley}"
-[[ "$PARLEY_BIN" == /* ]] || PARLEY_BIN="$PWD/$PARLEY_BIN" # the scenarios run in scenarios/
 export PARLEY_BIN
 [[ -x "$PARLEY_BIN" ]] || { echo "sdk_conformance: no server binary at $PARLEY_BIN (build it or set PARLEY_BIN)" >&2; exit 1; }
 
-cd "$here/scenarios"
+# Run from the caller's folder, so a relative --driver or PARLEY_BIN works.
 files=()
-for f in *.test.mjs; do
+for f in $(cd "$here/scenarios" && ls *.test.mjs); do
   if [[ ${#filters[@]} -eq 0 ]]; then files+=("$f"); continue; fi
   for p in "${filters[@]}"; do [[ "$f" == *"$p"* ]] && { files+=("$f"); break; }; done
 done
@@ -64,7 +63,7 @@ start=$SECONDS
 for f in "${files[@]}"; do
   t0=$SECONDS
   # Bounded: a file that hangs fails instead of holding ctest to its timeout.
-  if timeout --kill-after=5 120 node --test --test-reporter=spec "$f"; then
+  if timeout --kill-after=5 120 node --test --test-reporter=spec "$here/scenarios/$f"; then
     echo "sdk_conformance: PASS $f ($((SECONDS - t0)) s)"
   else
     status=1

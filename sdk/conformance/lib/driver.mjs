@@ -59,9 +59,13 @@ export class Driver {
     }
   }
 
-  /** Starts the driver and waits for its `ready`. */
+  /** Starts the driver and waits for its `ready` (failing at once if it exits first). */
   async start() {
-    const ready = await this.next({ ev: 'ready' }, { timeoutMs: 20000 });
+    const died = this.exit.then((r) => {
+      throw new Error(`${this.name}: the driver exited before ready (${JSON.stringify(r)}): ${this.cmd}\n${this.stderr}`);
+    });
+    died.catch(() => {}); // settled by the race below, or after a normal exit
+    const ready = await Promise.race([this.next({ ev: 'ready' }, { timeoutMs: 20000 }), died]);
     this.sdk = ready.sdk;
     return ready;
   }
