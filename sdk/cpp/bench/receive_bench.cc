@@ -1,39 +1,47 @@
-// The receive path on one core: server frames (JSON) decoded, sequenced by a
-// joined channel and delivered to the application's on_msg, through the
-// public API only. The transport hands over pre-encoded frames from poll(),
-// as the default transport does after a socket read, so no socket time is in
-// the figure; what is measured is the SDK's own cost per message.
+// The receive path on one core (sdk/conformance/BENCH.md): server frames
+// (JSON) handed over by the transport, decoded, sequenced by a joined channel
+// and delivered to the application's on_msg, through the public API only. The
+// transport replays frames encoded before the clock starts from its poll(),
+// as the default transport does after a socket read; no socket time is in the
+// figure.
 //
-// Shape (sdk/cpp/bench/README.md): `msg` frames as the server writes them,
-// {"op":"msg","ch":"chat:bench","seq":N,"from":"u-17","id":"k3v9x2ab-N",
-// "ts":1764460800123,"body":{...}} with a ~100-byte body, sent in batches
-// (JSON arrays) of 1, 10 and 50 msgs, one batch per poll().
+// BENCH.md's shape: `msg` frames of ~160 bytes ({"i":N,"text":"<64 x>"}
+// bodies), batch 1 (one object per frame) and batch 16 (an array of 16), one
+// frame per poll(); 20,000 messages of warm-up then 200,000 timed, 5 runs,
+// each in a fresh client; the callback counts messages and sums body.i, and a
+// run whose count, last seq or sum is wrong fails. After Google Benchmark's
+// table it prints BENCH.md's JSON line per shape, with msgs/s of wall time
+// (as the other SDKs report) and of the thread's CPU time (steadier on a
+// shared machine).
+//
+//   taskset -c 1 build/sdk/cpp/tests/parley_client_receive_bench
 #include <benchmark/benchmark.h>
 #include <parley/client.h>
+#include <time.h>
 
-#include <deque>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-using parley::Json;
+constexpr int64_t kWarmup = 20000;
+constexpr int64_t kTimed = 200000;
 
-class FeedTransport final : public parley::Transport {
+class ReplayTransport final : public parley::Transport {
  public:
   struct Conn final : parley::Connection {
-    FeedTransport* t;
-    void send(std::string frame, bool) override { t->sent.push_back(std::move(frame)); }
+    void send(std::string, bool) override {}
     void close(int, std::string_view) override {}
   };
   std::unique_ptr<parley::Connection> connect(const std::string&, const parley::ConnectOptions&,
                                               parley::ConnectionHandler& h) override {
     handler = &h;
-    opened = false;
-    auto c = std::make_unique<Conn>();
-    c->t = this;
-    return c;
+    return std::make_unique<Conn>();
   }
   void poll(std::chrono::milliseconds) override {
     if (!handler) return;
@@ -41,53 +49,42 @@ class FeedTransport final : public parley::Transport {
       opened = true;
       handler->on_open();
     }
-    for (const std::string* f : next) handler->on_frame(*f);
-    next.clear();
+    if (next) handler->on_frame(*next);
+    next = nullptr;
   }
   parley::ConnectionHandler* handler = nullptr;
   bool opened = false;
-  std::vector<const std::string*> next;
-  std::vector<std::string> sent;
+  const std::string* next = nullptr;
 };
 
-std::string body_of(int64_t seq) {
-  // ~100 bytes of JSON, the shape of a chat line or a game event.
-  Json b = {{"text", "the quick brown fox jumps over the lazy dog, again and again"},
-            {"i", seq},
-            {"kind", "chat"},
-            {"room", 7}};
-  return b.dump();
+std::string msg_frame(int64_t n) {
+  return R"({"op":"msg","ch":"chat:bench","seq":)" + std::to_string(n) + R"(,"from":"u-sender","id":"c-)" +
+         std::to_string(n) + R"(","ts":)" + std::to_string(1764460800123 + n) + R"(,"body":{"i":)" +
+         std::to_string(n) + R"(,"text":")" + std::string(64, 'x') + R"("}})";
 }
 
-std::string msg_frame(int64_t seq) {
-  return R"({"op":"msg","ch":"chat:bench","seq":)" + std::to_string(seq) +
-         R"(,"from":"u-17","id":"k3v9x2ab-)" + std::to_string(seq) + R"(","ts":1764460800123,"body":)" +
-         body_of(seq) + "}";
-}
-
-// A pool of batches with rising seqs; a fresh client (joined at seq 0) per pass over it.
-struct Pool {
-  std::vector<std::string> batches;
-  int per_batch;
-  Pool(int batch, int count) : per_batch(batch) {
-    int64_t seq = 1;
-    for (int b = 0; b < count; b++) {
-      std::string s = batch == 1 ? std::string() : "[";
-      for (int k = 0; k < batch; k++) {
-        if (k) s += ",";
-        s += msg_frame(seq++);
-      }
-      if (batch != 1) s += "]";
-      batches.push_back(std::move(s));
+std::vector<std::string> frames(int batch, int64_t from, int64_t count) {
+  std::vector<std::string> out;
+  for (int64_t n = from; n < from + count; n += batch) {
+    if (batch == 1) {
+      out.push_back(msg_frame(n));
+      continue;
     }
+    std::string s = "[";
+    for (int k = 0; k < batch; k++) {
+      if (k) s += ",";
+      s += msg_frame(n + k);
+    }
+    out.push_back(s + "]");
   }
-};
+  return out;
+}
 
+// A client joined to chat:bench at seq 0 on the replay transport.
 struct Session {
-  std::shared_ptr<FeedTransport> t = std::make_shared<FeedTransport>();
+  std::shared_ptr<ReplayTransport> t = std::make_shared<ReplayTransport>();
   std::unique_ptr<parley::Client> client;
-  int64_t delivered = 0;
-  int64_t bytes = 0;
+  int64_t count = 0, last_seq = 0, sum = 0;
 
   Session() {
     parley::ClientOptions o;
@@ -95,47 +92,93 @@ struct Session {
     o.token = "t";
     o.transport = t;
     client = std::make_unique<parley::Client>(std::move(o));
-    auto ch = client->channel("chat:bench");
+    parley::Channel ch = client->channel("chat:bench");
     ch.on_msg([this](const parley::Message& m) {
-      delivered++;
-      bytes += static_cast<int64_t>(m.id.size());
-      benchmark::DoNotOptimize(m.body);
+      count++;
+      last_seq = m.seq;
+      auto it = m.body.find("i");
+      if (it != m.body.end() && it->is_number_integer()) sum += it->get<int64_t>();
     });
     ch.join();
-    client->poll();  // open; the client says hello
     const std::string welcome = R"({"op":"welcome","rid":1,"conn":"c1","user":"u1","tenant":"demo","heartbeat_ms":25000})";
-    t->next.push_back(&welcome);
-    client->poll();  // welcome; the client sends join (rid 2)
     const std::string joined = R"({"op":"joined","rid":2,"ch":"chat:bench","seq":0,"recovered":false})";
-    t->next.push_back(&joined);
+    client->poll();  // open: hello (rid 1)
+    t->next = &welcome;
+    client->poll();  // welcome: join (rid 2)
+    t->next = &joined;
     client->poll();
+  }
+  void feed(const std::vector<std::string>& fs) {
+    for (const std::string& f : fs) {
+      t->next = &f;
+      client->poll();
+    }
   }
 };
 
-void BM_ReceiveMsgs(benchmark::State& state) {
-  const int batch = static_cast<int>(state.range(0));
-  const Pool pool(batch, std::max(1, 20000 / batch));
-  auto session = std::make_unique<Session>();
-  std::size_t next = 0;
-  int64_t total = 0;
-  for (auto _ : state) {
-    if (next == pool.batches.size()) {
-      state.PauseTiming();
-      total += session->delivered;
-      session = std::make_unique<Session>();
-      next = 0;
-      state.ResumeTiming();
-    }
-    session->t->next.push_back(&pool.batches[next++]);
-    session->client->poll();
-  }
-  total += session->delivered;
-  if (total != static_cast<int64_t>(state.iterations()) * batch) state.SkipWithError("not every msg was delivered");
-  state.SetItemsProcessed(total);
-  state.counters["msgs_per_s"] = benchmark::Counter(static_cast<double>(total), benchmark::Counter::kIsRate);
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
-BENCHMARK(BM_ReceiveMsgs)->Arg(1)->Arg(10)->Arg(50);
+
+struct Runs {
+  std::vector<double> wall;
+  std::vector<double> cpu;
+};
+std::map<int, Runs> g_runs;
+
+void BM_Receive(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const auto warm = frames(batch, 1, kWarmup);
+  const auto timed = frames(batch, 1 + kWarmup, kTimed);
+  const int64_t last = kWarmup + kTimed;
+  const int64_t want_sum = last * (last + 1) / 2;
+  for (auto _ : state) {
+    Session s;
+    s.feed(warm);
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_seconds();
+    s.feed(timed);
+    const double cpu = thread_cpu_seconds() - c0;
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(wall);
+    if (s.count != last || s.last_seq != last || s.sum != want_sum) {
+      state.SkipWithError("a run did not deliver every message once, in order");
+      return;
+    }
+    g_runs[batch].wall.push_back(kTimed / wall);
+    g_runs[batch].cpu.push_back(kTimed / cpu);
+  }
+  state.SetItemsProcessed(state.iterations() * kTimed);
+}
+BENCHMARK(BM_Receive)->ArgName("batch")->Arg(1)->Arg(16)->Iterations(1)->Repetitions(5)->UseManualTime()
+    ->Unit(benchmark::kMillisecond)->ReportAggregatesOnly(false);
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); i++) s += (i ? "," : "") + std::to_string(static_cast<int64_t>(v[i]));
+  return s + "]";
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  for (auto& [batch, r] : g_runs) {
+    std::printf(
+        "{\"sdk\":\"cpp\",\"runtime\":\"%s %s, gcc %d.%d\",\"enc\":\"json\",\"batch\":%d,\"msgs\":%lld,"
+        "\"msgs_per_sec\":%lld,\"runs\":%s,\"msgs_per_cpu_sec\":%lld,\"cpu_runs\":%s}\n",
+        "parley-cpp", parley::kVersion, __GNUC__, __GNUC_MINOR__, batch, static_cast<long long>(kTimed),
+        static_cast<long long>(median(r.wall)), list(r.wall).c_str(), static_cast<long long>(median(r.cpu)),
+        list(r.cpu).c_str());
+  }
+  return 0;
+}
