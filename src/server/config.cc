@@ -252,6 +252,12 @@ Status read_valkey(const toml::table& t, ValkeyConfig& c) {
       // Below 1 s a refresh (a third of it) would race the store's round trip;
       // above 60 s an entry would outlive its hash key (a minute after its last write).
       s = read_uint(v, path, 1000, 60'000, c.presence_ttl_ms);
+    } else if (key == "topology_refresh_ms") {
+      s = read_uint(v, path, 100, 600'000, c.topology_refresh_ms);
+    } else if (key == "wait_replicas") {
+      s = read_uint(v, path, 0, 16, c.wait_replicas);
+    } else if (key == "wait_timeout_ms") {
+      s = read_uint(v, path, 10, 60'000, c.wait_timeout_ms);
     } else {
       s = unknown_key(path);
     }

@@ -27,6 +27,12 @@ struct ValkeyConfig {
   // A node's presence entries expire this long after its last refresh (every
   // third of it): how long the users of a node that died stay present elsewhere.
   uint32_t presence_ttl_ms = 15'000;
+  // Cluster: the slot map is read again this often while every node answers.
+  uint32_t topology_refresh_ms = 2000;
+  // An append's ack also waits until this many replicas have it (WAIT), at most
+  // wait_timeout_ms; fewer in time: `unavailable` (docs/operations.md "Durability").
+  uint32_t wait_replicas = 0;
+  uint32_t wait_timeout_ms = 1000;
 };
 
 // [postgres]: the persister's database. With store = "valkey" and url set, the

@@ -139,6 +139,9 @@ Status Server::open_valkey_store() {
   vo.partitions = config_.valkey.partitions;
   vo.pool_size = config_.valkey.pool_size;
   vo.command_timeout_ms = config_.valkey.command_timeout_ms;
+  vo.topology_refresh_ms = config_.valkey.topology_refresh_ms;
+  vo.wait_replicas = config_.valkey.wait_replicas;
+  vo.wait_timeout_ms = config_.valkey.wait_timeout_ms;
   // With a persister (postgres.url) the WAL waits for its acknowledgements; the
   // script keeps only the hard cap (docs/operations.md, "The persister").
   vo.wal_max_len = config_.postgres.url.empty() ? config_.valkey.wal_max_len : config_.valkey.wal_hard_cap;

@@ -73,7 +73,9 @@ bool RedisServer::spawn() {
   if (opts_.cluster) {
     for (const char* a : {"--cluster-enabled", "yes", "--cluster-config-file"}) args.push_back(a);
     args.push_back(dir_ + "/nodes.conf");
-    for (const char* a : {"--cluster-node-timeout", "2000"}) args.push_back(a);
+    args.push_back("--cluster-node-timeout");
+    args.push_back(std::to_string(opts_.cluster_node_timeout_ms));
+    for (const char* a : {"--cluster-replica-validity-factor", "0"}) args.push_back(a);
   }
   const pid_t pid = spawn_child(std::move(args));
   if (pid < 0) {
@@ -136,19 +138,23 @@ std::string RedisServer::command(const std::vector<std::string>& args) const {
   return out;
 }
 
-RedisCluster::RedisCluster(std::string dir) : dir_(std::move(dir)) {
-  for (int i = 0; i < 3; ++i) {
-    auto n = std::make_unique<RedisServer>(dir_ + "/n" + std::to_string(i),
-                                           RedisServer::Options{true, "everysec"});
-    if (!n->ok()) {
-      why_ = "cluster node " + std::to_string(i) + ": " + n->why();
+RedisCluster::RedisCluster(std::string dir, Options opts) : dir_(std::move(dir)), opts_(opts) {
+  const int n = 3 * (1 + opts_.replicas);
+  for (int i = 0; i < n; ++i) {
+    RedisServer::Options so;
+    so.cluster = true;
+    so.cluster_node_timeout_ms = opts_.node_timeout_ms;
+    auto node = std::make_unique<RedisServer>(dir_ + "/n" + std::to_string(i), so);
+    if (!node->ok()) {
+      why_ = "cluster node " + std::to_string(i) + ": " + node->why();
       return;
     }
-    nodes_.push_back(std::move(n));
+    nodes_.push_back(std::move(node));
   }
   std::string cmd = "redis-cli --cluster create";
   for (const auto& a : addresses()) cmd += " " + a;
-  cmd += " --cluster-replicas 0 --cluster-yes >" + dir_ + "/create.log 2>&1";
+  cmd += " --cluster-replicas " + std::to_string(opts_.replicas) + " --cluster-yes >" + dir_ +
+         "/create.log 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     why_ = "redis-cli --cluster create failed (see " + dir_ + "/create.log)";
     return;
@@ -156,8 +162,14 @@ RedisCluster::RedisCluster(std::string dir) : dir_(std::move(dir)) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
     bool all = true;
-    for (auto& n : nodes_) {
-      if (n->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) all = false;
+    for (auto& node : nodes_) {
+      if (node->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) all = false;
+      // A replica that has not synced cannot be promoted.
+      const std::string repl = node->command({"INFO", "replication"});
+      if (repl.find("role:slave") != std::string::npos &&
+          repl.find("master_link_status:up") == std::string::npos) {
+        all = false;
+      }
     }
     if (all) {
       ok_ = true;
@@ -165,7 +177,72 @@ RedisCluster::RedisCluster(std::string dir) : dir_(std::move(dir)) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  why_ = "cluster_state:ok not reached in 30 s";
+  why_ = "cluster_state:ok (and replicas in sync) not reached in 30 s";
+}
+
+int RedisCluster::master_of(uint16_t slot) const {
+  for (const auto& asked : nodes_) {
+    if (!asked->ok()) continue;
+    const std::string nodes = asked->command({"CLUSTER", "NODES"});
+    if (nodes.empty()) continue;
+    // The master with the highest config epoch claiming the slot.
+    int best = -1;
+    long long best_epoch = -1;
+    size_t at = 0;
+    while (at < nodes.size()) {
+      size_t end = nodes.find('\n', at);
+      if (end == std::string::npos) end = nodes.size();
+      std::vector<std::string> f;
+      size_t p = at;
+      while (p < end) {
+        size_t sp = nodes.find(' ', p);
+        if (sp == std::string::npos || sp > end) sp = end;
+        if (sp > p) f.push_back(nodes.substr(p, sp - p));
+        p = sp + 1;
+      }
+      at = end + 1;
+      if (f.size() < 8 || f[2].find("master") == std::string::npos) continue;
+      bool has = false;
+      for (size_t i = 8; i < f.size() && !has; ++i) {
+        if (f[i][0] == '[') continue;
+        const size_t dash = f[i].find('-');
+        const long first = std::stol(f[i].substr(0, dash));
+        const long last = dash == std::string::npos ? first : std::stol(f[i].substr(dash + 1));
+        has = slot >= first && slot <= last;
+      }
+      if (!has) continue;
+      const long long epoch = std::stoll(f[6]);
+      const std::string port = f[1].substr(f[1].rfind(':', f[1].find('@')) + 1,
+                                           f[1].find('@') - f[1].rfind(':', f[1].find('@')) - 1);
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (std::to_string(nodes_[i]->port()) == port && epoch > best_epoch) {
+          best = static_cast<int>(i);
+          best_epoch = epoch;
+        }
+      }
+    }
+    return best;
+  }
+  return -1;
+}
+
+bool RedisCluster::is_master(size_t i) const {
+  const std::string role = nodes_[i]->command({"ROLE"});
+  return role.rfind("master", 0) == 0;
+}
+
+bool RedisCluster::wait_ok(int timeout_ms) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    for (const auto& node : nodes_) {
+      if (!node->ok()) continue;
+      if (node->command({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) all = false;
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 RedisCluster::~RedisCluster() = default;
@@ -177,7 +254,9 @@ std::vector<std::string> RedisCluster::addresses() const {
 }
 
 void RedisCluster::flush_all() {
-  for (auto& n : nodes_) n->command({"FLUSHALL"});
+  for (auto& n : nodes_) {
+    if (n->ok() && n->command({"ROLE"}).rfind("master", 0) == 0) n->command({"FLUSHALL"});
+  }
 }
 
 RedisServer& shared_redis() {
@@ -189,6 +268,12 @@ RedisServer& shared_redis() {
 RedisCluster& shared_redis_cluster() {
   static SharedInTempDir<RedisCluster> s("parley-redis-");
   if (!s.server) s.server = std::make_unique<RedisCluster>(s.dir + "/cluster");
+  return *s.server;
+}
+
+RedisCluster& shared_redis_replicated_cluster() {
+  static SharedInTempDir<RedisCluster> s("parley-redis-");
+  if (!s.server) s.server = std::make_unique<RedisCluster>(s.dir + "/replicated", RedisCluster::Options{1, 1000});
   return *s.server;
 }
 

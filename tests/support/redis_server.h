@@ -24,6 +24,7 @@ class RedisServer {
   struct Options {
     bool cluster = false;       // --cluster-enabled yes (then pick a port below 55536)
     std::string appendfsync = "everysec";
+    int cluster_node_timeout_ms = 2000;
   };
 
   // Starts redis-server on a free loopback port under `dir` (created when missing)
@@ -66,9 +67,18 @@ class RedisServer {
 
 // Three masters with --cluster-enabled, joined by `redis-cli --cluster create`,
 // every slot covered (cluster_state:ok on each node) before the constructor returns.
+// With replicas = 1, three more nodes replicate one master each (nodes 3..5), and
+// the constructor also waits until each has synced (master_link_status:up), so a
+// failover can promote it; cluster-replica-validity-factor 0 lets a replica take
+// over however long its master has been gone.
 class RedisCluster {
  public:
-  explicit RedisCluster(std::string dir);
+  struct Options {
+    int replicas = 0;
+    int node_timeout_ms = 2000;
+  };
+  explicit RedisCluster(std::string dir) : RedisCluster(std::move(dir), Options{}) {}
+  RedisCluster(std::string dir, Options opts);
   ~RedisCluster();
   bool ok() const { return ok_; }
   const std::string& why() const { return why_; }
@@ -77,9 +87,16 @@ class RedisCluster {
   size_t size() const { return nodes_.size(); }
   // FLUSHALL on every master.
   void flush_all();
+  // The node currently serving `slot` as master (as node 0.. sees it; -1: none
+  // answers), and whether node i is a master now (ROLE).
+  int master_of(uint16_t slot) const;
+  bool is_master(size_t i) const;
+  // Waits until every live node's CLUSTER INFO says cluster_state:ok; false after timeout_ms.
+  bool wait_ok(int timeout_ms) const;
 
  private:
   std::string dir_;
+  Options opts_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   bool ok_ = false;
   std::string why_;
@@ -88,5 +105,7 @@ class RedisCluster {
 // Started on first use, stopped at exit. nullptr-free: check ok().
 RedisServer& shared_redis();
 RedisCluster& shared_redis_cluster();
+// 3 masters + 3 replicas, cluster-node-timeout 1000 ms (failover tests).
+RedisCluster& shared_redis_replicated_cluster();
 
 }  // namespace parley::testing

@@ -55,3 +55,18 @@ bool NodePool::down() const {
 }
 
 }  // namespace parley::store::valkey
+
+namespace parley::store::valkey {
+
+bool NodePool::up() const {
+  for (const auto& s : slots_) {
+    if (s.conn->up()) return true;
+  }
+  return false;
+}
+
+void NodePool::probe() {
+  run(0, [](RespConnection& c) { c.send(format_command({"PING"}), nullptr); });
+}
+
+}  // namespace parley::store::valkey

@@ -36,6 +36,10 @@ class NodePool {
   size_t queued() const;
   size_t in_flight() const;
   bool down() const;  // some connection's last attempt failed (no reply since)
+  bool up() const;    // some connection has had a reply since its last failure
+  // A PING on the first connection: the node is tried (and up() can turn true)
+  // before any traffic; the connection then keeps reconnecting by itself.
+  void probe();
 
  private:
   struct Slot {

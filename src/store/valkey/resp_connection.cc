@@ -85,6 +85,7 @@ void RespConnection::on_socket_reply(Reply reply) {
   Waiting w = std::move(waiting_.front());
   waiting_.pop_front();
   down_.store(false, std::memory_order_relaxed);
+  up_.store(true, std::memory_order_relaxed);
   update_counts();
   if (w.done) {
     w.done(std::move(reply));
@@ -123,10 +124,12 @@ void RespConnection::on_socket_failed(const std::string& why, Was was) {
   failed.swap(waiting_);
   out_count_ = 0;
   down_.store(true, std::memory_order_relaxed);
+  up_.store(false, std::memory_order_relaxed);
   update_counts();
   for (auto& w : failed) {
     if (w.done) w.done(unavailable(why));
   }
+  if (was != Was::kClosed && opts_.on_failure) opts_.on_failure();
 }
 
 void RespConnection::send_hello() {

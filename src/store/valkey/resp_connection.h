@@ -49,6 +49,8 @@ struct ConnectionOptions {
   uint32_t command_timeout_ms = 2000;
   size_t max_waiting = 100'000;          // commands queued + in flight; over: kUnavailable
   std::vector<std::string> hello;        // formatted commands sent first on each connect
+  // A connection failed (connect, silence, EOF); runs on its loop, must not block.
+  std::function<void()> on_failure;
 };
 
 class RespConnection : public std::enable_shared_from_this<RespConnection>, private RespSocket::Owner {
@@ -70,6 +72,8 @@ class RespConnection : public std::enable_shared_from_this<RespConnection>, priv
   size_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
   // Whether the last attempt to reach the node failed (and no reply came since).
   bool down() const { return down_.load(std::memory_order_relaxed); }
+  // Whether the node answered since the connection's last failure.
+  bool up() const { return up_.load(std::memory_order_relaxed); }
 
  private:
   struct Waiting {
@@ -94,6 +98,7 @@ class RespConnection : public std::enable_shared_from_this<RespConnection>, priv
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> in_flight_{0};
   std::atomic<bool> down_{false};
+  std::atomic<bool> up_{false};
 };
 
 }  // namespace parley::store::valkey

@@ -83,6 +83,7 @@ void Subscriber::on_socket_reply(Reply r) {
 
 void Subscriber::on_socket_failed(const std::string& why, Was was) {
   if (was == Was::kReady) spdlog::warn("valkey {}:{} (subscriber): {}", address().ip, address().port, why);
+  if (was != Was::kClosed && was != Was::kBackoff && handlers_.failed) handlers_.failed();
 }
 
 void Subscriber::close() { sock_.close(); }

@@ -32,6 +32,8 @@ class Subscriber : public std::enable_shared_from_this<Subscriber>, private Resp
     std::function<void(const std::string& channel, std::string payload)> message;
     std::function<void(const std::string& channel)> subscribed;
     std::function<void(const std::string& channel)> lost;
+    // The connection failed (a node gone or silent): the map may be stale.
+    std::function<void()> failed;
   };
   Subscriber(boost::asio::io_context& loop, HostPort addr, Handlers handlers);
   ~Subscriber();

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <spdlog/spdlog.h>
 
 #include "common/clock.h"
 #include "store/postgres/libpq.h"
@@ -36,9 +37,29 @@ Result<std::unique_ptr<ValkeyStore>> ValkeyStore::open(runtime::LoopGroup& loops
   if (s->opts_.cluster) {
     std::vector<HostPort> seeds;
     for (const auto& n : s->opts_.nodes) seeds.push_back(*parse_host_port(n));
-    auto ranges = discover(seeds, static_cast<int>(s->opts_.command_timeout_ms));
-    if (!ranges) return Error{ErrorCode::kUnavailable, ranges.error().msg};
-    s->apply_slots(*ranges);
+    Topology::Options to;
+    to.ask_timeout_ms = static_cast<int>(std::min<uint32_t>(s->opts_.command_timeout_ms, 1000));
+    to.idle_refresh_ms = static_cast<int>(std::max<uint32_t>(s->opts_.topology_refresh_ms, 100));
+    Topology::Hooks th;
+    ValkeyStore* self = s.get();
+    th.apply = [self](const ClusterView& v) { self->apply_view(v); };
+    th.silent = [self](const HostPort& hp) {
+      std::lock_guard lock(self->route_mu_);
+      for (const auto& n : self->nodes_) {
+        if (n->address().ip == hp.ip && n->address().port == hp.port) return n->down();
+      }
+      return false;
+    };
+    th.degraded = [self] { return self->degraded(); };
+    s->topology_ = std::make_unique<Topology>(std::move(seeds), to, std::move(th));
+    // Not reachable now is not a reason to stop: the node stays unready
+    // (/healthz 503) and the Topology keeps asking.
+    if (auto view = s->topology_->discover_once()) {
+      s->apply_view(*view);
+    } else {
+      spdlog::warn("valkey cluster: {}; asking again in the background", view.error().msg);
+    }
+    s->topology_->start();
   }
   return s;
 }
@@ -52,7 +73,14 @@ ValkeyStore::ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts)
   }
   conn_opts_.hello = {format_command({"SCRIPT", "LOAD", append_script().source}),
                       format_command({"SCRIPT", "LOAD", recover_script().source})};
-  if (opts_.cluster) return;  // the pools come from CLUSTER SLOTS
+  if (opts_.cluster) {
+    // The pools come from the cluster's map; a connection that fails asks for a new one.
+    slots_.assign(16384, kUnmapped);
+    conn_opts_.on_failure = [this] {
+      if (topology_) topology_->request();
+    };
+    return;
+  }
   std::lock_guard lock(route_mu_);
   for (const auto& n : opts_.nodes) pool_index_locked(*parse_host_port(n));
 }
@@ -64,16 +92,60 @@ size_t ValkeyStore::pool_index_locked(const HostPort& hp) {
   }
   const unsigned first = static_cast<unsigned>(nodes_.size() * opts_.pool_size);
   nodes_.push_back(std::make_unique<NodePool>(loops_, hp, opts_.pool_size, first, conn_opts_));
+  // Tried at once, so that health knows whether it answers before traffic comes.
+  nodes_.back()->probe();
   return nodes_.size() - 1;
 }
 
-void ValkeyStore::apply_slots(const std::vector<SlotRange>& ranges) {
-  std::lock_guard lock(route_mu_);
-  slots_.assign(16384, 0);
-  for (const auto& r : ranges) {
-    const auto i = static_cast<uint16_t>(pool_index_locked(r.master));
-    for (uint32_t s = r.first; s <= r.last; ++s) slots_[s] = i;
+void ValkeyStore::apply_view(const ClusterView& view) {
+  if (closed_.load()) return;
+  std::vector<std::function<void()>> posts;
+  {
+    std::lock_guard lock(route_mu_);
+    bool changed = false;
+    for (const auto& r : view.ranges) {
+      const auto i = static_cast<uint16_t>(pool_index_locked(r.master));
+      for (uint32_t s = r.first; s <= r.last; ++s) {
+        changed = changed || slots_[s] != i;
+        slots_[s] = i;
+      }
+    }
+    if (changed) map_changes_.fetch_add(1, std::memory_order_relaxed);
+    // Every watched feed where its slot lives now; one the node took away
+    // (on = null) too. The new subscription's confirmation makes the hub read
+    // what it may have missed.
+    for (auto& [feed, w] : watched_) {
+      const std::string tag = feed.substr(0, feed.find('}') + 1);
+      unsigned loop = 0;
+      auto sub = subscriber_locked(tag, loop);
+      if (!sub || sub.get() == w.on) continue;
+      if (w.on) {
+        for (auto& old : subscribers_) {
+          if (old.get() != w.on) continue;
+          // Pushes of the old node are ignored from now on (a master that was
+          // hung may still run what it had buffered before it steps down).
+          posts.push_back([this, old, feed = feed, l = sub_loop_[old.get()]] {
+            loops_.run_on(l, [old, feed] { old->unsubscribe(feed); });
+          });
+        }
+      }
+      w.on = sub.get();
+      posts.push_back([this, sub, feed = feed, loop] { loops_.run_on(loop, [sub, feed] { sub->subscribe(feed); }); });
+    }
   }
+  for (auto& p : posts) p();
+}
+
+bool ValkeyStore::degraded() const {
+  std::lock_guard lock(route_mu_);
+  std::vector<bool> seen(nodes_.size(), false);
+  for (uint16_t i : slots_) {
+    if (i == kUnmapped) return true;
+    if (seen[i]) continue;
+    seen[i] = true;
+    if (nodes_[i]->down() || !nodes_[i]->up()) return true;
+  }
+  return false;
 }
 
 void ValkeyStore::on_moved(uint16_t slot, const HostPort& to) {
@@ -81,37 +153,23 @@ void ValkeyStore::on_moved(uint16_t slot, const HostPort& to) {
     std::lock_guard lock(route_mu_);
     if (!slots_.empty()) slots_[slot] = static_cast<uint16_t>(pool_index_locked(to));
   }
-  rediscover();
-}
-
-// CLUSTER SLOTS once more, off the loops; one at a time (a burst of MOVED replies
-// after a resharding asks once).
-void ValkeyStore::rediscover() {
-  if (closed_.load() || rediscovering_.exchange(true)) return;
-  if (rediscovery_.joinable()) rediscovery_.join();  // finished: the flag was clear
-  std::vector<HostPort> seeds;
-  {
-    std::lock_guard lock(route_mu_);
-    for (const auto& n : nodes_) seeds.push_back(n->address());
-  }
-  rediscovery_ = std::thread([this, seeds = std::move(seeds)] {
-    auto ranges = discover(seeds, static_cast<int>(opts_.command_timeout_ms));
-    if (ranges) apply_slots(*ranges);
-    rediscovering_.store(false);
-  });
+  if (topology_) topology_->request();
 }
 
 ValkeyStore::~ValkeyStore() { shutdown(); }
 
-NodePool& ValkeyStore::route_locked(const std::string& tag) {
-  if (!slots_.empty()) return *nodes_[slots_[key_slot(tag)]];
+NodePool* ValkeyStore::route_locked(const std::string& tag) {
+  if (opts_.cluster) {
+    const uint16_t i = slots_[key_slot(tag)];
+    return i == kUnmapped ? nullptr : nodes_[i].get();
+  }
   // Without a cluster, the partition number in the tag picks the node.
   const size_t p = tag.rfind(".p");
   const uint64_t k = p == std::string::npos ? 0 : std::strtoull(tag.c_str() + p + 2, nullptr, 10);
-  return *nodes_[k % nodes_.size()];
+  return nodes_[k % nodes_.size()].get();
 }
 
-NodePool& ValkeyStore::route(const std::string& tag) {
+NodePool* ValkeyStore::route(const std::string& tag) {
   std::lock_guard lock(route_mu_);
   return route_locked(tag);
 }
@@ -143,12 +201,15 @@ namespace {
 constexpr int kMaxHops = 5;
 }  // namespace
 
-void ValkeyStore::call(NodePool& pool, const ChannelKey& key, const std::string& tag, std::string cmd,
+void ValkeyStore::call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
                        bool resend, ReplyDone done) {
+  if (!pool) {
+    return done(Error{ErrorCode::kUnavailable, "store unavailable: no valkey node answered yet", 1000});
+  }
   auto c = std::make_shared<Call>(Call{tag, std::hash<std::string>{}(key.key()), std::move(cmd),
                                        std::move(done), resend && opts_.cluster,
                                        steady_ns() + int64_t{opts_.command_timeout_ms} * 1'000'000});
-  attempt(pool, std::move(c), false);
+  attempt(*pool, std::move(c), false);
 }
 
 void ValkeyStore::attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking) {
@@ -171,6 +232,9 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
   const std::string err = r ? error_text(r.value().get()) : std::string();
   auto redirect = opts_.cluster && !err.empty() ? parse_redirect(err) : std::nullopt;
   const bool tryagain = opts_.cluster && err.rfind("TRYAGAIN", 0) == 0;
+  // The cluster lost a master and has not promoted its replica yet (or no
+  // majority): fails `unavailable`, and the map is read again until it has.
+  if (opts_.cluster && err.rfind("CLUSTERDOWN", 0) == 0 && topology_) topology_->request();
   if (!redirect && !tryagain) return call->done(std::move(r));
   (tryagain ? tryagain_ : redirect->ask ? asked_ : moved_).fetch_add(1, std::memory_order_relaxed);
   if (redirect && ++call->hops > kMaxHops) return call->done(std::move(r));
@@ -192,8 +256,9 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
     if (!resend) call->done(std::move(r));
     on_moved(redirect->slot, redirect->to);
     if (resend) {
-      NodePool& pool = route(call->tag);  // before `call` moves into the argument
-      attempt(pool, std::move(call), false);
+      NodePool* pool = route(call->tag);  // before `call` moves into the argument
+      if (!pool) return call->done(std::move(r));
+      attempt(*pool, std::move(call), false);
     }
     return;
   }
@@ -209,8 +274,9 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
                                                            std::chrono::nanoseconds(backoff_ns));
   timer->async_wait([this, timer, call = std::move(call)](const boost::system::error_code&) mutable {
     if (closed_.load()) return call->done(closed_error());
-    NodePool& pool = route(call->tag);
-    attempt(pool, std::move(call), false);
+    NodePool* pool = route(call->tag);
+    if (!pool) return call->done(closed_error());
+    attempt(*pool, std::move(call), false);
   });
 }
 
@@ -260,18 +326,18 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
       // A channel's appends in flight start on one connection, whatever moves.
       sticky_key = req.key.key();
       Sticky& st = sticky_[sticky_key];
-      if (st.next_ticket == st.next_done) st.pool = &route_locked(k.tag);
+      if (st.next_ticket == st.next_done) st.pool = route_locked(k.tag);
       ticket = st.next_ticket++;
       pool = st.pool;
     } else {
-      pool = &route_locked(k.tag);
+      pool = route_locked(k.tag);
     }
   }
   const int64_t start = steady_ns();
   // Sent again only with the hub's seq: the script refuses it out of turn, so a
   // resend can never put two appends of a channel in the other order.
   const bool resend = m.seq != 0;
-  call(*pool, req.key, k.tag, std::move(cmd), resend,
+  call(pool, req.key, k.tag, std::move(cmd), resend,
        [this, start, ticket, sticky_key = std::move(sticky_key), done = std::move(done)](Result<Reply> r) mutable {
          if (r && observe_) observe_(steady_ns() - start);
          auto fire = [this, out = parse_append(r), done = std::move(done)]() mutable {
@@ -408,7 +474,7 @@ void ValkeyStore::shutdown() {
     idle_.wait_for(lock, std::chrono::milliseconds(opts_.command_timeout_ms),
                    [this] { return outstanding_ == 0; });
   }
-  if (rediscovery_.joinable()) rediscovery_.join();
+  if (topology_) topology_->stop();
   std::vector<NodePool*> pools;
   {
     std::lock_guard lock(route_mu_);
@@ -426,9 +492,10 @@ void ValkeyStore::shutdown() {
 }
 
 std::shared_ptr<Subscriber> ValkeyStore::subscriber_locked(const std::string& tag, unsigned& loop) {
-  NodePool& pool = route_locked(tag);
+  NodePool* pool = route_locked(tag);
+  if (!pool) return nullptr;
   size_t i = 0;
-  while (nodes_[i].get() != &pool) ++i;
+  while (nodes_[i].get() != pool) ++i;
   if (subscribers_.size() < nodes_.size()) subscribers_.resize(nodes_.size());
   // Subscribers spread over the loops from the last one down (the pools start at 0).
   loop = static_cast<unsigned>((loops_.size() - 1 - i % loops_.size()));
@@ -437,7 +504,10 @@ std::shared_ptr<Subscriber> ValkeyStore::subscriber_locked(const std::string& ta
     h.message = [this](const std::string& ch, std::string payload) { on_feed_push(ch, std::move(payload)); };
     h.subscribed = [this](const std::string& ch) { on_feed_subscribed(ch); };
     h.lost = [this](const std::string& ch) { on_feed_lost(ch); };
-    subscribers_[i] = std::make_shared<Subscriber>(loops_.loop(loop), pool.address(), std::move(h));
+    h.failed = [this] {
+      if (topology_) topology_->request();
+    };
+    subscribers_[i] = std::make_shared<Subscriber>(loops_.loop(loop), pool->address(), std::move(h));
     sub_loop_[subscribers_[i].get()] = loop;
   }
   return subscribers_[i];
@@ -453,6 +523,7 @@ void ValkeyStore::watch(const ChannelId& id) {
   if (w.on) return;
   unsigned loop = 0;
   auto sub = subscriber_locked(k.tag, loop);
+  if (!sub) return;  // no map yet: apply_view subscribes it
   w.on = sub.get();
   loops_.run_on(loop, [sub, ch = k.feed] { sub->subscribe(ch); });
 }
@@ -501,28 +572,23 @@ void ValkeyStore::on_feed_subscribed(const std::string& feed_channel) {
 
 void ValkeyStore::on_feed_lost(const std::string& feed_channel) {
   if (closed_.load()) return;
-  rediscover();
-  // Once the slot table has had a moment to follow, subscribe where the slot
-  // lives now; the subscription's confirmation makes the hub read what it missed.
-  auto timer = std::make_shared<boost::asio::steady_timer>(loops_.loop(0), std::chrono::milliseconds(200));
-  timer->async_wait([this, timer, feed_channel](const boost::system::error_code& ec) {
-    if (ec || closed_.load()) return;
+  {
     std::lock_guard lock(route_mu_);
     auto w = watched_.find(feed_channel);
     if (w == watched_.end()) return;
-    const std::string tag = feed_channel.substr(0, feed_channel.find('}') + 1);
-    unsigned loop = 0;
-    auto sub = subscriber_locked(tag, loop);
-    if (w->second.on && w->second.on != sub.get()) {
-      for (auto& old : subscribers_) {
-        if (old.get() == w->second.on) {
-          loops_.run_on(sub_loop_[old.get()], [old, feed_channel] { old->forget(feed_channel); });
-        }
-      }
+    w->second.on = nullptr;
+    if (!opts_.cluster) {
+      // One node serves the partition for good: subscribe there again.
+      unsigned loop = 0;
+      auto sub = subscriber_locked(feed_channel.substr(0, feed_channel.find('}') + 1), loop);
+      w->second.on = sub.get();
+      loops_.run_on(loop, [sub, feed_channel] { sub->subscribe(feed_channel); });
+      return;
     }
-    w->second.on = sub.get();
-    loops_.run_on(loop, [sub, feed_channel] { sub->subscribe(feed_channel); });
-  });
+  }
+  // The slot moved: the fresh map subscribes it where it lives now (apply_view),
+  // and the subscription's confirmation makes the hub read what it missed.
+  if (topology_) topology_->request();
 }
 
 void ValkeyStore::publish_note(const ChannelId& id, std::string note) {
@@ -565,7 +631,7 @@ void ValkeyStore::presence_set(const ChannelId& id, const std::string& node, con
                                int64_t expires_ms) {
   if (closed_.load()) return;
   const ChannelKeys k = channel_keys(id, opts_.partitions);
-  NodePool& pool = route(k.tag);
+  NodePool* pool = route(k.tag);
   begin_op();
   call(pool, id, k.tag, format_command({"HSET", k.members, dedupe_field(node, user), std::to_string(expires_ms)}),
        true, [this](Result<Reply>) { end_op(); });

@@ -11,9 +11,14 @@
 // connection; completions run on that loop (the hub posts them back to its own).
 // No loop ever waits for a reply. flush() and shutdown() block: never on a loop.
 //
-// Cluster (cluster = true): open() asks a seed for CLUSTER SLOTS; a command goes to
-// the master of its tag's slot. MOVED points the slot at the new master and
-// re-discovers every slot on a background thread; ASK resends the call to the
+// Cluster (cluster = true): a command goes to the master of its tag's slot, as
+// the store's Topology (topology.h, one thread) last found it; open() asks once
+// and does not fail when no node answers (calls fail `unavailable` until one
+// does). A failed or silent connection, CLUSTERDOWN, MOVED and a lost feed
+// subscription ask the Topology for a fresh map, which moves the partitions
+// (routing and feed subscriptions) to the masters the cluster now names: a
+// failover is followed without a MOVED from the dead master. MOVED also points
+// the slot at the new master at once; ASK resends the call to the
 // importing node behind ASKING; TRYAGAIN (a multi-key call meeting a slot whose
 // keys are half migrated) waits a backoff (5 ms doubling to 100 ms). After MOVED
 // or TRYAGAIN a call is sent again, routed afresh, until command_timeout_ms from
@@ -50,6 +55,7 @@
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/node_pool.h"
 #include "store/valkey/subscriber.h"
+#include "store/valkey/topology.h"
 
 namespace parley::store::postgres {
 class PgHistory;
@@ -63,6 +69,13 @@ struct ValkeyOptions {
   uint32_t partitions = 64;
   uint32_t pool_size = 2;           // connections per node
   uint32_t command_timeout_ms = 2000;
+  // Cluster: how often the map is read again while every node answers (while one
+  // does not: every 250 ms), and how long one node may take to answer it.
+  uint32_t topology_refresh_ms = 2000;
+  // Acks wait for this many replicas (WAIT after the append script), at most
+  // wait_timeout_ms; fewer in time fails the append `unavailable`.
+  uint32_t wait_replicas = 0;
+  uint32_t wait_timeout_ms = 1000;
   uint64_t wal_max_len = 100'000;   // per partition stream, trimmed approximately
   // The persister's database: history older than a channel's stream keeps is read
   // there (postgres/pg_history.h). Empty: Valkey's history is all there is.
@@ -76,6 +89,8 @@ struct RedirectStats {
   uint64_t moved = 0;
   uint64_t ask = 0;
   uint64_t tryagain = 0;
+  uint64_t rediscoveries = 0;  // cluster maps read (Topology runs)
+  uint64_t map_changes = 0;    // of them, the ones that moved some slot
 };
 
 struct NodeStats {
@@ -125,7 +140,8 @@ class ValkeyStore final : public Store {
   std::vector<NodeStats> node_stats() const;
   RedirectStats redirects() const {
     return {moved_.load(std::memory_order_relaxed), asked_.load(std::memory_order_relaxed),
-            tryagain_.load(std::memory_order_relaxed)};
+            tryagain_.load(std::memory_order_relaxed), topology_ ? topology_->runs() : 0,
+            map_changes_.load(std::memory_order_relaxed)};
   }
   // Called on a loop thread with the round-trip time of every append script call.
   // Set before the first call.
@@ -134,18 +150,22 @@ class ValkeyStore final : public Store {
 
  private:
   ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts);
-  // The pool serving `tag` (route_mu_ held).
-  NodePool& route_locked(const std::string& tag);
-  NodePool& route(const std::string& tag);
+  // The pool serving `tag` (route_mu_ held); null while a cluster's map is not
+  // known yet.
+  NodePool* route_locked(const std::string& tag);
+  NodePool* route(const std::string& tag);
   // The pool for a node address, made on first sight (route_mu_ held).
   size_t pool_index_locked(const HostPort& hp);
   // Sends `cmd` on the connection of (pool, channel); `done` on a loop. `resend`:
   // the call may be sent again after MOVED / TRYAGAIN (see the header).
-  void call(NodePool& pool, const ChannelKey& key, const std::string& tag, std::string cmd,
+  void call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
             bool resend, ReplyDone done);
   void on_moved(uint16_t slot, const HostPort& to);
-  void rediscover();
-  void apply_slots(const std::vector<SlotRange>& ranges);
+  // A fresh map from the Topology (its thread): routing, then every watched
+  // feed subscribed where its slot lives now.
+  void apply_view(const ClusterView& view);
+  // Whether some node the map routes to does not answer (route_mu_ not held).
+  bool degraded() const;
   void begin_op();
   void end_op();
   // After a history read from Valkey: the part of [lo, hi) its stream no longer
@@ -166,7 +186,8 @@ class ValkeyStore final : public Store {
   ConnectionOptions conn_opts_;
   mutable std::mutex route_mu_;  // guards nodes_ (which only grows), slots_, sticky_
   std::vector<std::unique_ptr<NodePool>> nodes_;
-  std::vector<uint16_t> slots_;  // cluster: slot -> index in nodes_
+  static constexpr uint16_t kUnmapped = 0xffff;
+  std::vector<uint16_t> slots_;  // cluster: slot -> index in nodes_ (kUnmapped: not known)
   struct Sticky {
     NodePool* pool = nullptr;  // where the channel's appends start meanwhile
     uint64_t next_ticket = 0;  // given to the channel's next append
@@ -181,8 +202,8 @@ class ValkeyStore final : public Store {
   // Runs `fire` once every earlier append of the channel has had its completion.
   void complete_in_order(const std::string& key, uint64_t ticket, std::function<void()> fire);
   std::unordered_map<std::string, Sticky> sticky_;  // cluster: channels with appends in flight
-  std::atomic<bool> rediscovering_{false};
-  std::thread rediscovery_;
+  std::unique_ptr<Topology> topology_;  // cluster only
+  std::atomic<uint64_t> map_changes_{0};
   std::function<void(int64_t)> observe_;
   std::atomic<size_t> appends_{0};
   std::atomic<uint64_t> moved_{0}, asked_{0}, tryagain_{0};
