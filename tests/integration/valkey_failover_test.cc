@@ -307,6 +307,7 @@ TEST_F(ValkeyFailover, MasterHungUntilItsReplicaTookOverNeitherAbortsNorContradi
   mb.drain(300ms);
   EXPECT_TRUE(a.running() && b.running());
   audit({&pa, &pb}, {&ma, &mb}, a.http_port());
+  if (HasFailure()) std::printf("node a:\n%s\nnode b:\n%s\n", a.log().c_str(), b.log().c_str());
 }
 
 }  // namespace

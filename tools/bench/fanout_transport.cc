@@ -171,7 +171,7 @@ struct Hist {
 
 // The append script without its SPUBLISH block: the stream part alone.
 std::string stream_only(std::string src) {
-  const size_t a = src.find("if proposed == 0 then\n  -- Several nodes");
+  const size_t a = src.find("if ARGV[11] ~= '' then\n  -- Several nodes");
   const size_t s = src.find("SPUBLISH", a);
   const size_t e = src.find("\nend\n", s);
   if (a == std::string::npos || s == std::string::npos || e == std::string::npos) {

@@ -183,10 +183,10 @@ Result<ClusterView> merge_views(const std::vector<std::vector<ClusterNode>>& vie
     uint32_t e = s;
     const HostPort* a = best[s].addr;
     while (e + 1 < 16384 && best[e + 1].addr && best[e + 1].addr->ip == a->ip &&
-           best[e + 1].addr->port == a->port) {
+           best[e + 1].addr->port == a->port && best[e + 1].epoch == best[s].epoch) {
       ++e;
     }
-    view.ranges.push_back(SlotRange{static_cast<uint16_t>(s), static_cast<uint16_t>(e), *a});
+    view.ranges.push_back(SlotRange{static_cast<uint16_t>(s), static_cast<uint16_t>(e), *a, best[s].epoch});
     s = e + 1;
   }
   if (view.ranges.empty()) return bad("no node serves any slot");

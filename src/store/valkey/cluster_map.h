@@ -22,6 +22,7 @@ struct SlotRange {
   uint16_t first = 0;
   uint16_t last = 0;
   HostPort master;
+  uint64_t epoch = 0;  // the master's config epoch (CLUSTER NODES; 0 from CLUSTER SLOTS)
 };
 
 // The masters' slot ranges from a CLUSTER SLOTS reply; an error when the reply

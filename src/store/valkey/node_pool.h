@@ -9,6 +9,7 @@
 // its loop. The counters may be read from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -40,6 +41,10 @@ class NodePool {
   // A PING on the first connection: the node is tried (and up() can turn true)
   // before any traffic; the connection then keeps reconnecting by itself.
   void probe();
+  // The node's config epoch as the cluster's map last gave it (0: not known, or
+  // no cluster). It names the feed channels served there (ValkeyStore::feed_name).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
+  void set_epoch(uint64_t e) { epoch_.store(e, std::memory_order_relaxed); }
 
  private:
   struct Slot {
@@ -50,6 +55,7 @@ class NodePool {
   HostPort addr_;
   std::string name_;
   std::vector<Slot> slots_;
+  std::atomic<uint64_t> epoch_{0};
 };
 
 }  // namespace parley::store::valkey

@@ -167,6 +167,12 @@ std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::s
   return item;
 }
 
+std::string format_commit(const std::string& channel, const StoredMessage& m) {
+  std::string out = "m" + std::to_string(m.seq) + ":" + std::to_string(m.ts_ms) + ":";
+  for (const std::string* f : {&channel, &m.from, &m.id}) out.append(std::to_string(f->size())).append(":").append(*f);
+  return out.append(m.body);
+}
+
 std::string format_note(const std::string& channel, const std::string& note) {
   return "n" + std::to_string(channel.size()) + ":" + channel + note;
 }

@@ -31,6 +31,8 @@ struct FeedItem {
   std::string note;    // is_note
 };
 std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::string& payload);
+// The payload of a committed message of `channel` (parse_feed's 'm').
+std::string format_commit(const std::string& channel, const StoredMessage& m);
 // The payload of a note about `channel`.
 std::string format_note(const std::string& channel, const std::string& note);
 

@@ -57,11 +57,14 @@ if redis.call('XLEN', KEYS[2]) > keep + tonumber(ARGV[7]) then
 end
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
            'c', ARGV[9], 's', sid, 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
-if proposed == 0 then
+if ARGV[11] ~= '' then
   -- Several nodes write this channel: every node watching the partition hears
-  -- of the commit (sharded pub/sub on {t.pk}:f, the partition's tag: the same
-  -- slot). An argument, not a key: no key of that name ever exists, and a
-  -- missing declared key makes an importing node answer TRYAGAIN under ASK.
+  -- of the commit (sharded pub/sub on {t.pk}:f:<master epoch>, the partition's
+  -- tag: the same slot). An argument, not a key: no key of that name ever
+  -- exists, and a missing declared key makes an importing node answer TRYAGAIN
+  -- under ASK. The name carries the epoch of the master the caller believed it
+  -- was talking to, so what a hung master runs once it resumes (before it
+  -- steps down) goes to a channel nobody listens to any more.
   redis.call('SPUBLISH', ARGV[11], 'm' .. sid .. ':' .. ARGV[2] .. ':' .. string.len(ARGV[9]) .. ':' ..
              ARGV[9] .. string.len(from) .. ':' .. from .. string.len(id) .. ':' .. id .. ARGV[5])
 end

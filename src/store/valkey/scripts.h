@@ -17,7 +17,8 @@ struct Script {
 // append: dedupe + seq + history XADD + WAL XADD + dedupe record, atomically.
 //   KEYS: seq, history, dedupe, dedupe_by_time, wal (partition_map.h ChannelKeys)
 //   ARGV: proposed seq (0: the script assigns), ts_ms, from, id, body,
-//         history keep, history slack, dedupe window ms, channel, wal max length
+//         history keep, history slack, dedupe window ms, channel, wal max length,
+//         feed channel (empty: publish nothing)
 //   reply: {seq, dup}; dup = 1 only when assigning and (from, id) is within its
 //   window (seq is then the original's). Errors: "STALE <last>" (proposed seq not
 //   above the stored last), "GAP <last>" (proposed seq above last + 1).

@@ -24,6 +24,10 @@ Error closed_error() { return Error{ErrorCode::kUnavailable, "store unavailable:
 
 Result<std::unique_ptr<ValkeyStore>> ValkeyStore::open(runtime::LoopGroup& loops, ValkeyOptions opts) {
   if (opts.nodes.empty()) return Error{ErrorCode::kBadRequest, "valkey.nodes is empty"};
+  // WAIT holds its connection: longer than command_timeout_ms would look like a hung node.
+  if (opts.wait_replicas > 0 && opts.wait_timeout_ms >= opts.command_timeout_ms) {
+    return Error{ErrorCode::kBadRequest, "valkey.wait_timeout_ms must be below valkey.command_timeout_ms"};
+  }
   if (opts.partitions == 0) return Error{ErrorCode::kBadRequest, "valkey.partitions must be > 0"};
   for (const auto& n : opts.nodes) {
     auto hp = parse_host_port(n);
@@ -105,12 +109,22 @@ void ValkeyStore::apply_view(const ClusterView& view) {
     bool changed = false;
     for (const auto& r : view.ranges) {
       const auto i = static_cast<uint16_t>(pool_index_locked(r.master));
+      if (nodes_[i]->epoch() != r.epoch) changed = true;
+      nodes_[i]->set_epoch(r.epoch);
       for (uint32_t s = r.first; s <= r.last; ++s) {
         changed = changed || slots_[s] != i;
         slots_[s] = i;
       }
     }
-    if (changed) map_changes_.fetch_add(1, std::memory_order_relaxed);
+    if (changed) {
+      map_changes_.fetch_add(1, std::memory_order_relaxed);
+      std::string masters;
+      for (const auto& r : view.ranges) {
+        masters += " " + std::to_string(r.first) + "-" + std::to_string(r.last) + "@" + r.master.ip + ":" +
+                   std::to_string(r.master.port);
+      }
+      spdlog::warn("valkey cluster: the map changed; slots now served by{}", masters);
+    }
     // Every watched feed where its slot lives now; one the node took away
     // (on = null) too. The new subscription's confirmation makes the hub read
     // what it may have missed.
@@ -118,22 +132,31 @@ void ValkeyStore::apply_view(const ClusterView& view) {
       const std::string tag = feed.substr(0, feed.find('}') + 1);
       unsigned loop = 0;
       auto sub = subscriber_locked(tag, loop);
-      if (!sub || sub.get() == w.on) continue;
+      if (!sub) continue;
+      std::string name = feed_name(feed, route_locked(tag));
+      if (sub.get() == w.on && name == w.name) continue;
       if (w.on) {
         for (auto& old : subscribers_) {
           if (old.get() != w.on) continue;
-          // Pushes of the old node are ignored from now on (a master that was
-          // hung may still run what it had buffered before it steps down).
-          posts.push_back([this, old, feed = feed, l = sub_loop_[old.get()]] {
-            loops_.run_on(l, [old, feed] { old->unsubscribe(feed); });
+          // What the old channel carries is ignored from now on: a master that
+          // was hung may still run what it had buffered before it steps down,
+          // and publishes it under its old epoch.
+          posts.push_back([this, old, was = w.name, l = sub_loop_[old.get()]] {
+            loops_.run_on(l, [old, was] { old->unsubscribe(was); });
           });
         }
       }
       w.on = sub.get();
-      posts.push_back([this, sub, feed = feed, loop] { loops_.run_on(loop, [sub, feed] { sub->subscribe(feed); }); });
+      w.name = name;
+      posts.push_back([this, sub, name, loop] { loops_.run_on(loop, [sub, name] { sub->subscribe(name); }); });
     }
   }
   for (auto& p : posts) p();
+}
+
+std::string ValkeyStore::feed_name(const std::string& base, const NodePool* pool) const {
+  if (!opts_.cluster || !pool) return base;
+  return base + ":" + std::to_string(pool->epoch());
 }
 
 bool ValkeyStore::degraded() const {
@@ -309,17 +332,16 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   if (closed_.load()) return done(AppendOutcome{closed_error()});
   const ChannelKeys k = channel_keys(req.key, opts_.partitions);
   const StoredMessage& m = req.msg;
-  std::string cmd = format_command(
-      {"EVALSHA", append_script().sha1, "5", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal,
-       std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
-       std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
-       std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
-       std::to_string(opts_.wal_max_len), k.feed});
   appends_.fetch_add(1, std::memory_order_relaxed);
   begin_op();
   NodePool* pool;
   std::string sticky_key;
   uint64_t ticket = 0;
+  // The script publishes the commit itself (atomically: no node's crash can lose
+  // the push), unless an ack waits for replicas: then this node publishes once
+  // WAIT confirmed it, so no member gets what was not acknowledged. The hub's own
+  // seqs (one node) are not published: nobody listens.
+  std::string script_feed;
   {
     std::lock_guard lock(route_mu_);
     if (opts_.cluster) {
@@ -332,22 +354,80 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
     } else {
       pool = route_locked(k.tag);
     }
+    if (m.seq == 0 && opts_.wait_replicas == 0) script_feed = feed_name(k.feed, pool);
   }
+  std::string cmd = format_command(
+      {"EVALSHA", append_script().sha1, "5", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal,
+       std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
+       std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
+       std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
+       std::to_string(opts_.wal_max_len), script_feed});
   const int64_t start = steady_ns();
   // Sent again only with the hub's seq: the script refuses it out of turn, so a
   // resend can never put two appends of a channel in the other order.
   const bool resend = m.seq != 0;
-  call(pool, req.key, k.tag, std::move(cmd), resend,
-       [this, start, ticket, sticky_key = std::move(sticky_key), done = std::move(done)](Result<Reply> r) mutable {
-         if (r && observe_) observe_(steady_ns() - start);
-         auto fire = [this, out = parse_append(r), done = std::move(done)]() mutable {
-           appends_.fetch_sub(1, std::memory_order_relaxed);
-           done(std::move(out));
-           end_op();
-         };
-         if (sticky_key.empty()) return fire();
-         complete_in_order(sticky_key, ticket, std::move(fire));
-       });
+  // The script's answer and, with wait_replicas, WAIT's, on the same connection
+  // right behind it (both answers run on that connection's loop, in either order
+  // when the script was redirected).
+  struct Pending {
+    int left = 1;
+    Result<Reply> script = Error{ErrorCode::kUnavailable, "no answer", 1000};
+    Result<Reply> wait = Error{ErrorCode::kUnavailable, "no answer", 1000};
+  };
+  auto p = std::make_shared<Pending>();
+  const bool waits = opts_.wait_replicas > 0;
+  if (waits) p->left = 2;
+  // With wait_replicas: published by this node once WAIT confirmed the append.
+  std::string publish = m.seq == 0 && waits ? k.feed : std::string();
+  auto finish = [this, p, start, ticket, sticky_key = std::move(sticky_key), publish = std::move(publish),
+                 key = req.key, msg = req.msg, tag = k.tag, done = std::move(done)]() mutable {
+    AppendOutcome out = parse_append(p->script);
+    if (out.status && !out.dup && opts_.wait_replicas > 0) {
+      const redisReply* w = p->wait ? p->wait.value().get() : nullptr;
+      if (!w || w->type != REDIS_REPLY_INTEGER || w->integer < opts_.wait_replicas) {
+        // Written on the master, not (yet) on enough replicas: not acknowledged.
+        // A retry with the same id answers its seq as a duplicate if it survives.
+        out = AppendOutcome{Error{ErrorCode::kUnavailable,
+                                  "store unavailable: fewer than " + std::to_string(opts_.wait_replicas) +
+                                      " replicas confirmed the write",
+                                  1000}};
+        wait_short_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (out.status && !out.dup && !publish.empty()) {
+      msg.seq = out.seq;
+      NodePool* to = route(tag);
+      std::string name;
+      {
+        std::lock_guard lock(route_mu_);
+        name = feed_name(publish, to);
+      }
+      begin_op();
+      call(to, key, tag, format_command({"SPUBLISH", name, format_commit(key.channel, msg)}), true,
+           [this](Result<Reply>) { end_op(); });
+    }
+    auto fire = [this, out = std::move(out), done = std::move(done)]() mutable {
+      appends_.fetch_sub(1, std::memory_order_relaxed);
+      done(std::move(out));
+      end_op();
+    };
+    if (sticky_key.empty()) return fire();
+    complete_in_order(sticky_key, ticket, std::move(fire));
+  };
+  auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+  call(pool, req.key, k.tag, std::move(cmd), resend, [this, p, start, shared_finish](Result<Reply> r) mutable {
+    if (r && observe_) observe_(steady_ns() - start);
+    p->script = std::move(r);
+    if (--p->left == 0) (*shared_finish)();
+  });
+  if (waits) {
+    call(pool, req.key, k.tag,
+         format_command({"WAIT", std::to_string(opts_.wait_replicas), std::to_string(opts_.wait_timeout_ms)}),
+         false, [p, shared_finish](Result<Reply> r) mutable {
+           p->wait = std::move(r);
+           if (--p->left == 0) (*shared_finish)();
+         });
+  }
 }
 
 void ValkeyStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) {
@@ -525,7 +605,8 @@ void ValkeyStore::watch(const ChannelId& id) {
   auto sub = subscriber_locked(k.tag, loop);
   if (!sub) return;  // no map yet: apply_view subscribes it
   w.on = sub.get();
-  loops_.run_on(loop, [sub, ch = k.feed] { sub->subscribe(ch); });
+  w.name = feed_name(k.feed, route_locked(k.tag));
+  loops_.run_on(loop, [sub, ch = w.name] { sub->subscribe(ch); });
 }
 
 void ValkeyStore::unwatch(const ChannelId& id) {
@@ -540,10 +621,11 @@ void ValkeyStore::unwatch(const ChannelId& id) {
   if (!w->second.channels.empty()) return;
   // The partition's last watched channel here: its subscription goes.
   Subscriber* on = w->second.on;
+  std::string name = w->second.name;
   watched_.erase(w);
   for (auto& sub : subscribers_) {
     if (sub.get() != on || closed_.load()) continue;
-    loops_.run_on(sub_loop_[on], [sub, ch = k.feed] { sub->unsubscribe(ch); });
+    loops_.run_on(sub_loop_[on], [sub, name] { sub->unsubscribe(name); });
   }
 }
 
@@ -563,8 +645,8 @@ void ValkeyStore::on_feed_subscribed(const std::string& feed_channel) {
   std::vector<ChannelId> ids;
   {
     std::lock_guard lock(route_mu_);
-    auto w = watched_.find(feed_channel);
-    if (w == watched_.end()) return;
+    auto w = watched_.find(feed_base(feed_channel));
+    if (w == watched_.end() || w->second.name != feed_channel) return;
     for (const auto& [key, e] : w->second.channels) ids.push_back(e.first);
   }
   for (const auto& id : ids) feed_.resync(id);
@@ -574,14 +656,16 @@ void ValkeyStore::on_feed_lost(const std::string& feed_channel) {
   if (closed_.load()) return;
   {
     std::lock_guard lock(route_mu_);
-    auto w = watched_.find(feed_channel);
-    if (w == watched_.end()) return;
+    auto w = watched_.find(feed_base(feed_channel));
+    if (w == watched_.end() || w->second.name != feed_channel) return;
     w->second.on = nullptr;
+    w->second.name.clear();
     if (!opts_.cluster) {
       // One node serves the partition for good: subscribe there again.
       unsigned loop = 0;
       auto sub = subscriber_locked(feed_channel.substr(0, feed_channel.find('}') + 1), loop);
       w->second.on = sub.get();
+      w->second.name = feed_channel;
       loops_.run_on(loop, [sub, feed_channel] { sub->subscribe(feed_channel); });
       return;
     }
@@ -594,9 +678,16 @@ void ValkeyStore::on_feed_lost(const std::string& feed_channel) {
 void ValkeyStore::publish_note(const ChannelId& id, std::string note) {
   if (closed_.load()) return;
   const ChannelKeys k = channel_keys(id, opts_.partitions);
-  std::string cmd = format_command({"SPUBLISH", k.feed, format_note(id.channel, note)});
+  NodePool* pool;
+  std::string name;
+  {
+    std::lock_guard lock(route_mu_);
+    pool = route_locked(k.tag);
+    name = feed_name(k.feed, pool);
+  }
+  std::string cmd = format_command({"SPUBLISH", name, format_note(id.channel, note)});
   begin_op();
-  call(route(k.tag), id, k.tag, std::move(cmd), true, [this](Result<Reply>) { end_op(); });
+  call(pool, id, k.tag, std::move(cmd), true, [this](Result<Reply>) { end_op(); });
 }
 
 StoreHealth ValkeyStore::health() const {

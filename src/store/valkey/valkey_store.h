@@ -91,6 +91,7 @@ struct RedirectStats {
   uint64_t tryagain = 0;
   uint64_t rediscoveries = 0;  // cluster maps read (Topology runs)
   uint64_t map_changes = 0;    // of them, the ones that moved some slot
+  uint64_t wait_short = 0;     // appends not acknowledged: WAIT saw too few replicas
 };
 
 struct NodeStats {
@@ -141,7 +142,7 @@ class ValkeyStore final : public Store {
   RedirectStats redirects() const {
     return {moved_.load(std::memory_order_relaxed), asked_.load(std::memory_order_relaxed),
             tryagain_.load(std::memory_order_relaxed), topology_ ? topology_->runs() : 0,
-            map_changes_.load(std::memory_order_relaxed)};
+            map_changes_.load(std::memory_order_relaxed), wait_short_.load(std::memory_order_relaxed)};
   }
   // Called on a loop thread with the round-trip time of every append script call.
   // Set before the first call.
@@ -204,6 +205,7 @@ class ValkeyStore final : public Store {
   std::unordered_map<std::string, Sticky> sticky_;  // cluster: channels with appends in flight
   std::unique_ptr<Topology> topology_;  // cluster only
   std::atomic<uint64_t> map_changes_{0};
+  std::atomic<uint64_t> wait_short_{0};  // appends refused: too few replicas confirmed in time
   std::function<void(int64_t)> observe_;
   std::atomic<size_t> appends_{0};
   std::atomic<uint64_t> moved_{0}, asked_{0}, tryagain_{0};
@@ -220,7 +222,14 @@ class ValkeyStore final : public Store {
   struct Watched {
     std::unordered_map<std::string, std::pair<ChannelId, uint32_t>> channels;  // key -> (id, count)
     Subscriber* on = nullptr;
+    std::string name;  // the channel subscribed there (feed_name)
   };
+  // The pub/sub channel of a partition's feed `base` ({t.pk}:f) on `pool`: in a
+  // cluster, base + ":<config epoch of the master>", so a new master means a new
+  // channel (route_mu_ held, or a pool already looked up).
+  std::string feed_name(const std::string& base, const NodePool* pool) const;
+  // "{t.pk}:f:<epoch>" -> "{t.pk}:f".
+  static std::string feed_base(const std::string& name) { return name.substr(0, name.find('}') + 3); }
   std::unordered_map<std::string, Watched> watched_;
   std::unordered_map<Subscriber*, unsigned> sub_loop_;
   std::vector<std::shared_ptr<Subscriber>> subscribers_;  // one per entry of nodes_, made on first use
