@@ -42,7 +42,8 @@ else
   build=${BUILD:-$out/build}
   log "building parley, parley-bench, parley-floor in $build"
   { [ -f "$build/build.ninja" ] ||
-      cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARLEY_TESTS=OFF; } &&
+      cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARLEY_TESTS=OFF \
+        > "$out/configure.log" 2>&1; } &&
     cmake --build "$build" --target parley parley-bench parley-floor > "$out/build.log" 2>&1 ||
     { log "build failed: $out/build.log"; exit 2; }
   parley=$build/src/server/parley; bench=$build/tools/bench/parley-bench
