@@ -95,7 +95,7 @@ probe_s=$([ "$quick" = 1 ] && echo 0.2 || echo 2)  # how long the load is sample
 for entry in $RECORD_ROWS; do
   name=${entry%%:*}; fn=${entry#*:}
   if [ -n "${ROWS:-}" ] && ! [[ " $ROWS " == *" $name "* ]]; then continue; fi
-  d="$out/$name"; mkdir -p "$d"
+  d="$out/$name"; rm -rf "$d"; mkdir -p "$d"  # nothing of an earlier run left to be read
   before=$(python3 "$root/bench/record/load.py" "$probe_s" --mine $$)
   row_machine="$machine_base; $(echo "$before" | sed -E 's/^load ([0-9.]+) .*others. CPU ([0-9]+) %.*/load \1, others \2 % CPU/')"
   log "$name: $before"

@@ -69,6 +69,21 @@ stop_parley() {
   rm -rf "$1/data"
 }
 
+# run_script DIR SCRIPT "ENV": one of bench/'s scripts (PARLEY BENCH OUT) with
+# ENV, its output in DIR/run.txt; its status.
+run_script() {
+  # shellcheck disable=SC2086
+  env $3 bash "$root/bench/$2" "$parley" "$bench" "$1" > "$1/run.txt" 2>&1
+}
+
+# needs DIR CMD...: status 3 (skipped, DIR/skipped says why) unless every CMD exists.
+needs() {
+  local d=$1 c; shift
+  for c in "$@"; do
+    command -v "$c" > /dev/null || [ -x "$c" ] || { echo "no $c" > "$d/skipped"; return 3; }
+  done
+}
+
 # quick_skip DIR WHY: a row --quick leaves out (QUICK_ALL=1 runs it); status 3.
 quick_skip() {
   [ "$quick" = 1 ] && [ -z "${QUICK_ALL:-}" ] || return 1
@@ -117,9 +132,9 @@ row_ccu_soak() {
 # 20,002 connections on two nodes sharing a 3-master cluster.
 row_ccu_two_nodes() {
   local d=$1
-  command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
+  needs "$d" redis-server || return 3
   local env; env=$(q "RAMP=90" "SECS=1 PER_NODE=20 RAMP=0 RATE=10")
-  env $env bash "$root/bench/ccu_two_nodes.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
+  run_script "$d" ccu_two_nodes.sh "$env"
   local rc=$?
   emit ccu-soak.two_nodes "$(val re "$d/summary.txt" 'total: ready \d+, held (\d+)')" "" \
     "$env bench/ccu_two_nodes.sh PARLEY BENCH OUT" ccu_two_nodes/summary.txt \
@@ -195,7 +210,8 @@ row_compares() {
   local floor=floor; local bun=${peers:+,$peers}
   if [ "$quick" = 1 ]; then  # one shared compare with the peers (floor_test has the floor), one split
     compare_row room200 "$d" room200 0 "parley$bun" chat --ns room --conns 200 --rate 200 || rc=1
-    compare_row world.1x.split "$d" world-1x.split 1 parley world --load-x 1 || rc=1
+    # (chat at 50 msg/s, not the shape's 5: a second of load must get pubs acked)
+    compare_row world.1x.split "$d" world-1x.split 1 parley world --load-x 1 --rate 50 || rc=1
     tick_emit tick.world1x "$d/world-1x.split-parley.json" "(compare world 1×, split)" compares/world-1x.split-parley.json
     return $rc
   fi
@@ -222,7 +238,7 @@ row_capacity() {
   local steps; steps=$(q "--step-s 5 --max-steps 12" "--step-s 1 --max-steps 1")
   local shapes=("capacity.room chat --ns room --conns 200 --rate 200" "capacity.world world --load-x 1")
   local peers=$peers
-  [ "$quick" = 1 ] && { shapes=("capacity.world world --load-x 1"); peers=""; }  # the state ramp, Parley alone
+  [ "$quick" = 1 ] && { shapes=("capacity.world world --load-x 1 --rate 50"); peers=""; }  # the state ramp, Parley alone
   for shape in "${shapes[@]}"; do
     set -- $shape
     id=$1; shift; name=${id#capacity.}
@@ -291,9 +307,9 @@ row_idle() {
 # The store path on a 3-master cluster at the reference rate.
 row_store_path() {
   local d=$1
-  command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
+  needs "$d" redis-server || return 3
   local env; env=$(q "SECS=45" "SECS=1 RATE=200 CONNS=100 RUNS=valkey RAMP=0")
-  env $env bash "$root/bench/store_path.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
+  run_script "$d" store_path.sh "$env"
   local rc=$?
   emit store.valkey "$(val re "$d/summary.txt" '== valkey[^\n]*\n\s+ack\s+\S+\s+(\S+)')" \
     "$(val re "$d/summary.txt" '== embedded[^\n]*\n\s+ack\s+\S+\s+(\S+)' | sed 's/^/embedded p95 /;s/$/ ms/')" \
@@ -306,9 +322,9 @@ row_store_path() {
 row_scaleup() {
   local d=$1
   quick_skip "$d" "moving 4,096 slots alone takes ~20 s" && return 3
-  command -v redis-server > /dev/null || { echo "no redis-server" > "$d/skipped"; return 3; }
+  needs "$d" redis-server || return 3
   local env; env=$(q "SECS=100 WARM=20" "SECS=4 WARM=1 CONNS=50 RATE=100")
-  env $env bash "$root/bench/scaleup.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
+  run_script "$d" scaleup.sh "$env"
   local rc=$?
   emit scaleup.lost "$(val re "$d/summary.txt" 'acknowledged messages lost \(audit\): lost (\d+)')" "" \
     "$env bench/scaleup.sh PARLEY BENCH OUT" scaleup/summary.txt \
@@ -320,10 +336,9 @@ row_scaleup() {
 row_persister() {
   local d=$1
   quick_skip "$d" "a PostgreSQL initdb and start take ~10 s" && return 3
-  [ -x /usr/lib/postgresql/15/bin/initdb ] && command -v redis-server > /dev/null ||
-    { echo "no PostgreSQL 15 or redis-server" > "$d/skipped"; return 3; }
+  needs "$d" redis-server /usr/lib/postgresql/15/bin/initdb || return 3
   local env; env=$(q "SECS=40" "SECS=2 RATE=200 CONNS=50 RUNS=steady")
-  env $env bash "$root/bench/persister_run.sh" "$parley" "$bench" "$d" > "$d/run.txt" 2>&1
+  run_script "$d" persister_run.sh "$env"
   local rc=$?
   emit persister.lag "$(val re "$d/summary.txt" '== steady(?:.|\n)*?lag seconds median \S+ max ([\d.]+)')" "" \
     "$env bench/persister_run.sh PARLEY BENCH OUT" persister/summary.txt \
@@ -392,7 +407,7 @@ row_ramps() {
 # What a client reading history costs the others: ack p99 with ÷ without.
 row_history() {
   local d=$1 secs; secs=$(q 30 1)
-  command -v node > /dev/null || { echo "no node" > "$d/skipped"; return 3; }
+  needs "$d" node || return 3
   # --quick: only the run with the history loop (the one with more to go wrong).
   [ "$quick" = 0 ] &&
     CONNS=1000 RATE=1000 bash "$root/bench/history_under_load.sh" "$parley" "$bench" without "$secs" > "$d/without.txt" 2>&1
@@ -410,7 +425,7 @@ row_history() {
 # The way back: an app server publishing over HTTP in batches of 50.
 row_wayback() {
   local d=$1
-  command -v node > /dev/null || { echo "no node" > "$d/skipped"; return 3; }
+  needs "$d" node || return 3
   PORT=$(free_port) TCP=$(free_port) MODES="http-batch:4" BATCH=50 DURATION=$(q 10 1) \
     bash "$root/bench/worlds/way_back.sh" "$parley" "$d" > "$d/run.txt" 2>&1
   local rc=$?
