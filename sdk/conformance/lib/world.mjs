@@ -83,6 +83,17 @@ export class World {
     return d;
   }
 
+  /**
+   * Several clients at once (their drivers start in parallel: a slow-starting
+   * runtime costs its start-up once per scenario, not once per client). Each
+   * spec is a user name or { user, ...client() options }.
+   */
+  clients(server, ...specs) {
+    return Promise.all(specs.map((s) => (typeof s === 'string'
+      ? this.client(server, s)
+      : this.client(server, s.user, s))));
+  }
+
   /** Joins `ch` on every driver given and waits for each one's `joined`. */
   async joinAll(ch, ...drivers) {
     const from = drivers.map((d) => d.events.length);

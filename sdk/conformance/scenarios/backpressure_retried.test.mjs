@@ -14,9 +14,8 @@ scenario('backpressure: retried, every publish of every publisher resolved once'
     tenants: demoTenant({ extra: 'publish_per_conn_sec = 0\npublish_per_sec = 0' }),
   });
   const ch = 'chat:pressure';
-  const pubs = [];
-  for (let k = 0; k < 4; k++) pubs.push(await w.client(server, `pub-pressure-${k}`));
-  const sub = await w.client(server, 'sub-pressure');
+  const [sub, ...pubs] = await w.clients(server, 'sub-pressure',
+    ...Array.from({ length: 4 }, (_, k) => `pub-pressure-${k}`));
   await w.joinAll(ch, sub, ...pubs);
   const N = 150;
   for (let round = 0; round < 3; round++) {

@@ -12,8 +12,7 @@ const LATE_MS = 500;
 
 scenario('a drain: bye honoured with its reconnect_ms, then everything resumes', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-drain');
-  const sub = await w.client(server, 'sub-drain');
+  const [pub, sub] = await w.clients(server, 'pub-drain', 'sub-drain');
   const ch = 'chat:drain';
   await w.joinAll(ch, pub, sub);
   const N = 300;

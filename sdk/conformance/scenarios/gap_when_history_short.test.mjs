@@ -11,8 +11,7 @@ const tenants = demoTenant({ more: '\n[tenants.demo.namespaces.short]\ndurable =
 
 scenario('missed more than history holds: one gap, then the rest in order', async (w) => {
   const server = await w.server({ tenants });
-  const pub = await w.client(server, 'pub-gap');
-  const sub = await w.client(server, 'sub-gap');
+  const [pub, sub] = await w.clients(server, 'pub-gap', 'sub-gap');
   const short = 'short:gap';
   const long = 'chat:gap';
   await w.joinAll(short, pub, sub);

@@ -9,8 +9,7 @@ import { range, awaitPublished, assertPublished, awaitSeq, assertStream, assertA
 
 scenario('kill -9 and restart mid-stream: resent once, resumed with no gap', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-kill');
-  const sub = await w.client(server, 'sub-kill');
+  const [pub, sub] = await w.clients(server, 'pub-kill', 'sub-kill');
   const ch = 'chat:kill';
   await w.joinAll(ch, pub, sub);
   const N = 400;

@@ -7,9 +7,7 @@ import { range, awaitPublished, assertPublished, awaitSeq, assertStream, assertA
 
 scenario('publishes resolve once in order; every member sees one gap-free stream', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-basic');
-  const subA = await w.client(server, 'sub-basic-a');
-  const subB = await w.client(server, 'sub-basic-b');
+  const [pub, subA, subB] = await w.clients(server, 'pub-basic', 'sub-basic-a', 'sub-basic-b');
   const ch = 'chat:basic';
   await w.joinAll(ch, pub, subA, subB);
   const N = 200;

@@ -8,8 +8,7 @@ import { range, awaitPublished, assertPublished, awaitSeq, assertStream, assertA
 
 scenario('rate_limited: retried after retry_ms, every publish resolved once in order', async (w) => {
   const server = await w.server({ tenants: demoTenant({ extra: 'publish_per_conn_sec = 10' }) });
-  const pub = await w.client(server, 'pub-rate');
-  const sub = await w.client(server, 'sub-rate');
+  const [pub, sub] = await w.clients(server, 'pub-rate', 'sub-rate');
   const ch = 'chat:rate';
   await w.joinAll(ch, pub, sub);
   const N = 25; // a burst of 10, then 10 per second

@@ -8,8 +8,7 @@ import { awaitSeq, awaitPublished, assertStream } from '../lib/checks.mjs';
 
 scenario('a non-durable channel restarted from zero is one reset; a durable one continues', async (w) => {
   const server = await w.server(); // world: durable = false (demoTenant)
-  const pub = await w.client(server, 'pub-reset');
-  const sub = await w.client(server, 'sub-reset');
+  const [pub, sub] = await w.clients(server, 'pub-reset', 'sub-reset');
   const mem = 'world:reset';
   const disk = 'chat:reset';
   await w.joinAll(mem, pub, sub);

@@ -18,8 +18,7 @@ const MAX_ROUNDS = 25; // 10 MB: well past any loopback socket buffers
 
 scenario('slow consumer: cut with bye slow_consumer and 4010, then recovers everything', async (w) => {
   const server = await w.server({ tenants });
-  const pub = await w.client(server, 'pub-slow');
-  const sub = await w.client(server, 'sub-slow');
+  const [pub, sub] = await w.clients(server, 'pub-slow', 'sub-slow');
   const ch = 'feed:slow';
   await w.joinAll(ch, pub, sub);
   pub.send({ cmd: 'publish', ch, n: 5 });

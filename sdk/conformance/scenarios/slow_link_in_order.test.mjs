@@ -10,9 +10,7 @@ const DELAY_MS = 100;
 
 scenario('a slow link: everything in order, once, across a cut', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-slowlink');
-  const slow = await w.client(server, 'sub-slowlink');
-  const fast = await w.client(server, 'sub-fastlink');
+  const [pub, slow, fast] = await w.clients(server, 'pub-slowlink', 'sub-slowlink', 'sub-fastlink');
   const ch = 'chat:slowlink';
   await w.joinAll(ch, pub, slow, fast);
   pub.proxy.slow(DELAY_MS);

@@ -9,8 +9,7 @@ import { range, awaitPublished, assertPublished, awaitSeq, assertStream, assertA
 
 scenario('sockets cut mid-stream: resent once, resumed with no gap', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-cut');
-  const sub = await w.client(server, 'sub-cut');
+  const [pub, sub] = await w.clients(server, 'pub-cut', 'sub-cut');
   const ch = 'chat:cut';
   await w.joinAll(ch, pub, sub);
   const N = 400;

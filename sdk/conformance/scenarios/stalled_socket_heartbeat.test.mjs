@@ -12,8 +12,7 @@ const LATE_MS = 600; // the check's own period (H/2) and a loaded machine's time
 
 scenario('a stalled socket: dropped by the heartbeat, reconnected, nothing missed', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-stall');
-  const sub = await w.client(server, 'sub-stall', { heartbeatMs: H });
+  const [pub, sub] = await w.clients(server, 'pub-stall', { user: 'sub-stall', heartbeatMs: H });
   const ch = 'chat:stall';
   await w.joinAll(ch, pub, sub);
   pub.send({ cmd: 'publish', ch, n: 20 });

@@ -7,8 +7,7 @@ import { scenario } from '../lib/world.mjs';
 
 scenario('state: latest wins, and the latest is resent after a rejoin', async (w) => {
   const server = await w.server(); // world: tick 20, presence
-  const a = await w.client(server, 'state-a');
-  const b = await w.client(server, 'state-b');
+  const [a, b] = await w.clients(server, 'state-a', 'state-b');
   const ch = 'world:state';
   await w.joinAll(ch, a, b);
   const N = 30;

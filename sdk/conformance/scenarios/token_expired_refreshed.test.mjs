@@ -15,8 +15,8 @@ const BACKOFF = { minMs: 300, maxMs: 1200, factor: 2 };
 
 scenario('an expired token: refused with 4001, retried with the fresh one, nothing missed', async (w) => {
   const server = await w.server();
-  const pub = await w.client(server, 'pub-token');
-  const sub = await w.client(server, 'sub-token', { reconnect: BACKOFF, tok: await server.mintToken('sub-token', 2) });
+  const [pub, sub] = await w.clients(server,
+    'pub-token', { user: 'sub-token', reconnect: BACKOFF, tok: await server.mintToken('sub-token', 2) });
   const ch = 'chat:token';
   await w.joinAll(ch, pub, sub);
   pub.send({ cmd: 'publish', ch, n: 10 });
