@@ -504,25 +504,32 @@ namespace Parley
         private void OnRepairPage(long first, JsonValue msgs)
         {
             if (!_want) { _repairing = false; return; }
+            // While the page was asked for, earlier seqs may have reached the buffer
+            // (a resume after a reconnect, a frame out of order): those are not
+            // missing, so the gap ends before the earliest seq held now.
+            _buffer.Sort((a, b) => SeqOf(a).CompareTo(SeqOf(b)));
+            DropDelivered();
             long last = _lastSeq ?? 0;
-            long oldest = msgs.Count > 0 ? SeqOf(msgs[0]) : first;
-            if (oldest > last + 1)
+            long bound = _buffer.Count > 0 ? Math.Min(first, SeqOf(_buffer[0])) : first;
+            long oldest = msgs.Count > 0 ? SeqOf(msgs[0]) : bound;
+            if (oldest > last + 1 && bound > last + 1)
             {
-                long to = Math.Min(oldest, first) - 1;
+                long to = Math.Min(oldest, bound) - 1;
                 _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = to });
                 _lastSeq = to;
             }
             foreach (var h in msgs.Items)
             {
                 long s = SeqOf(h);
-                if (s == (_lastSeq ?? 0) + 1 && s < first) Deliver(h, s);
+                if (s == (_lastSeq ?? 0) + 1 && s < bound) Deliver(h, s);
+                else if (s > (_lastSeq ?? 0) && h.Type == JsonType.Object) Hold(h); // a later one: kept, not dropped
             }
-            if ((_lastSeq ?? 0) == last)
+            if ((_lastSeq ?? 0) == last && bound > last + 1)
             {
                 // A page that moved nothing forward (history answered only seqs
                 // already delivered): asking again would loop, so the rest is a gap.
-                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = first - 1 });
-                _lastSeq = first - 1;
+                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = bound - 1 });
+                _lastSeq = bound - 1;
             }
             Repair();
         }
