@@ -18,6 +18,8 @@ if [[ ! -f "$here/../node_modules/ws/package.json" ]]; then
     exit 1
   }
 fi
+# The tests run in this folder: a relative PARLEY_BIN is the caller's.
+[[ -z "${PARLEY_BIN:-}" || "$PARLEY_BIN" == /* ]] || export PARLEY_BIN="$PWD/$PARLEY_BIN"
 cd "$here"
 status=0
 # One file at a time: each starts its own servers, and the machine is small.
