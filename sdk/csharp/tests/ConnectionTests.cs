@@ -297,14 +297,14 @@ namespace Parley.Tests
                 th.Start();
                 while (directs <= i)
                 {
-                    rig.Client.WaitForWork(2000);
+                    rig.Client.WaitForWork(10000);
                     rig.Poll();
                 }
                 worst = Math.Max(worst, sw.ElapsedMilliseconds - t0);
                 th.Join();
             }
-            // A lost wakeup would sit out the whole 2000 ms.
-            Assert.Less(worst, 1000, "a frame waited for WaitForWork's timeout");
+            // A lost wakeup sits out the whole 10 s; a loaded machine's scheduling, far less.
+            Assert.Less(worst, 5000, "a frame waited for WaitForWork's timeout");
         }
 
         [Test]
