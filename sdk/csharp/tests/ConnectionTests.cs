@@ -299,9 +299,11 @@ namespace Parley.Tests
                 {
                     rig.Client.WaitForWork(10000);
                     rig.Poll();
+                    if (sw.ElapsedMilliseconds - t0 >= 5000) break; // fail now, not after 200 such waits
                 }
                 worst = Math.Max(worst, sw.ElapsedMilliseconds - t0);
                 th.Join();
+                if (worst >= 5000) break;
             }
             // A lost wakeup sits out the whole 10 s; a loaded machine's scheduling, far less.
             Assert.Less(worst, 5000, "a frame waited for WaitForWork's timeout");
