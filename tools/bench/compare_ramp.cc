@@ -10,6 +10,9 @@ void make_ramp(Options& o) {
   // The capacity bound of issue 29 (a game's frame budget), unless one was given:
   // Options' 100 ms is the ramp preset's.
   if (o.max_p99_ms == 100) o.max_p99_ms = 50;
+  // One step broken by something else on the machine (a neighbour's burst) is not
+  // the cliff: a broken step runs once more at its rate, unless told otherwise.
+  if (o.ramp_repeats < 0) o.ramp_repeats = 1;
 }
 
 namespace {

@@ -176,7 +176,8 @@ flags (defaults from the preset):
                --server-cpus LIST --bench-cpus LIST (pin every target and the generator to
                separate CPUs, e.g. 0 and 1; Parley gets threads = its CPUs)
                --ramp (each target's rate raised x--step-factor every --step-s to its cliff:
-               p99 <= --max-p99-ms, default 50 here, nothing lost, generator not behind)
+               p99 <= --max-p99-ms, default 50 here, nothing lost, generator not behind;
+               a broken step runs once more at its rate: --ramp-repeats, default 1 here)
   --tick-ms MS         the target's tick, for the tick-interval figures (20)
 Exit status: 0 clean, 1 audit failure (loss, duplicate, reorder, mismatch), 2 usage
 or setup error, 3 the run could not connect, 4 the --server-pid process exited during
@@ -252,7 +253,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--members", n(o.members)}, {"--batch", n(o.events_batch)},
       {"--board", s(o.board)}, {"--round-s", d(o.round_s)}, {"--partitions", n(o.partitions)},
       {"--redis", s(o.redis_bin)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
-      {"--tick-ms", d(o.tick_ms)}, {"--server-cpus", s(o.server_cpus)}, {"--bench-cpus", s(o.bench_cpus)},
+      {"--tick-ms", d(o.tick_ms)}, {"--ramp-repeats", n(o.ramp_repeats)}, {"--server-cpus", s(o.server_cpus)}, {"--bench-cpus", s(o.bench_cpus)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -282,6 +283,7 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--ramp-of is rate or state");
   if (o.ramp_of == "state" && o.state_hz <= 0)
     throw std::runtime_error("--ramp-of state wants --state-hz > 0");
+  if (o.ramp_repeats < -1 || o.ramp_repeats > 10) throw std::runtime_error("--ramp-repeats must be 0-10");
   if (!(o.tick_ms >= 0 && o.tick_ms <= 10000)) throw std::runtime_error("--tick-ms must be in [0, 10000]");
   if (o.server_cpus.empty() != o.bench_cpus.empty())
     throw std::runtime_error("--server-cpus and --bench-cpus go together");

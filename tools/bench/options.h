@@ -70,6 +70,8 @@ struct Options {
   double step_factor = 1.5;
   int max_steps = 8;
   double max_p99_ms = 100;        // delivery p99 bound per step
+  int ramp_repeats = -1;          // a broken step runs again at its rate this many times
+                                  // before it ends the ramp; -1: 0, and 1 in compare --ramp
   // The target's tick (tick_ms of the namespace): tick intervals are measured
   // against it (Latencies::tick_dev). compare's Parley config uses 20.
   double tick_ms = 20;

@@ -137,7 +137,7 @@ void print_table(const RunResult& r) {
       const StepResult& g = r.steps[size_t(r.last_good_step)];
       line("  last step that held: {} at {:.2f} Hz per connection ({:.0f} states/s sent, {:.0f} "
            "state deliveries/s)\n",
-           r.last_good_step, g.rate, g.states_sent_per_s, g.state_deliveries_per_s);
+           g.step, g.rate, g.states_sent_per_s, g.state_deliveries_per_s);
     } else {
       line("  no step held\n");
     }
@@ -150,7 +150,7 @@ void print_table(const RunResult& r) {
            s.ack_p99_ms, s.delivery_p99_ms, s.accepted_pct, cpu_pct(s.server_cpu_pct),
            cpu_pct(s.own_cpu_pct), s.why);
     if (r.last_good_step >= 0)
-      line("  last step that held: {} at {:.0f} msgs/s\n", r.last_good_step,
+      line("  last step that held: {} at {:.0f} msgs/s\n", r.steps[size_t(r.last_good_step)].step,
            r.steps[size_t(r.last_good_step)].rate);
     else
       line("  no step held\n");

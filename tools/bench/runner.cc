@@ -150,7 +150,10 @@ LocalFinal run_local(const Options& o, int64_t t0, const Emit& emit) {
   LocalFinal f;
   const int load_start = int(std::ceil(o.ramp_s)) + 1;
   const bool ramp = o.scenario == "ramp";
-  const int duration = ramp ? int(std::ceil(o.step_s)) * o.max_steps : int(std::ceil(o.duration_s));
+  // A ramp has room for every step and its repeats; it ends after max_steps held.
+  const int repeats = std::max(0, o.ramp_repeats);
+  const int duration = ramp ? int(std::ceil(o.step_s)) * o.max_steps * (1 + repeats)
+                            : int(std::ceil(o.duration_s));
   const int step_len = std::max(1, int(std::ceil(o.step_s)));
   int k = 1;
   for (; k <= load_start; ++k) {
@@ -164,17 +167,24 @@ LocalFinal run_local(const Options& o, int64_t t0, const Emit& emit) {
     w->set_publishing(true);
   }
   int step = 0;
+  int repeats_left = repeats;
   for (; k <= load_start + duration; ++k) {
     sleep_until_ns(at(k));
     take(k, rate);
     if (ramp && (k - load_start) % step_len == 0) {
       StepResult r = evaluate_step(o, own, step, rate, k - step_len, k);
       f.steps.push_back(r);
-      if (!r.held) {
+      if (!r.held && repeats_left > 0) {  // the same rate again before calling it the cliff
+        --repeats_left;
+        continue;
+      }
+      if (!r.held || step + 1 >= o.max_steps) {
+        if (r.held) f.last_good_step = int(f.steps.size()) - 1;
         ++k;
         break;
       }
-      f.last_good_step = step;
+      repeats_left = repeats;
+      f.last_good_step = int(f.steps.size()) - 1;  // an index into steps
       ++step;
       rate *= o.step_factor;
       for (auto& w : workers) {
