@@ -162,6 +162,28 @@ run's own page (latency percentiles, throughput, CPU and RSS over time).</p>
 """
 
 
+def check(results_md, rows, base):
+    """The committed page against the committed record: one table, one source."""
+    text = open(results_md).read()
+    start, end = "<!-- record table", "<!-- end record table"
+    if start not in text or end not in text:
+        print(f"{results_md}: no record table markers", file=sys.stderr)
+        return 1
+    a = text.index("\n", text.index(start)) + 1
+    table = text[a:text.index(end)]
+    bad = 0
+    if table != markdown(rows, {}, base, False):
+        print(f"{results_md}: the table is not bench/record.tsv's rendering "
+              f"(python3 bench/record/table.py bench/record.tsv --reports {base})", file=sys.stderr)
+        bad = 1
+    here = os.path.dirname(os.path.abspath(results_md))
+    for r in rows:
+        if r["report"] and not os.path.exists(os.path.join(here, base, r["report"])):
+            print(f"{results_md}: {r['id']}'s report {r['report']} is not in {base}/", file=sys.stderr)
+            bad = 1
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("new")
@@ -170,11 +192,16 @@ def main():
     ap.add_argument("--html")
     ap.add_argument("--reports", default="", help="prefix for report links")
     ap.add_argument("--write-tsv")
+    ap.add_argument("--check", metavar="RESULTS.md",
+                    help="exit 1 unless RESULTS.md's table is NEW's rendering and every "
+                         "report it names exists (under --reports, relative to RESULTS.md)")
     ap.add_argument("--fail-on-move", action="store_true",
                     help="exit 1 when a row moved worse beyond its noise")
     a = ap.parse_args()
     prev = {r["id"]: r for r in read(a.previous)} if a.previous else {}
     rows = read(a.new, prev)
+    if a.check:
+        return check(a.check, rows, a.reports)
     if a.write_tsv:
         with open(a.write_tsv, "w") as f:
             f.write("\t".join(COLUMNS) + "\n")
