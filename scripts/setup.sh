@@ -20,6 +20,7 @@ packages=(
   postgresql                    # the WAL persister's tests (issue 10)
   libpq-dev                     # the persister and the history fallback talk to PostgreSQL (src/persist, src/store/postgres)
   liburing-dev                  # bench/floor's --io-uring mode (issue 9: sends of one iteration batched)
+  curl iproute2                 # bench/record.sh --quick (ctest record_quick): healthz polls, ss for free redis ports
   libfuse3-dev fuse3            # tests/powerloss: a FUSE file system that drops unsynced writes (issue 26)
   mono-devel nunit-console libnunit-cil-dev  # the C# SDK (sdk/csharp): mcs, Mono, NUnit 2.6
   nlohmann-json3-dev            # sdk/cpp: the C++ client SDK's JSON value and codec
