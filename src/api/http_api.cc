@@ -178,6 +178,17 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
           .field_num("since_ms", h.since_ms)
           .end_object();
       return respond({503, "application/json", std::move(body)});
+    } else if (h.damaged_files > 0) {
+      // Damaged files found while intact channels still work: an operator must
+      // look (docs/operations.md "Damaged data"), a silent 200 would hide it.
+      std::string body;
+      JsonWriter(body)
+          .begin_object()
+          .field("status", "store_damaged")
+          .field("reason", h.reason)
+          .field_num("files", h.damaged_files)
+          .end_object();
+      return respond({503, "application/json", std::move(body)});
     }
     return respond({200, "application/json", R"({"status":"ok"})"});
   }

@@ -78,9 +78,12 @@
   X(store_epoch, kGauge, "parley_store_epoch", "",                                         \
     "The store's epoch: 1, plus one for each start that accepted data loss.")              \
   X(store_data_loss_accepted, kGauge, "parley_store_data_loss_accepted", "",               \
-    "1 when this start dropped damaged data (accept_data_loss).")                          \
+    "1 when this start dropped damaged data (accept_data_loss) or followed a machine "     \
+    "stop with fsync = never.")                                                            \
   X(store_unreadable_reads, kCounter, "parley_store_unreadable_reads_total", "",           \
     "Store reads that met damaged data (each channel is also logged once).")               \
+  X(store_damaged_files, kGauge, "parley_store_damaged_files", "",                         \
+    "Store files found damaged since start (checksums at start, reads, compactions).")      \
   X(store_channels, kGauge, "parley_store_channels", "",                                   \
     "Channels the embedded store's writer holds state of (written in the last "            \
     "2 x channel_idle_s).")                                                                \

@@ -163,6 +163,8 @@ Status read_server(const toml::table& t, ServerConfig& c) {
       s = read_one_of(v, path, {"never", "always"}, c.fsync);
     } else if (key == "accept_data_loss") {
       s = read_bool(v, path, c.accept_data_loss);
+    } else if (key == "store_verify_bytes") {
+      s = read_uint(v, path, 0, uint64_t{1} << 50, c.store_verify_bytes);
     } else if (key == "threads") {
       s = read_uint(v, path, 0, 1024, c.threads);
     } else if (key == "heartbeat_ms") {

@@ -66,6 +66,9 @@ struct ServerConfig {
   // A start whose store recovery finds damaged data refuses (exit 1) unless set:
   // then it starts with what is readable and bumps the epoch (docs/operations.md).
   bool accept_data_loss = false;
+  // At start, the embedded store verifies its newest table files' checksums up
+  // to this many bytes, on a reader thread (0: off; docs/operations.md).
+  uint64_t store_verify_bytes = 256ull << 20;
   uint32_t threads = 0;                   // event loops; 0: one per core
   uint32_t heartbeat_ms = 25000;
   uint32_t hello_timeout_ms = 10000;

@@ -23,6 +23,7 @@
 #include "server/reload_command.h"
 #include "server/server.h"
 #include "server/startup_pages.h"
+#include "server/verify_data_command.h"
 
 namespace {
 
@@ -33,6 +34,7 @@ constexpr const char* kUsage =
     "  parley check-config FILE\n"
     "  parley persist --config FILE\n"
     "  parley reload [--config FILE] [--server HOST:PORT] [--key ADMIN_KEY]\n"
+    "  parley verify-data DIR\n"
     "  parley version\n";
 
 // The configuration at `path`, or the demo one when `path` is empty.
@@ -174,6 +176,7 @@ int dispatch(int argc, char** argv) {
     if (!r) return usage_error(r.error());
     return parley::server::run_reload(*r);
   }
+  if (cmd == "verify-data") return parley::server::run_verify_data(args);
   if (cmd == "version" || cmd == "--version") {
     std::cout << "parley 0.1.0 (protocol v1)\n";
     return parley::server::kExitOk;

@@ -50,6 +50,7 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   server_key("max_connections", running.max_connections, n.max_connections, r);
   server_key("preauth_frame_bytes", running.preauth_frame_bytes, n.preauth_frame_bytes, r);
   server_key("preauth_memory_bytes", running.preauth_memory_bytes, n.preauth_memory_bytes, r);
+  server_key("store_verify_bytes", running.store_verify_bytes, n.store_verify_bytes, r);
   server_key("preauth_max_connections", running.preauth_max_connections, n.preauth_max_connections, r);
   server_key("preauth_max_per_address", running.preauth_max_per_address, n.preauth_max_per_address, r);
   server_key("http_idle_timeout_ms", running.http_idle_timeout_ms, n.http_idle_timeout_ms, r);

@@ -121,6 +121,7 @@ Status Server::open_stores() {
   eo.dir = config_.data_dir + "/store";
   eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
   eo.accept_data_loss = config_.accept_data_loss;
+  eo.verify_bytes = config_.store_verify_bytes;
   eo.channel_idle_ms = forget_ms;
   auto opened = store::EmbeddedStore::open(eo);
   if (!opened) return opened.error();
@@ -310,6 +311,9 @@ void Server::register_metrics() {
   });
   metrics_->set_source(Scraped::store_unreadable_reads, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(durable_->health().unreadable_reads)});
+  });
+  metrics_->set_source(Scraped::store_damaged_files, [this](Samples& out) {
+    out.push_back({"", static_cast<int64_t>(durable_->health().damaged_files)});
   });
   metrics_->set_source(Scraped::store_channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(embedded_ ? embedded_->channels_tracked() : 0)});

@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +28,7 @@
 
 #include "common/clock.h"
 #include "store/blocking_check.h"
+#include "store/data_check.h"
 #include "store/dedupe_expiry_filter.h"
 #include "store/group_committer.h"
 #include "store/reader_pool.h"
@@ -123,7 +126,8 @@ class CompactionYields final : public rocksdb::EventListener {
 // far below the 20,000 open files a process may hold.
 rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* env,
                               std::shared_ptr<rocksdb::Logger> logger,
-                              rocksdb::WALRecoveryMode recovery) {
+                              rocksdb::WALRecoveryMode recovery,
+                              std::shared_ptr<rocksdb::EventListener> damage_listener) {
   rocksdb::Options o;
   o.create_if_missing = true;
   if (env != nullptr) o.env = env;
@@ -174,6 +178,7 @@ rocksdb::Options make_options(const DedupeExpiryFilter* filter, rocksdb::Env* en
   o.compaction_style = rocksdb::kCompactionStyleUniversal;
   o.memtable_insert_with_hint_prefix_extractor = std::make_shared<ChannelOfSeqKey>();
   o.listeners.push_back(std::make_shared<CompactionYields>());
+  if (damage_listener) o.listeners.push_back(std::move(damage_listener));
   // Left at its default on purpose: the WAL is flushed to the OS on every write
   // (manual_wal_flush = false), so an acknowledged append survives kill -9.
 
@@ -265,24 +270,93 @@ class ChannelIterator {
   std::unique_ptr<rocksdb::Iterator> it_;
 };
 
+// fsync of a folder: the entries made in it are durable.
+Status sync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Error{ErrorCode::kUnavailable, "embedded store: cannot open " + dir + ": " + std::strerror(errno)};
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Error{ErrorCode::kUnavailable, "embedded store: cannot fsync " + dir + ": " + std::strerror(errno)};
+  return Status::ok();
+}
+
+// The file a RocksDB status text names ("... in /dir/000012.sst offset ..."), or "".
+std::string file_in(const std::string& text) {
+  for (const char* ext : {".sst", ".log", "MANIFEST"}) {
+    const auto at = text.find(ext);
+    if (at == std::string::npos) continue;
+    auto begin = text.find_last_of(" /", at);
+    begin = begin == std::string::npos ? 0 : begin + 1;
+    auto end = text.find_first_of(" ,:", at);
+    return text.substr(begin, (end == std::string::npos ? text.size() : end) - begin);
+  }
+  return {};
+}
+
+// A checksum failure in RocksDB's own background work (a flush or compaction
+// reading a damaged block) reaches health() at once, not at the next client read.
+class DamageListener final : public rocksdb::EventListener {
+ public:
+  explicit DamageListener(EmbeddedStore* store) : store_(store) {}
+  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) override {
+    if (error && error->IsCorruption()) store_->note_damage(file_in(error->ToString()), error->ToString());
+  }
+
+ private:
+  EmbeddedStore* store_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions& opts,
                                                            rocksdb::Env* env) {
   if (opts.dir.empty()) return Error{ErrorCode::kInternal, "embedded store: no data dir given"};
   std::error_code ec;
+  // The folders made here must survive a power loss like the files in them:
+  // each new one's entry is in its parent, which is synced (issue 26: without
+  // it, the power-loss tests' file system dropped a new data dir whole).
+  std::filesystem::path existing = std::filesystem::absolute(opts.dir, ec);
+  while (!existing.empty() && existing != existing.root_path() &&
+         !std::filesystem::exists(existing, ec)) {
+    existing = existing.parent_path();
+  }
   std::filesystem::create_directories(opts.dir, ec);
   if (ec) {
     return Error{ErrorCode::kUnavailable,
                  "embedded store: cannot create " + opts.dir + ": " + ec.message()};
+  }
+  for (auto dir = std::filesystem::absolute(opts.dir, ec); !dir.empty(); dir = dir.parent_path()) {
+    if (Status s = sync_dir(dir.string()); !s) return s.error();
+    if (dir == existing || dir == dir.root_path()) break;
   }
   std::unique_ptr<EmbeddedStore> store(new EmbeddedStore(opts, env));
   StoreStateFile& state = *store->state_;
   if (Status s = state.load(); !s) return s.error();
 
   const bool was_clean = state.data().clean;
+  // A machine stop (another boot id) since an unclean stop: with fsync = never
+  // the WAL's tail since the last sync may be gone, acknowledged messages with
+  // it, and the channels' last seqs read back lower than seqs already given
+  // out. Announce it as an accepted loss does: epoch + 1, and every channel
+  // continues above the ceiling (the ceiling is fsynced before any seq above it
+  // is written, so it bounds them all). A crash of the process alone (same
+  // boot) loses nothing: the kernel still had every write.
+  const std::string boot = current_boot_id();
+  if (!was_clean && opts.fsync == FsyncMode::kNever && !boot.empty() &&
+      !state.data().boot.empty() && state.data().boot != boot) {
+    state.data().epoch += 1;
+    state.data().loss_floor = state.data().seq_ceiling;
+    state.data().boot = boot;
+    if (Status saved = state.save(); !saved) return saved.error();
+    store->loss_accepted_ = true;
+    spdlog::warn("store: the machine stopped (new boot id) while the store was open with "
+                 "fsync = \"never\": writes since the last sync may be lost. Epoch is now {}, "
+                 "channels continue above seq {}",
+                 state.data().epoch, state.data().loss_floor);
+  }
+  state.data().boot = boot;
   auto options = [&](rocksdb::WALRecoveryMode mode) {
-    return make_options(store->filter_.get(), env, store->logger_, mode);
+    return make_options(store->filter_.get(), env, store->logger_, mode, store->damage_listener_);
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(
@@ -366,6 +440,7 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
       std::make_unique<GroupCommitter>(std::move(hooks), opts.fsync, opts.max_batch, refusing,
                                        opts.channel_idle_ms);
   store->readers_ = std::make_unique<ReaderPool>(kReaderThreads);
+  if (opts.verify_bytes > 0) store->readers_->post([self] { self->verify_at_start(); });
   return store;
 }
 
@@ -374,7 +449,8 @@ EmbeddedStore::EmbeddedStore(const EmbeddedOptions& opts, rocksdb::Env* env)
       env_(env),
       filter_(std::make_unique<DedupeExpiryFilter>(&wall_ms)),
       logger_(std::make_shared<RocksDbLogger>()),
-      state_(std::make_unique<StoreStateFile>(opts.dir)) {}
+      state_(std::make_unique<StoreStateFile>(opts.dir)),
+      damage_listener_(std::make_shared<DamageListener>(this)) {}
 
 EmbeddedStore::~EmbeddedStore() {
   readers_.reset();    // runs the reads already asked for, joins the readers
@@ -443,7 +519,8 @@ Status EmbeddedStore::reopen_locked() {
   auto options = [&](bool clean) {
     return make_options(filter_.get(), env_, logger_,
                         clean ? rocksdb::WALRecoveryMode::kAbsoluteConsistency
-                              : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+                              : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords,
+                        damage_listener_);
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s;
@@ -489,6 +566,7 @@ Status EmbeddedStore::reopen_locked() {
 Error EmbeddedStore::read_failed(const ChannelKey& key, const std::string& what) {
   const bool corrupt = what.find("Corruption") != std::string::npos;
   if (corrupt) {
+    note_damage(file_in(what), what);
     unreadable_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(unreadable_mu_);
     if (unreadable_logged_.size() < kMaxUnreadableLogged &&
@@ -641,7 +719,38 @@ StoreHealth EmbeddedStore::health() const {
   h.epoch = epoch_;
   h.loss_accepted = loss_accepted_;
   h.unreadable_reads = unreadable_.load(std::memory_order_relaxed);
+  h.damaged_files = damaged_count_.load(std::memory_order_relaxed);
+  if (h.damaged_files > 0 && h.reason.empty()) h.reason = "corruption";
   return h;
+}
+
+void EmbeddedStore::note_damage(const std::string& file, const std::string& what,
+                                const std::vector<std::string>& channels) {
+  std::lock_guard lock(damage_mu_);
+  // One count per file; damage RocksDB did not place counts once as "".
+  if (damaged_files_.size() >= kMaxUnreadableLogged || !damaged_files_.insert(file).second) return;
+  damaged_count_.fetch_add(1, std::memory_order_relaxed);
+  std::string names;
+  for (const auto& c : channels) names += (names.empty() ? "" : ", ") + c;
+  spdlog::error("store: damaged data in {} ({}){}{}; /healthz reports corruption. "
+                "`parley verify-data` lists every damaged file; docs/operations.md "
+                "\"Damaged data\" says how to recover",
+                file.empty() ? opts_.dir : opts_.dir + "/" + file, what,
+                names.empty() ? "" : "; channels: ", names);
+}
+
+void EmbeddedStore::verify_at_start() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const rocksdb::Options o = make_options(filter_.get(), env_, logger_,
+                                          rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords,
+                                          nullptr);
+  const CheckResult r = check_tables(opts_.dir, o, opts_.verify_bytes);
+  for (const auto& d : r.damaged) note_damage(d.file, d.what, d.channels);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("store: checked {} table files ({} KiB) in {} ms, {} damaged, {} past the "
+               "verify_bytes budget", r.files_checked, r.bytes_checked / 1024, ms,
+               r.damaged.size(), r.files_skipped);
 }
 
 Status EmbeddedStore::compact() {

@@ -29,12 +29,14 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "store/store.h"
 
 namespace rocksdb {
 class DB;
 class Env;
+class EventListener;
 class Logger;
 class Status;
 }  // namespace rocksdb
@@ -90,6 +92,15 @@ class EmbeddedStore final : public Store {
   Status reopen_locked();
   // An error for a caller of a read; a corrupt record is logged once per channel.
   Error read_failed(const ChannelKey& key, const std::string& what);
+  // Reader thread, once after open: the table files' checksums within opts_.verify_bytes.
+  void verify_at_start();
+ public:
+  // Any thread: a checksum failed in `file` (a name, or "" when RocksDB did not
+  // say which). Logged once per file; counted in health().
+  void note_damage(const std::string& file, const std::string& what,
+                   const std::vector<std::string>& channels = {});
+
+ private:
 
   const EmbeddedOptions opts_;
   rocksdb::Env* const env_;
@@ -110,6 +121,10 @@ class EmbeddedStore final : public Store {
   std::atomic<uint64_t> unreadable_{0};
   std::mutex unreadable_mu_;
   std::unordered_set<std::string> unreadable_logged_;  // channels, bounded
+  std::shared_ptr<rocksdb::EventListener> damage_listener_;  // RocksDB's background errors
+  std::atomic<uint32_t> damaged_count_{0};
+  std::mutex damage_mu_;
+  std::unordered_set<std::string> damaged_files_;  // bounded like unreadable_logged_
 
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_

@@ -90,6 +90,10 @@ struct StoreHealth {
   uint32_t epoch = 1;      // see ChannelRecovery::epoch
   bool loss_accepted = false;    // this start dropped unreadable data (accept_data_loss)
   uint64_t unreadable_reads = 0; // reads that met corrupt data
+  // Files found damaged since start (a checksum failed: the start's check, a
+  // read, a compaction). While writable, `reason` is then "corruption" too:
+  // /healthz answers 503 although intact channels still read and write.
+  uint32_t damaged_files = 0;
 };
 
 class Store {
@@ -198,6 +202,10 @@ struct EmbeddedOptions {
   // The writer forgets what it knows of a channel (its stored seq range) once it
   // has not written it for this long; the next append reads it back (one seek).
   int64_t channel_idle_ms = 120'000;
+  // At start, the table files' checksums are verified on a reader thread,
+  // newest first, up to this many bytes (0: none); damage is logged and shown
+  // in health() (data_check.h).
+  uint64_t verify_bytes = 256ull << 20;
 };
 
 // A MemoryStore (memory_store.h) without a memory budget.

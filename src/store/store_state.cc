@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -39,6 +40,18 @@ bool write_all(int fd, std::string_view data) {
 
 }  // namespace
 
+std::string current_boot_id() {
+  const char* path = std::getenv("PARLEY_BOOT_ID_PATH");
+  std::ifstream in(path && *path ? path : "/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  // A value of one line and no spaces: it is stored as one.
+  for (char& c : id) {
+    if (c == ' ') c = '-';
+  }
+  return id;
+}
+
 Status StoreStateFile::load() {
   data_ = {};
   std::ifstream in(path());
@@ -57,6 +70,10 @@ Status StoreStateFile::load() {
     const auto sp = line.find(' ');
     if (sp == std::string::npos) continue;
     std::string_view key(line.data(), sp), val(line.data() + sp + 1, line.size() - sp - 1);
+    if (key == "boot") {
+      data_.boot = std::string(val);
+      continue;
+    }
     uint64_t v = 0;
     if (!parse_u64(val, v)) break;
     if (key == "epoch" && v >= 1 && v <= UINT32_MAX) {
@@ -85,7 +102,9 @@ Status StoreStateFile::load() {
 Status StoreStateFile::save() {
   const std::string text =
       fmt::format("{}\nepoch {}\nseq_ceiling {}\nloss_floor {}\nclean {}\n", kHeader, data_.epoch,
-                  data_.seq_ceiling, data_.loss_floor, data_.clean ? 1 : 0);
+                  data_.seq_ceiling, data_.loss_floor, data_.clean ? 1 : 0) +
+      // Last: a build that does not know the key reads every line before it.
+      (data_.boot.empty() ? std::string() : "boot " + data_.boot + "\n");
   const std::string tmp = path() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("create", tmp);

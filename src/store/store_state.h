@@ -8,6 +8,9 @@
 //   loss_floor   the ceiling at the last accepted loss: channels continue above it
 //   clean        the last stop closed the database cleanly (its WAL holds nothing
 //                that was not also flushed), so recovery may demand a perfect WAL
+//   boot         the machine's boot id at the last open: an unclean stop with
+//                another boot id since was a machine stop (a power loss), which
+//                with fsync = never may have lost acknowledged writes (issue 26)
 //
 // Threading: load() and save() run while the store opens or closes, reserve() on the
 // group committer's writer thread only; nothing else touches it.
@@ -16,15 +19,21 @@
 #include <cstdint>
 #include <string>
 
+
 #include "common/status.h"
 
 namespace parley::store {
+
+// The running machine's boot id (/proc/sys/kernel/random/boot_id, or the file
+// PARLEY_BOOT_ID_PATH names: the power-loss tests' file system), "" if unreadable.
+std::string current_boot_id();
 
 struct StoreStateData {
   uint32_t epoch = 1;
   uint64_t seq_ceiling = 0;
   uint64_t loss_floor = 0;
   bool clean = false;
+  std::string boot;  // "" when unknown (a file written before the key existed)
 };
 
 class StoreStateFile {

@@ -25,7 +25,7 @@ TEST(StoreStateFile, AMissingFileIsAFreshState) {
 TEST(StoreStateFile, SavesAndLoadsEveryField) {
   TempDir dir;
   StoreStateFile f(dir.path());
-  f.data() = StoreStateData{3, 70000, 65537, true};
+  f.data() = StoreStateData{3, 70000, 65537, true, "5f1c-boot"};
   ASSERT_TRUE(f.save());
   StoreStateFile g(dir.path());
   ASSERT_TRUE(g.load());
@@ -33,6 +33,17 @@ TEST(StoreStateFile, SavesAndLoadsEveryField) {
   EXPECT_EQ(g.data().seq_ceiling, 70000u);
   EXPECT_EQ(g.data().loss_floor, 65537u);
   EXPECT_TRUE(g.data().clean);
+  EXPECT_EQ(g.data().boot, "5f1c-boot");
+}
+
+TEST(StoreStateFile, AFileWrittenBeforeTheBootKeyLoadsWithoutOne) {
+  TempDir dir;
+  std::ofstream(dir.path() + "/" + StoreStateFile::kFileName)
+      << "parley-store-state 1\nepoch 2\nseq_ceiling 65536\nloss_floor 0\nclean 0\n";
+  StoreStateFile f(dir.path());
+  ASSERT_TRUE(f.load());
+  EXPECT_EQ(f.data().epoch, 2u);
+  EXPECT_TRUE(f.data().boot.empty());  // no machine-stop check at the next start
 }
 
 TEST(StoreStateFile, TheCeilingIsOnDiskBeforeASeqAboveItMayBeWritten) {

@@ -3,7 +3,9 @@
 // next start refuse (exit 1, a message that says what to do) unless the operator
 // accepts the loss, and then the epoch goes up, clients see it in `joined`, and
 // every channel's seq continues above any seq that may have been acknowledged; a
-// damaged table file is logged once per channel and counted.
+// damaged table file is logged once per channel and counted, found at start by the
+// store's own check (/healthz 503 within a second) while intact channels go on, and
+// `parley verify-data` names the damaged file and its channels offline (issue 26).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -236,6 +239,111 @@ TEST(CorruptionTest, ADamagedTableIsLoggedOncePerChannelAndCounted) {
   EXPECT_EQ(count_of(log, line), 1u) << log;
   const std::string m = metrics(server);
   EXPECT_EQ(m.find("parley_store_unreadable_reads_total 0\n"), std::string::npos) << m;
+}
+
+// /healthz until it answers 503 (or `limit` passes); the last answer.
+HttpResult healthz_until_503(const ServerProcess& s, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  HttpResult r;
+  do {
+    r = http_request(s.http_port(), "GET", "/healthz");
+    if (r.status == 503) break;
+    std::this_thread::sleep_for(10ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return r;
+}
+
+TEST(CorruptionTest, ADamagedTableIsFoundAtStartWhileIntactChannelsGoOn) {
+  ServerProcess server(spec());
+  server.start();
+  {
+    auto c = connect_as(server.http_port(), "alice");
+    // log:ok sorts before log:sst: its records sit in the table's first blocks.
+    ASSERT_EQ(op_of(c->join("log:ok")), "joined");
+    ASSERT_EQ(publish_n(*c, "log:ok", 20).size(), 20u);
+    ASSERT_EQ(op_of(c->join("log:sst")), "joined");
+    ASSERT_EQ(publish_n(*c, "log:sst", 2000).size(), 2000u);
+  }
+  EXPECT_EQ(http_request(server.http_port(), "GET", "/healthz").status, 200);
+  server.terminate();  // flushed into one table file
+  ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
+  const auto tables = store_files(server, ".sst");
+  ASSERT_FALSE(tables.empty());
+  std::string biggest = tables.front();
+  for (const auto& t : tables) {
+    if (file_size(t) > file_size(biggest)) biggest = t;
+  }
+  const std::string name = std::filesystem::path(biggest).filename().string();
+  flip_bytes(biggest, file_size(biggest) / 2, 16);
+
+  // Offline: the file and the channel are named, and the exit code says so.
+  const CliRun offline = run_parley("verify-data " + server.dir() + "/data");
+  EXPECT_EQ(offline.exit_code, 1) << offline.output;
+  EXPECT_NE(offline.output.find("damaged " + name), std::string::npos) << offline.output;
+  EXPECT_NE(offline.output.find("demo/log:sst"), std::string::npos) << offline.output;
+  EXPECT_EQ(offline.output.find("demo/log:ok"), std::string::npos) << offline.output;
+  EXPECT_NE(offline.output.find("accept_data_loss"), std::string::npos) << offline.output;
+
+  // Online: said within a second of start, before any client touches the channel.
+  const auto started = std::chrono::steady_clock::now();
+  server.start();
+  const HttpResult h = healthz_until_503(server, 1s);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(h.status, 503) << h.body;
+  EXPECT_EQ(json_str(h.body, "status"), "store_damaged") << h.body;
+  EXPECT_EQ(json_str(h.body, "reason"), "corruption") << h.body;
+  EXPECT_EQ(h.body.find('/'), std::string::npos) << h.body;  // no path to the network
+  std::cout << "/healthz 503 " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after the start began (process start included)\n";
+  EXPECT_NE(metrics(server).find("parley_store_damaged_files 1\n"), std::string::npos);
+  std::string log = server.log();
+  for (int i = 0; i < 100 && log.find("damaged data in") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(20ms);
+    log = server.log();
+  }
+  EXPECT_NE(log.find(name), std::string::npos) << log;
+  EXPECT_NE(log.find("demo/log:sst"), std::string::npos) << log;
+
+  // The damaged channel answers unavailable, never a wrong answer; the intact one
+  // reads and writes as before, and so does a new one.
+  EXPECT_EQ(http_request(server.http_port(), "GET", "/v1/history?ch=log:sst&after=0&limit=1000", "",
+                         kDemoApiKey).status, 503);
+  const auto ok = http_history_all(server.http_port(), "log:ok");
+  EXPECT_EQ(ok.size(), 20u);
+  auto c = connect_as(server.http_port(), "bob");
+  ASSERT_EQ(json_int(c->join("log:ok"), "seq"), 20);
+  c->send(pub_frame("log:ok", "after-damage", "1"));
+  EXPECT_EQ(json_int(c->expect("ack"), "seq"), 21);
+  ASSERT_EQ(op_of(c->join("chat:new")), "joined");
+  c->send(pub_frame("chat:new", "n1", "1"));
+  EXPECT_EQ(json_int(c->expect("ack"), "seq"), 1);
+}
+
+TEST(CorruptionTest, VerifyDataNamesADamagedWalRecordAndItsChannel) {
+  ServerProcess server(spec());
+  server.start();
+  {
+    auto c = connect_as(server.http_port(), "alice");
+    ASSERT_EQ(op_of(c->join("log:walname")), "joined");
+    ASSERT_EQ(publish_n(*c, "log:walname", 2000).size(), 2000u);
+  }
+  server.kill9();  // everything is in the WAL
+  const CliRun intact = run_parley("verify-data " + server.dir() + "/data");
+  EXPECT_EQ(intact.exit_code, 0) << intact.output;
+  EXPECT_NE(intact.output.find(", 0 damaged"), std::string::npos) << intact.output;
+
+  const auto wals = store_files(server, ".log");
+  ASSERT_FALSE(wals.empty());
+  const off_t size = file_size(wals.back());
+  ASSERT_GT(size, 100000);
+  flip_bytes(wals.back(), size / 2, 4);
+  const CliRun damaged = run_parley("verify-data " + server.dir() + "/data/store");
+  EXPECT_EQ(damaged.exit_code, 1) << damaged.output;
+  EXPECT_NE(damaged.output.find("damaged " + std::filesystem::path(wals.back()).filename().string()),
+            std::string::npos) << damaged.output;
+  EXPECT_NE(damaged.output.find("demo/log:walname"), std::string::npos) << damaged.output;
+  // The server itself refuses to start on it (ADamagedWalRefusesToStart... above).
+  EXPECT_EQ(server.start_expecting_exit(20s), 1) << server.log();
 }
 
 }  // namespace
