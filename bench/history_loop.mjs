@@ -8,14 +8,9 @@
 // --rate R: at most R requests a second (0: as fast as replies come), so that two
 // servers compared get the same history work.
 import crypto from 'node:crypto';
-import { createRequire } from 'node:module';
+import { loadWs } from './ws_module.mjs';
 
-const require = createRequire(import.meta.url);
-let WebSocket;
-for (const p of ['./node_modules/ws', '../tests/node/node_modules/ws']) {
-  try { WebSocket = require(p); break; } catch { /* next */ }
-}
-if (!WebSocket) throw new Error('npm ws not found (bench/setup.sh or scripts/setup_node.sh)');
+const WebSocket = loadWs();
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));

@@ -38,10 +38,12 @@ CONF
 
 "$parley" serve --config "$work/parley.toml" > "$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 50); do
+for _ in $(seq 200); do
   grep -q "parley ready" "$work/server.log" && break
+  kill -0 "$server" 2>/dev/null || break
   sleep 0.1
 done
+grep -q "parley ready" "$work/server.log" || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
 
 if [ "$mode" = with ]; then
   # Fill the channel (1,000 messages), then loop history through the whole load.

@@ -410,8 +410,8 @@ row_history() {
   needs "$d" node || return 3
   # --quick: only the run with the history loop (the one with more to go wrong).
   [ "$quick" = 0 ] &&
-    CONNS=1000 RATE=1000 bash "$root/bench/history_under_load.sh" "$parley" "$bench" without "$secs" > "$d/without.txt" 2>&1
-  CONNS=$(q 1000 40) RATE=$(q 1000 40) bash "$root/bench/history_under_load.sh" "$parley" "$bench" with "$secs" > "$d/with.txt" 2>&1
+    PARLEY_HIST_PORT=$(free_port) CONNS=1000 RATE=1000 bash "$root/bench/history_under_load.sh" "$parley" "$bench" without "$secs" > "$d/without.txt" 2>&1
+  PARLEY_HIST_PORT=$(free_port) CONNS=$(q 1000 40) RATE=$(q 1000 40) bash "$root/bench/history_under_load.sh" "$parley" "$bench" with "$secs" > "$d/with.txt" 2>&1
   local a b
   a=$(val re "$d/with.txt" '^  ack\s+\S+\s+\S+\s+(\S+)'); b=$(val re "$d/without.txt" '^  ack\s+\S+\s+\S+\s+(\S+)')
   grep -q '^history loop: ' "$d/with.txt" || return 1

@@ -20,13 +20,10 @@
 // Members: --members WebSocket clients (users m0, m1, ...) joined to --ch.
 import { createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import net from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { loadWs } from '../ws_module.mjs';
 
-const require = createRequire(import.meta.url);
-const WebSocket = require(join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'ws'));
+const WebSocket = loadWs();
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
