@@ -7,7 +7,7 @@
 // With the default slice (~0.7 ms x (1 + log2 CPUs)), each woken receiver on
 // the same CPU preempted the loop mid-burst: ~8 preemptions per message at
 // room 200 with threads = 1 on a 2-core machine, two context switches each
-// (issue 9; bench/results/7ca8535/lean). With two loops on two CPUs it cost
+// (issue 9; `git show b684f50:bench/results/7ca8535/lean/README.md`). With two loops on two CPUs it cost
 // more than it saved (a loop woken by the other's hand-off preempts it at
 // once), so the server applies it only when server.loop_slice_us is set.
 //

@@ -74,7 +74,7 @@ struct ServerConfig {
   uint32_t hello_timeout_ms = 10000;
   // Each event loop thread's scheduler slice (runtime/thread_slice.h); 0: the
   // kernel's default. Off by default: it pays with one loop (threads = 1) and
-  // costs with two (bench/results/7ca8535/lean).
+  // costs with two (`git show b684f50:bench/results/7ca8535/lean/README.md`).
   uint32_t loop_slice_us = 0;
   uint32_t append_queue_limit = 20000;    // in-flight appends per hub shard
   uint32_t max_connections = 19000;       // authenticated sockets (HTTP past a request included)
