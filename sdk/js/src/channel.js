@@ -369,28 +369,30 @@ export class Channel extends Emitter {
           while (this.#buffer.length && this.#buffer[0].seq <= this.#lastSeq) this.#buffer.shift();
         }
         if (!this.#buffer.length || !this.#want) return;
-        const first = this.#buffer[0].seq;
         let msgs = [];
         try {
           msgs = await this.history({
             after: this.#lastSeq,
-            limit: Math.min(HISTORY_PAGE, first - this.#lastSeq - 1),
+            limit: Math.min(HISTORY_PAGE, this.#buffer[0].seq - this.#lastSeq - 1),
           });
         } catch (err) {
           if (err.code === 'closed' || err.code === 'left') return;
         }
         if (!this.#want) return;
-        const oldest = msgs.length ? msgs[0].seq : first;
-        if (oldest > this.#lastSeq + 1) {
-          const to = Math.min(oldest, first) - 1;
-          this.emit('gap', { ch: this.#name, from: this.#lastSeq + 1, to });
+        // The page joins what is held (all of it: a page that starts late can
+        // reach past the first held seq), and the buffer may have gained
+        // earlier seqs while the page was read (a resume after a reconnect):
+        // only what neither holds is a gap.
+        for (const h of msgs) if (Number.isInteger(h.seq) && h.seq > this.#lastSeq) this.#hold(h);
+        this.#buffer.sort((a, b) => a.seq - b.seq);
+        const next = this.#lastSeq + 1;
+        const held = this.#buffer.length ? this.#buffer[0].seq : next;
+        if (held > next) {
+          // History answered from a later seq, or with nothing after ours.
+          const oldest = msgs.length ? msgs[0].seq : held;
+          const to = Math.min(oldest, held) - 1;
+          this.emit('gap', { ch: this.#name, from: next, to });
           this.#lastSeq = to;
-        }
-        for (const h of msgs) {
-          if (h.seq === this.#lastSeq + 1 && h.seq < first) {
-            this.#lastSeq = h.seq;
-            this.emit('msg', h);
-          }
         }
       }
     } finally {
