@@ -87,6 +87,22 @@ export function assertAcksDelivered(sub, ch, acks) {
   }
 }
 
+/**
+ * The whole property for one publisher on a fresh channel: its `n` publishes
+ * resolved once each as seqs 1…n in call order, and every one of `members`
+ * delivered exactly 1…n with the acked ids and bodies. Returns the acks.
+ */
+export async function assertDeliveredOnce(pub, ch, n, members, timeoutMs = 15000) {
+  const acks = assertPublished(pub, ch, n);
+  assert.deepEqual(acks.map((a) => a.seq), range(1, n), `the acks of ${ch} are seqs 1..${n}`);
+  for (const d of members) {
+    await awaitSeq(d, ch, n, timeoutMs);
+    assertStream(d, ch, range(1, n));
+    assertAcksDelivered(d, ch, acks);
+  }
+  return acks;
+}
+
 /** The server stored `n` messages on `ch`, seqs 1…n, each client id once. */
 export async function assertStoredOnce(server, ch, n) {
   const stored = await server.stored(ch);

@@ -3,11 +3,13 @@
 // server frames (JSON text, as a WebSocket delivers them) replayed from
 // memory into the client's socket handler, decoded, ordered and delivered to
 // the application's `msg` listener, on one core, no network. The socket is a
-// stand-in passed through the public `WebSocket` option; it answers hello and
-// join as the server would, so the client is in its ordinary joined state.
+// stand-in passed through the public `WebSocket` option (the SDK tests'
+// scripted server); it answers hello and join as the server would, so the
+// client is in its ordinary joined state.
 //   node sdk/js/bench/receive.mjs [--msgs 200000] [--batch 1] [--runs 5]
 // Prints one JSON line per shape: msgs per second, the median of the runs.
 import { ParleyClient } from '../src/index.js';
+import { scriptedServer } from '../test/support/scripted_server.mjs';
 
 function arg(name, dflt) {
   const k = process.argv.indexOf(`--${name}`);
@@ -37,34 +39,9 @@ function frames(first, count, batch) {
   return out;
 }
 
-class ReplaySocket {
-  static last = null;
-  constructor() {
-    this.readyState = 0;
-    ReplaySocket.last = this;
-    queueMicrotask(() => {
-      this.readyState = 1;
-      this.onopen?.({});
-    });
-  }
-  send(text) {
-    const f = JSON.parse(text);
-    if (f.op === 'hello') {
-      this.deliver({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u-bench', tenant: 'demo', heartbeat_ms: 25000 });
-    } else if (f.op === 'join') {
-      this.deliver({ op: 'joined', rid: f.rid, ch: f.ch, seq: 0, recovered: true });
-    }
-  }
-  deliver(obj) {
-    queueMicrotask(() => this.onmessage?.({ data: JSON.stringify(obj) }));
-  }
-  close() {
-    this.readyState = 3;
-  }
-}
-
 async function run(batch) {
-  const client = new ParleyClient({ url: 'ws://bench.invalid/v1/ws', token: 't', WebSocket: ReplaySocket });
+  const net = scriptedServer();
+  const client = new ParleyClient({ url: 'ws://bench.invalid/v1/ws', token: 't', WebSocket: net.WebSocket });
   const ch = client.channel(CH);
   let count = 0;
   let lastSeq = 0;
@@ -75,7 +52,7 @@ async function run(batch) {
     sum += m.body.i;
   });
   await ch.join();
-  const sock = ReplaySocket.last;
+  const sock = net.sock;
   const warm = Math.min(20000, MSGS);
   for (const data of frames(1, warm, batch)) sock.onmessage({ data });
   const timed = frames(warm + 1, MSGS, batch); // encoded before the clock starts

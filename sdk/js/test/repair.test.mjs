@@ -1,54 +1,18 @@
-// Gap repair against a scripted server (a WebSocket stand-in whose frames the
-// test writes, in the order the test chooses), for the orders a real server
+// Gap repair against a scripted server (support/scripted_server.mjs: a
+// WebSocket stand-in whose frames the test writes, in the order it chooses), for the orders a real server
 // produces only by chance: a history page answered after earlier seqs have
 // arrived meanwhile, and a page that starts late and reaches past the first
 // held seq. Only what neither the page nor the held messages cover is a gap.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ParleyClient } from '../src/index.js';
+import { scriptedServer } from './support/scripted_server.mjs';
 
 const CH = 'chat:repair';
 
-// The stand-in: answers hello and join at once; every other request waits in
-// `requests` for the test to answer with reply().
 function scripted() {
-  const net = { sock: null, requests: [], waiters: [] };
-  class ScriptedSocket {
-    constructor() {
-      this.readyState = 0;
-      net.sock = this;
-      queueMicrotask(() => {
-        this.readyState = 1;
-        this.onopen?.({});
-      });
-    }
-    send(text) {
-      const f = JSON.parse(text);
-      if (f.op === 'hello') return this.push({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u', tenant: 'demo', heartbeat_ms: 25000 });
-      if (f.op === 'join') return this.push({ op: 'joined', rid: f.rid, ch: f.ch, seq: 3, recovered: true });
-      net.requests.push(f);
-      for (const w of net.waiters.splice(0)) w();
-    }
-    push(obj) {
-      queueMicrotask(() => this.onmessage?.({ data: JSON.stringify(obj) }));
-    }
-    close() {
-      this.readyState = 3;
-    }
-  }
-  net.WebSocket = ScriptedSocket;
+  const net = scriptedServer({ joinedSeq: 3 });
   net.msg = (seq) => ({ op: 'msg', ch: CH, seq, from: 'p', id: `m${seq}`, ts: 1, body: { seq } });
-  net.request = async (ms = 3000) => {
-    const deadline = Date.now() + ms;
-    while (!net.requests.length) {
-      if (Date.now() > deadline) throw new Error('the client sent no request');
-      await new Promise((r) => {
-        net.waiters.push(r);
-        setTimeout(r, 50);
-      });
-    }
-    return net.requests.shift();
-  };
   return net;
 }
 

@@ -1,0 +1,52 @@
+// A scripted server behind a WebSocket stand-in (passed as the client's
+// `WebSocket` option): it answers hello with welcome and join with joined
+// (`joinedSeq`) at once; every other request waits in `requests` for the
+// caller, which writes whatever server frames it chooses, in any order, with
+// push(). For the orders a real server produces only by chance (sdk/js
+// tests) and for feeding frames without a network (sdk/js/bench).
+export function scriptedServer({ joinedSeq = 0 } = {}) {
+  const net = { sock: null, requests: [], waiters: [] };
+  class ScriptedSocket {
+    constructor() {
+      this.readyState = 0;
+      net.sock = this;
+      queueMicrotask(() => {
+        this.readyState = 1;
+        this.onopen?.({});
+      });
+    }
+
+    send(text) {
+      const f = JSON.parse(text);
+      if (f.op === 'hello') {
+        return this.push({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u', tenant: 'demo', heartbeat_ms: 25000 });
+      }
+      if (f.op === 'join') return this.push({ op: 'joined', rid: f.rid, ch: f.ch, seq: joinedSeq, recovered: true });
+      net.requests.push(f);
+      for (const w of net.waiters.splice(0)) w();
+    }
+
+    /** Delivers a server frame (an object or an array of them) on the next microtask. */
+    push(frame) {
+      queueMicrotask(() => this.onmessage?.({ data: JSON.stringify(frame) }));
+    }
+
+    close() {
+      this.readyState = 3;
+    }
+  }
+  net.WebSocket = ScriptedSocket;
+  /** The next request the client sent (other than hello and join), within `ms`. */
+  net.request = async (ms = 3000) => {
+    const deadline = Date.now() + ms;
+    while (!net.requests.length) {
+      if (Date.now() > deadline) throw new Error('the client sent no request');
+      await new Promise((r) => {
+        net.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+    return net.requests.shift();
+  };
+  return net;
+}
