@@ -22,6 +22,12 @@ struct ChannelTest : ::testing::Test {
     ch.on_reset([this](const Reset& r) { resets.push_back(r); });
     ch.on_joined([this](const Joined& j) { joins.push_back(j); });
   }
+  // Joined (first join, first connection) at the channel's seq `seq`.
+  void joined_at(int64_t seq) {
+    ch.join();
+    h.welcome();
+    h.joined("chat:a", seq);
+  }
   void reconnect() {
     h.t->drop();
     h.poll();
@@ -60,9 +66,7 @@ TEST_F(ChannelTest, JoinConnectsAndStartsAtTheLatestMessage) {
 }
 
 TEST_F(ChannelTest, RejoinsWithSinceAndDropsWhatWasDelivered) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 10);
+  joined_at(10);
   deliver(11, 15);
   reconnect();
   auto join = h.t->sent("join");
@@ -85,9 +89,7 @@ TEST_F(ChannelTest, JoinSinceGivenByTheApplication) {
 }
 
 TEST_F(ChannelTest, AHoleIsFilledFromHistoryBeforeAnythingNewer) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 10);
+  joined_at(10);
   deliver(11, 11);
   deliver(15, 16);  // 12..14 missing
   EXPECT_EQ(seqs, range(11, 11));
@@ -104,9 +106,7 @@ TEST_F(ChannelTest, AHoleIsFilledFromHistoryBeforeAnythingNewer) {
 }
 
 TEST_F(ChannelTest, WhatHistoryNoLongerHasIsReportedOnceAsAGap) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 10);
+  joined_at(10);
   reconnect();
   h.joined("chat:a", 5000, false);
   deliver(4001, 4002);  // the server sent only its newest; 11..4000 are older
@@ -126,9 +126,7 @@ TEST_F(ChannelTest, WhatHistoryNoLongerHasIsReportedOnceAsAGap) {
 }
 
 TEST_F(ChannelTest, ALogThatStartedOverIsAReset) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   deliver(1, 7);
   reconnect();
   h.joined("chat:a", 2, false);  // a non-durable namespace after a restart
@@ -175,9 +173,7 @@ TEST_F(ChannelTest, PublishesWaitForTheJoinAndGoOneAtATime) {
 }
 
 TEST_F(ChannelTest, APublishInFlightIsResentWithItsIdAfterADrop) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   std::vector<Ack> acks;
   ch.publish({{"x", 1}}, [&](const Result<Ack>& r) { acks.push_back(r.value()); });
   const std::string id = h.t->sent("pub").at(0)["id"];
@@ -195,9 +191,7 @@ TEST_F(ChannelTest, APublishInFlightIsResentWithItsIdAfterADrop) {
 }
 
 TEST_F(ChannelTest, RateLimitedPublishIsRetriedAfterRetryMsAndOtherErrorsFail) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   std::vector<Retry> retries;
   h.client->on_retry([&](const Retry& r) { retries.push_back(r); });
   Result<Ack> a = Error{"none", ""}, b = Error{"none", ""};
@@ -228,9 +222,7 @@ TEST_F(ChannelTest, RateLimitedPublishIsRetriedAfterRetryMsAndOtherErrorsFail) {
 }
 
 TEST_F(ChannelTest, APublishNotAcknowledgedInTimeFails) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   Result<Ack> a = Error{"none", ""};
   ch.publish({{"n", 1}}, [&](const Result<Ack>& r) { a = r; });
   h.advance(60000);
@@ -261,9 +253,7 @@ TEST_F(ChannelTest, StateIsLatestWinsAndResentAfterARejoin) {
 }
 
 TEST_F(ChannelTest, ARateLimitedStateSendsTheNewestBodyOnceAllowed) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   ch.set_state("pos", {{"x", 1}});
   auto st = h.t->sent("state");
   h.t->frame({{"op", "error"}, {"rid", st[0]["rid"]}, {"code", "rate_limited"}, {"retry_ms", 100}});
@@ -310,9 +300,7 @@ TEST_F(ChannelTest, PresenceKeepsTheMemberList) {
 }
 
 TEST_F(ChannelTest, LeaveStopsRejoiningAndFailsQueuedPublishes) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   Result<Ack> a = Error{"none", ""};
   ch.publish({{"n", 1}}, [&](const Result<Ack>& r) { a = r; });
   ch.leave();
@@ -339,9 +327,7 @@ TEST_F(ChannelTest, AForbiddenJoinIsFinal) {
 }
 
 TEST_F(ChannelTest, HostileMessagesAreIgnored) {
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
+  joined_at(0);
   h.t->frame({{"op", "msg"}, {"ch", "chat:a"}, {"seq", "1"}, {"body", 1}});
   h.t->frame({{"op", "msg"}, {"ch", "chat:a"}, {"seq", -4}});
   h.t->frame({{"op", "msg"}, {"ch", "chat:a"}, {"seq", 1.5}});

@@ -25,7 +25,7 @@ class FailedSession final : public detail::Session {
   }
   void send(std::string, bool) override {}
   void close(int, std::string_view) override {}
-  void abort() override {}
+  void shutdown() override {}
 
  private:
   net::io_context& io_;

@@ -25,7 +25,10 @@ class Session : public std::enable_shared_from_this<Session> {
   /// A clean close where the protocol has one; no handler calls after it.
   virtual void close(int code, std::string_view reason) = 0;
   /// The client is gone without close(): drop the socket now.
-  virtual void abort() = 0;
+  void abort() {
+    dead_ = true;
+    shutdown();
+  }
 
   void detach() { handler_ = nullptr; }
 
@@ -37,6 +40,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void report_frame(std::string_view bytes) {
     if (handler_) handler_->on_frame(bytes);
   }
+  /// Closes the socket (and cancels what is pending on it); idempotent.
+  virtual void shutdown() = 0;
+  /// The connection ended: the socket goes, the client hears it once.
+  void fail(int code, std::string_view reason) {
+    if (dead_) return;
+    dead_ = true;
+    shutdown();
+    report_closed(code, reason);
+  }
   void report_closed(int code, std::string_view reason) {
     ConnectionHandler* h = handler_;
     handler_ = nullptr;
@@ -45,6 +57,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   ConnectionHandler* handler_;
   ConnectOptions options_;
+  bool dead_ = false;  // nothing more is read, written or reported
 };
 
 /// The Connection the client holds. Destroying it without close() aborts.

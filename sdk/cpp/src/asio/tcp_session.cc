@@ -51,26 +51,14 @@ class TcpSession final : public Session {
     write_next();
   }
 
-  void abort() override {
-    dead_ = true;
-    shutdown();
-  }
-
  private:
   std::shared_ptr<TcpSession> me() { return std::static_pointer_cast<TcpSession>(shared_from_this()); }
 
-  void shutdown() {
+  void shutdown() override {
     error_code ec;
     resolver_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
-  }
-
-  void fail(int code, std::string_view reason) {
-    if (dead_) return;
-    dead_ = true;
-    shutdown();
-    report_closed(code, reason);
   }
 
   void on_resolve(error_code ec, tcp::resolver::results_type results) {
@@ -160,7 +148,6 @@ class TcpSession final : public Session {
   std::size_t writing_bytes_ = 0;
   std::string where_;
   bool open_ = false;
-  bool dead_ = false;
   bool closing_ = false;
 };
 

@@ -48,25 +48,13 @@ class WsSession final : public Session {
                     [self = me()](beast::error_code) { self->shutdown(); });
   }
 
-  void abort() override {
-    dead_ = true;
-    shutdown();
-  }
-
  private:
   std::shared_ptr<WsSession> me() { return std::static_pointer_cast<WsSession>(shared_from_this()); }
 
-  void shutdown() {
+  void shutdown() override {
     beast::error_code ec;
     resolver_.cancel();
     beast::get_lowest_layer(ws_).socket().close(ec);
-  }
-
-  void fail(int code, std::string_view reason) {
-    if (dead_) return;
-    dead_ = true;
-    shutdown();
-    report_closed(code, reason);
   }
 
   void fail_with_reason() {
@@ -159,7 +147,6 @@ class WsSession final : public Session {
   std::string path_;
   bool open_ = false;
   bool writing_ = false;
-  bool dead_ = false;
 };
 
 }  // namespace
