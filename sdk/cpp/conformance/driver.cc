@@ -9,7 +9,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <iostream>
 #include <memory>
@@ -22,8 +22,12 @@ namespace {
 
 using parley::Json;
 
+// Only the main thread writes stdout, one whole line per write.
 void emit(const Json& ev) {
-  std::cout << ev.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n' << std::flush;
+  std::string line = ev.dump(-1, ' ', false, Json::error_handler_t::replace);
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
 }
 
 class Lines {
@@ -218,7 +222,9 @@ class Driver {
 }  // namespace
 
 int main() {
-  std::ios::sync_with_stdio(false);
+  // std::cin is tied to std::cout: every read on the reader thread would
+  // flush cout from there, racing the main thread's writes (lines came out twice).
+  std::cin.tie(nullptr);
   Lines lines;
   lines.start();
   emit({{"ev", "ready"}, {"sdk", "cpp"}, {"version", parley::kVersion}});
