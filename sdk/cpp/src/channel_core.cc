@@ -280,7 +280,9 @@ void ChannelCore::hold(Message m) {
   if (m.seq <= last_seq_) return;
   const int64_t seq = m.seq;
   buffer_.emplace(seq, std::move(m));
-  if (buffer_.size() > kMaxRepairBuffer) buffer_.erase(buffer_.begin());
+  // Over the cap the newest goes: a later repair reads it from history again,
+  // where dropping the oldest would report seqs history still has as a gap.
+  if (buffer_.size() > kMaxRepairBuffer) buffer_.erase(std::prev(buffer_.end()));
 }
 
 // Fills the hole between the last delivered seq and the first held message
@@ -318,20 +320,23 @@ void ChannelCore::on_repair_page(Result<std::vector<Message>> page, uint64_t gen
     repairing_ = false;
     return;
   }
-  if (buffer_.empty()) return repair_step();
-  const int64_t first = buffer_.begin()->first;
+  // The page joins what is held (all of it: a page that starts late can reach
+  // past the first held seq), and what is held may have gained earlier seqs
+  // while the page was read (a resume after a reconnect): only what neither
+  // holds is a gap.
   std::vector<Message> msgs;
   if (page.ok()) msgs = std::move(page.value());
-  const int64_t oldest = msgs.empty() ? first : msgs.front().seq;
-  if (oldest > last_seq_ + 1) {
-    const int64_t to = std::min(oldest, first) - 1;
-    client_.emit([this, g = Gap{name_, last_seq_ + 1, to}] {
+  const int64_t oldest = msgs.empty() ? INT64_MAX : msgs.front().seq;
+  for (auto& h : msgs) hold(std::move(h));
+  const int64_t next = last_seq_ + 1;
+  const int64_t held = buffer_.empty() ? next : buffer_.begin()->first;
+  if (held > next) {
+    // History answered from a later seq, or with nothing after ours.
+    const int64_t to = std::min(oldest, held) - 1;
+    client_.emit([this, g = Gap{name_, next, to}] {
       if (on_gap) on_gap(g);
     });
     last_seq_ = to;
-  }
-  for (auto& h : msgs) {
-    if (h.seq == last_seq_ + 1 && h.seq < first) deliver(h);
   }
   repair_step();
 }

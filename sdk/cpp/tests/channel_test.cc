@@ -125,6 +125,46 @@ TEST_F(ChannelTest, WhatHistoryNoLongerHasIsReportedOnceAsAGap) {
   EXPECT_EQ(seqs, range(3990, 4002));
 }
 
+TEST_F(ChannelTest, APageThatStartsLateJoinsWhatIsHeld) {
+  joined_at(10);
+  deliver(15, 15);
+  deliver(20, 20);
+  auto hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(hist[0]["limit"], 4);
+  // History was trimmed to 13: the page runs past the first held seq.
+  Json msgs = Json::array();
+  for (int s = 13; s <= 16; s++) msgs.push_back(Harness::msg("chat:a", s));
+  h.t->frame({{"op", "history"}, {"rid", hist[0]["rid"]}, {"ch", "chat:a"}, {"msgs", msgs}});
+  h.poll();
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].from, 11);
+  EXPECT_EQ(gaps[0].to, 12);
+  EXPECT_EQ(seqs, range(13, 16)) << "16 came with the page: it is delivered, not asked for again";
+  hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 2u);
+  EXPECT_EQ(hist[1]["after"], 16);
+  EXPECT_EQ(hist[1]["limit"], 3);
+  msgs = Json::array();
+  for (int s = 17; s <= 19; s++) msgs.push_back(Harness::msg("chat:a", s));
+  h.t->frame({{"op", "history"}, {"rid", hist[1]["rid"]}, {"ch", "chat:a"}, {"msgs", msgs}});
+  h.poll();
+  EXPECT_EQ(seqs, range(13, 20));
+  EXPECT_EQ(gaps.size(), 1u);
+}
+
+TEST_F(ChannelTest, WhatArrivesWhileAPageIsReadIsNoGap) {
+  joined_at(10);
+  deliver(15, 15);
+  auto hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 1u);
+  deliver(11, 14);  // e.g. a resume: held behind the repair
+  h.t->frame({{"op", "history"}, {"rid", hist[0]["rid"]}, {"ch", "chat:a"}, {"msgs", Json::array()}});
+  h.poll();
+  EXPECT_TRUE(gaps.empty());
+  EXPECT_EQ(seqs, range(11, 15));
+}
+
 TEST_F(ChannelTest, ALogThatStartedOverIsAReset) {
   joined_at(0);
   deliver(1, 7);
