@@ -54,12 +54,14 @@ constexpr uint32_t kTickMs = 20;
 class NullConnection final : public net::Connection {
  public:
   NullConnection(boost::asio::io_context& io, metrics::ThreadMetrics& m)
-      : Connection(io.get_executor(), 0, m) {}
+      : Connection(0, m), exec_(io.get_executor()) {}
   net::Transport transport() const override { return net::Transport::kWebSocket; }
   uint64_t bytes_written = 0;
 
  private:
   void start_reading() override {}
+  boost::asio::any_io_executor executor() override { return exec_; }
+  boost::asio::any_io_executor exec_;
   size_t frame_header(const net::OutFrame&, uint8_t*) const override { return 0; }
   ssize_t write_some(const struct iovec* iov, int count) override {
     ssize_t n = 0;

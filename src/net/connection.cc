@@ -72,7 +72,7 @@ void Connection::refuse(Refusal why) {
 void Connection::start(std::shared_ptr<ConnectionHandler> handler) {
   handler_ = std::move(handler);
   if (ticket_) {
-    ticket_.on_shed([weak = weak_from_this(), exec = exec_] {
+    ticket_.on_shed([weak = weak_from_this(), exec = executor()] {
       boost::asio::post(exec, [weak] {
         auto self = weak.lock();
         if (!self || self->authenticated_ || self->finished_) return;
@@ -157,8 +157,21 @@ bool Connection::write_direct(OutFrame& frame) {
   return true;
 }
 
+void Connection::heartbeat() {
+  if (queue_.empty() && queue_.capacity() > 0) std::vector<OutFrame>().swap(queue_);
+  if (closing()) return;
+  ++unanswered_pings_;
+  on_heartbeat();
+}
+
 void Connection::send_unbounded(OutFrame&& frame) {
   if (finished_) return;
+  // Nothing queued (a ping, a pong): straight to the socket, as send() does.
+  if (head_ == queue_.size() && !waiting_writable_ && !flushing_ && !broken_ &&
+      frame.parts().size() <= OutFrame::kMaxParts) {
+    write_direct(frame);
+    return;
+  }
   enqueue(std::move(frame));
   flush();
 }
@@ -177,7 +190,7 @@ void Connection::enqueue(OutFrame&& frame) {
 void Connection::when_backfill_drained(std::function<void()> fn) {
   if (finished_) return;
   if (backfill_bytes_ == 0) {
-    boost::asio::post(exec_, std::move(fn));
+    boost::asio::post(executor(), std::move(fn));
     return;
   }
   backfill_drained_ = std::move(fn);
@@ -190,7 +203,7 @@ void Connection::written(OutFrame& frame, int64_t now_ns) {
     backfill_bytes_ -= n;
     if (backfill_bytes_ == 0 && backfill_drained_) {
       // Posted: the hook sends, and this runs inside the write loop.
-      boost::asio::post(exec_, std::move(backfill_drained_));
+      boost::asio::post(executor(), std::move(backfill_drained_));
       backfill_drained_ = nullptr;
     }
   }
@@ -213,16 +226,16 @@ void Connection::send_last_and_close(OutFrame last, int code, std::string reason
 void Connection::close(int code, std::string reason) {
   if (closing()) return;
   close_requested_ = true;
-  close_code_ = code;
-  close_reason_ = std::move(reason);
+  closing_ = std::make_unique<Closing>(executor());
+  closing_->code = code;
+  closing_->reason = std::move(reason);
   arm_close_deadline();
   flush();
 }
 
 void Connection::arm_close_deadline() {
-  close_deadline_ = std::make_unique<boost::asio::steady_timer>(exec_);
-  close_deadline_->expires_after(std::chrono::milliseconds(kCloseTimeoutMs));
-  close_deadline_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  closing_->deadline.expires_after(std::chrono::milliseconds(kCloseTimeoutMs));
+  closing_->deadline.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->finished_) return;
     self->abort();
   });
@@ -238,7 +251,7 @@ void Connection::flush() {
     if (!close_requested_ || close_written_) break;
     if (!close_started_) {
       close_started_ = true;
-      close_transport(close_code_, close_reason_);
+      close_transport(closing_->code, closing_->reason);
       if (finished_) break;
       continue;  // write what the transport queued
     }
@@ -289,7 +302,7 @@ bool Connection::write_queued() {
       // from the loop, never from inside send().
       broken_ = true;
       abort_transport();
-      boost::asio::post(exec_, [self = shared_from_this()] { self->finish(); });
+      boost::asio::post(executor(), [self = shared_from_this()] { self->finish(); });
       return false;
     }
     const int64_t now = steady_ns();
@@ -364,7 +377,7 @@ void Connection::finish() {
   finished_ = true;
   ticket_.release();
   release_preauth();
-  if (close_deadline_) close_deadline_->cancel();
+  if (closing_) closing_->deadline.cancel();
   backfill_drained_ = nullptr;  // it holds the session, which holds this
   drop_queued(head_);  // never to be written; frees the shared tick buffers now
   queue_.clear();

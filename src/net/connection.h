@@ -47,8 +47,7 @@ enum class Transport { kWebSocket, kTcp, kUnix };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(boost::asio::any_io_executor exec, unsigned loop, metrics::ThreadMetrics& metrics)
-      : exec_(std::move(exec)), loop_(loop), metrics_(metrics) {}
+  Connection(unsigned loop, metrics::ThreadMetrics& metrics) : loop_(loop), metrics_(metrics) {}
   virtual ~Connection();
 
   // Installs the handler and starts reading.
@@ -93,10 +92,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void hold_preauth(PreauthTicket ticket) { ticket_ = std::move(ticket); }
 
   // Heartbeat: counts a period without news from the peer (any frame, or a
-  // WebSocket pong, resets it); WebSocket also sends a ping.
-  virtual void heartbeat() {
-    if (!closing()) ++unanswered_pings_;
-  }
+  // WebSocket pong, resets it); WebSocket also sends a ping. A connection
+  // whose queue is empty gives its slots back here: the array corked sends
+  // grew is kept between frames, not through an idle period.
+  void heartbeat();
   int unanswered_pings() const { return unanswered_pings_; }
 
   // Backfill bytes queued (join backfill, history replies), and a one-shot hook
@@ -116,6 +115,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  protected:
   virtual void start_reading() = 0;
+  // The socket's executor (posts, the close deadline).
+  virtual boost::asio::any_io_executor executor() = 0;
+  // What the transport adds to a heartbeat (a WebSocket ping).
+  virtual void on_heartbeat() {}
   // The transport's framing in front of a frame's bytes (a WebSocket header,
   // a length prefix); at most OutFrame::kMaxHeader bytes.
   virtual size_t frame_header(const OutFrame& frame, uint8_t* out) const = 0;
@@ -160,11 +163,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool close_started() const { return close_started_; }
   bool finished() const { return finished_; }
 
-  boost::asio::any_io_executor exec_;
   unsigned loop_;
+  int unanswered_pings_ = 0;
   metrics::ThreadMetrics& metrics_;
   std::string origin_;
-  int unanswered_pings_ = 0;
 
  private:
   void enqueue(OutFrame&& frame);
@@ -183,8 +185,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void release_preauth();
 
+  // What only a closing connection needs.
+  struct Closing {
+    explicit Closing(const boost::asio::any_io_executor& exec) : deadline(exec) {}
+    int code = 1000;
+    std::string reason;
+    boost::asio::steady_timer deadline;
+  };
+
   std::shared_ptr<ConnectionHandler> handler_;
-  bool authenticated_ = false;
   size_t preauth_charged_ = 0;  // bytes this connection has charged to the PreauthBudget
   PreauthTicket ticket_;        // until authenticated
   // A vector with a moving head: a deque would allocate ~600 bytes per idle
@@ -197,6 +206,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t backfill_bytes_ = 0;  // of which backfill frames
   std::function<void()> backfill_drained_;
   uint64_t queue_cap_ = 4ull << 20;
+  bool authenticated_ = false;
   bool waiting_writable_ = false;
   bool flushing_ = false;
   bool close_requested_ = false;
@@ -204,9 +214,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool close_written_ = false;
   bool finished_ = false;
   bool broken_ = false;  // a send failed: finish() is posted
-  int close_code_ = 1000;
-  std::string close_reason_;
-  std::unique_ptr<boost::asio::steady_timer> close_deadline_;  // only while closing
+  std::unique_ptr<Closing> closing_;  // from close() on
 };
 
 // How long a graceful close may take before the socket is dropped.

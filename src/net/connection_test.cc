@@ -25,7 +25,7 @@ class RecordingHandler final : public ConnectionHandler {
 class ScriptedConnection final : public Connection {
  public:
   ScriptedConnection(boost::asio::io_context& io, metrics::ThreadMetrics& m)
-      : Connection(io.get_executor(), 0, m) {}
+      : Connection(0, m), exec_(io.get_executor()) {}
   Transport transport() const override { return Transport::kTcp; }
 
   size_t accept = SIZE_MAX;
@@ -39,6 +39,8 @@ class ScriptedConnection final : public Connection {
 
  private:
   void start_reading() override {}
+  boost::asio::any_io_executor executor() override { return exec_; }
+  boost::asio::any_io_executor exec_;
   size_t frame_header(const OutFrame& f, uint8_t* out) const override {
     out[0] = static_cast<uint8_t>('0' + f.bytes());  // one byte: enough to check framing
     return 1;

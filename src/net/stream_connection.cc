@@ -18,7 +18,7 @@ template <typename Socket>
 StreamConnection<Socket>::StreamConnection(Socket socket, unsigned loop,
                                            metrics::ThreadMetrics& metrics, size_t max_frame_bytes,
                                            Transport transport, std::shared_ptr<TlsContext> tls)
-    : Connection(socket.get_executor(), loop, metrics),
+    : Connection(loop, metrics),
       socket_(std::move(socket)),
       tls_(tls ? std::make_unique<TlsSession>(*tls) : nullptr),
       reader_(max_frame_bytes),
@@ -112,7 +112,7 @@ void StreamConnection<Socket>::on_tls_readable() {
   if (finished()) return;
   if (reader_.failed()) return read_next();
   auto self = std::static_pointer_cast<StreamConnection>(shared_from_this());
-  boost::asio::post(exec_, [self] {
+  boost::asio::post(socket_.get_executor(), [self] {
     if (!self->finished()) self->on_tls_readable();
   });
 }

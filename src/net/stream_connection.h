@@ -27,6 +27,7 @@ class StreamConnection final : public Connection {
 
  private:
   void start_reading() override;
+  boost::asio::any_io_executor executor() override { return socket_.get_executor(); }
   size_t frame_header(const OutFrame& frame, uint8_t* out) const override;
   int native_fd() override { return socket_.native_handle(); }
   void wait_writable() override;

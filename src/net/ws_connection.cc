@@ -26,7 +26,7 @@ WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
                            metrics::ThreadMetrics& metrics, size_t max_message_bytes,
                            std::string origin, std::string early,
                            std::unique_ptr<TlsSession> tls)
-    : Connection(socket.get_executor(), loop, metrics),
+    : Connection(loop, metrics),
       socket_(std::move(socket)),
       tls_(std::move(tls)),
       reader_(max_message_bytes),
@@ -111,7 +111,7 @@ void WsConnection::on_readable() {
     }
     if (tls_ && round + 1 == kReadsPerWake) {
       auto self = std::static_pointer_cast<WsConnection>(shared_from_this());
-      boost::asio::post(exec_, [self] {
+      boost::asio::post(socket_.get_executor(), [self] {
         if (!self->finished()) self->on_readable();
       });
       return;
@@ -158,11 +158,7 @@ void WsConnection::wait_writable() {
                      [self](boost::system::error_code ec) { self->on_writable(!ec); });
 }
 
-void WsConnection::heartbeat() {
-  if (closing()) return;
-  ++unanswered_pings_;
-  send_control(ws::kPing, {});
-}
+void WsConnection::on_heartbeat() { send_control(ws::kPing, {}); }
 
 void WsConnection::close_transport(int code, const std::string& reason) {
   OutFrame f(code == 1005 ? std::string() : ws::close_payload(code, reason));

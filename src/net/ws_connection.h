@@ -28,11 +28,12 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
                size_t max_message_bytes, std::string origin, std::string early = {},
                std::unique_ptr<TlsSession> tls = nullptr);
 
-  void heartbeat() override;
   Transport transport() const override { return Transport::kWebSocket; }
 
  private:
   void start_reading() override;
+  boost::asio::any_io_executor executor() override { return socket_.get_executor(); }
+  void on_heartbeat() override;
   size_t frame_header(const OutFrame& frame, uint8_t* out) const override;
   int native_fd() override { return socket_.native_handle(); }
   void wait_writable() override;

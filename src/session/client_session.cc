@@ -26,7 +26,6 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
     : gw_(gw),
       conn_(std::move(conn)),
       conn_id_(conn_id),
-      conn_name_(hub::connection_name(conn_id)),
       hello_deadline_ms_(hello_deadline_ms) {}
 
 void ClientSession::send(net::OutFrame&& frame) {
@@ -180,7 +179,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
   EmitRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
-  req.from = user_;
+  req.from = claims_.sub;
   req.events = std::move(op.events);
   req.arrived_ns = arrived_ns;
   req.reply_loop = loop();
@@ -200,9 +199,7 @@ void ClientSession::on_tail(protocol::ClientOp& op) {
   if (op.p && *op.p >= tenant_->config().topic(op.topic)->partitions) {
     return fail(op.rid, ErrorCode::kNotFound, "unknown partition");
   }
-  if (std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
-    topics_.push_back(op.topic);
-  }
+  if (!tails(op.topic)) rare().topics.push_back(op.topic);
   TailRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
@@ -225,9 +222,7 @@ void ClientSession::on_tail(protocol::ClientOp& op) {
 }
 
 void ClientSession::on_consume(protocol::ClientOp& op) {
-  if (std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
-    topics_.push_back(op.topic);
-  }
+  if (!tails(op.topic)) rare().topics.push_back(op.topic);
   ConsumeRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
@@ -312,18 +307,20 @@ void ClientSession::watch_board(const std::string& ch) {
   if (!gw_.events()) return;
   auto b = board_of(ch);
   if (!b) return;
-  boards_.push_back(*b);
+  rare().boards.push_back(*b);
   gw_.events()->watch_board(&tenant_->config(), b->first, b->second,
-                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, user_);
+                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, claims_.sub);
 }
 
 void ClientSession::unwatch_board(const std::string& ch) {
   if (!gw_.events()) return;
   auto b = board_of(ch);
   if (!b) return;
-  auto it = std::find(boards_.begin(), boards_.end(), *b);
-  if (it == boards_.end()) return;
-  boards_.erase(it);
+  if (!rare_) return;
+  auto& boards = rare_->boards;
+  auto it = std::find(boards.begin(), boards.end(), *b);
+  if (it == boards.end()) return;
+  boards.erase(it);
   gw_.events()->unwatch_board(&tenant_->config(), b->first, b->second, conn_id_);
 }
 
@@ -345,12 +342,20 @@ void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
   gw_.hub().fanout(loop()).cork(shared_from_this());
 }
 
+bool ClientSession::tails(const std::string& topic) const {
+  if (!rare_) return false;
+  const auto& topics = rare_->topics;
+  return std::find(topics.begin(), topics.end(), topic) != topics.end();
+}
+
 void ClientSession::after_backfill(std::function<void()> fn) {
-  backfill_waiters_.push_back(std::move(fn));
-  if (backfill_waiters_.size() > 1) return;  // the hook is set already
+  auto& waiters = rare().backfill_waiters;
+  waiters.push_back(std::move(fn));
+  if (waiters.size() > 1) return;  // the hook is set already
   conn_->when_backfill_drained([self = shared_from_this()] {
-    auto waiting = std::move(self->backfill_waiters_);
-    self->backfill_waiters_.clear();
+    if (!self->rare_) return;  // closed since: on_closed dropped the waiters
+    auto waiting = std::move(self->rare_->backfill_waiters);
+    self->rare_->backfill_waiters.clear();
     for (auto& fn : waiting) fn();
   });
 }
@@ -427,11 +432,10 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   }
   tenant_ = t;
   claims_ = std::move(*claims);
-  user_ = claims_.sub;
   apply_tenant_limits();
   gw_.on_authenticated(*this);
   std::string out;
-  protocol::encode_welcome(out, op.rid, conn_name_, user_, t->id,
+  protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), claims_.sub, t->id,
                            static_cast<int>(gw_.options().heartbeat_ms));
   reply(std::move(out));
 }
@@ -526,7 +530,7 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
       self->reply(std::move(out));
     };
     // Nothing to end on a topic it never tailed or consumed (or an unknown one).
-    if (!gw_.events() || std::find(topics_.begin(), topics_.end(), op.topic) == topics_.end()) {
+    if (!gw_.events() || !tails(op.topic)) {
       return answer();
     }
     return gw_.events()->leave(&tenant_->config(), op.topic, op.group, conn_id_, loop(),
@@ -568,7 +572,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   hub::PublishRequest req;
   req.tenant = &tenant_->config();
   req.ch = op.ch;
-  req.from = user_;
+  req.from = claims_.sub;
   req.conn = conn_id_;
   req.id = op.id;
   req.body = std::move(op.body);
@@ -595,7 +599,7 @@ void ClientSession::on_state(protocol::ClientOp& op) {
   if (cfg.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
     forward_upstream(hub::UpstreamEventType::kState, kForwardState, op.ch, op.key, op.body);
   }
-  gw_.hub().state(hub::StateRequest{&cfg, op.ch, user_, conn_id_, std::move(op.key),
+  gw_.hub().state(hub::StateRequest{&cfg, op.ch, claims_.sub, conn_id_, std::move(op.key),
                                     std::move(op.body), op.pos});
 }
 
@@ -621,7 +625,7 @@ void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit
   ev.tenant = &cfg;
   ev.ns = &ns;
   ev.ch = ch;
-  ev.user = user_;
+  ev.user = claims_.sub;
   ev.conn = conn_id_;
   ev.ts_ms = wall_ms();
   ev.key = std::move(key);
@@ -648,11 +652,12 @@ void ClientSession::on_history(protocol::ClientOp& op) {
   }
   PendingHistory h{std::move(op.rid), std::move(op.ch), op.after, op.before, op.limit};
   if (!history_busy_) return start_history(std::move(h));
-  if (history_queue_.size() >= kMaxQueuedHistory) {
+  auto& queue = rare().history_queue;
+  if (queue.size() >= kMaxQueuedHistory) {
     return reply_error(h.rid, Error{ErrorCode::kBackpressure,
                                     "too many history requests in flight", kHistoryRetryMs});
   }
-  history_queue_.push_back(std::move(h));
+  queue.push_back(std::move(h));
 }
 
 void ClientSession::start_history(PendingHistory h) {
@@ -697,9 +702,9 @@ void ClientSession::send_history_reply(std::string frame) {
   f.backfill = true;  // counted against the backfill allowance, not the live cap
   send(std::move(f));
   history_busy_ = false;
-  if (!history_queue_.empty()) {
-    PendingHistory next = std::move(history_queue_.front());
-    history_queue_.pop_front();
+  if (rare_ && !rare_->history_queue.empty()) {
+    PendingHistory next = std::move(rare_->history_queue.front());
+    rare_->history_queue.pop_front();
     start_history(std::move(next));
   }
 }
@@ -712,14 +717,15 @@ void ClientSession::on_closed() {
       if (j.joined_once) forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, ch);
     }
     joined_.clear();  // each membership leaves its channel
-    history_queue_.clear();
-    backfill_waiters_.clear();
-    if (gw_.events()) {
-      for (const auto& t : topics_) gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
-      for (const auto& [b, r] : boards_) gw_.events()->unwatch_board(&tenant_->config(), b, r, conn_id_);
+    if (rare_) {
+      if (gw_.events()) {
+        for (const auto& t : rare_->topics) gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
+        for (const auto& [b, r] : rare_->boards) {
+          gw_.events()->unwatch_board(&tenant_->config(), b, r, conn_id_);
+        }
+      }
+      rare_.reset();  // the queued history, the backfill waiters, topics and boards
     }
-    boards_.clear();
-    topics_.clear();
     tenant_->disconnect();
   }
   gw_.on_session_closed(*this);

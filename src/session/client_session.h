@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "auth/jwt.h"
@@ -43,7 +43,7 @@ class ClientSession final : public net::ConnectionHandler,
 
   // hub::Subscriber
   uint64_t conn_id() const override { return conn_id_; }
-  const std::string& user_id() const override { return user_; }
+  const std::string& user_id() const override { return claims_.sub; }
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
   void send(net::OutFrame&& frame) override;
@@ -124,28 +124,38 @@ class ClientSession final : public net::ConnectionHandler,
   Gateway& gw_;
   std::shared_ptr<net::Connection> conn_;
   uint64_t conn_id_;
-  std::string conn_name_;
   int64_t hello_deadline_ms_;
   TenantRuntime* tenant_ = nullptr;
   const TenantSnapshot* limits_of_ = nullptr;  // whose limits conn_ and conn_bucket_ have
-  std::string user_;
   auth::Claims claims_;
   auth::TokenBucket conn_bucket_;
-  std::unordered_map<std::string, Joined> joined_;
-  bool history_busy_ = false;
-  // A list: it allocates nothing while empty (nearly always), where a
-  // std::deque allocates ~480 bytes per connection on construction.
-  std::list<PendingHistory> history_queue_;
-  std::vector<std::function<void()>> backfill_waiters_;
-  // Topics this connection tails or consumes: told when it closes.
-  std::vector<std::string> topics_;
-  // Boards whose channel (lb:BOARD[:ROUND]) this connection joined: (board, round).
-  std::vector<std::pair<std::string, std::string>> boards_;
+  // A tree: an idle player's one channel costs its node alone, where an
+  // unordered_map adds a 13-bucket array (~100 B) at the first insert.
+  std::map<std::string, Joined, std::less<>> joined_;
+  // What only some connections use, allocated at the first use (and kept):
+  // an idle player's session carries one pointer for all of it.
+  struct Rare {
+    // `history` requests queued behind the one in flight. A list allocates
+    // nothing while empty, where a std::deque allocates ~480 B on construction.
+    std::list<PendingHistory> history_queue;
+    std::vector<std::function<void()>> backfill_waiters;
+    // Topics this connection tails or consumes: told when it closes.
+    std::vector<std::string> topics;
+    // Boards whose channel (lb:BOARD[:ROUND]) this connection joined: (board, round).
+    std::vector<std::pair<std::string, std::string>> boards;
+  };
+  Rare& rare() {
+    if (!rare_) rare_ = std::make_unique<Rare>();
+    return *rare_;
+  }
+  bool tails(const std::string& topic) const;
+  std::unique_ptr<Rare> rare_;
   // The (board, round) a channel name lb:BOARD[:ROUND] names, if BOARD is a
   // configured leaderboard of the tenant (ROUND only on a board with rounds).
   std::optional<std::pair<std::string, std::string>> board_of(const std::string& ch) const;
   void watch_board(const std::string& ch);
   void unwatch_board(const std::string& ch);
+  bool history_busy_ = false;
   bool closed_ = false;
 };
 
