@@ -40,6 +40,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -48,6 +49,10 @@
 namespace {
 
 constexpr const char* kControl = "/.powerloss";
+// This mount's "boot": a new random id per mount, read-only. The server reads it
+// instead of the kernel's boot id when PARLEY_BOOT_ID_PATH points here, so a
+// remount after a power loss is a reboot to it, as a real power loss is.
+constexpr const char* kBootId = "/.boot_id";
 
 struct FileUndo {
   int fd = -1;             // the backing inode, kept open so it can be restored after a rename or unlink
@@ -73,6 +78,7 @@ struct State {
   uint64_t trash_seq = 0;
   bool crashed = false;
   std::string report;           // what the power loss dropped
+  std::string boot_id;
 };
 
 State* g = nullptr;
@@ -207,10 +213,10 @@ void power_loss() {
   } while (0)
 
 int op_getattr(const char* path, struct stat* st, fuse_file_info*) {
-  if (std::strcmp(path, kControl) == 0) {
+  if (std::strcmp(path, kControl) == 0 || std::strcmp(path, kBootId) == 0) {
     std::memset(st, 0, sizeof *st);
     st->st_mode = S_IFREG | 0600;
-    st->st_size = static_cast<off_t>(g->report.size());
+    st->st_size = static_cast<off_t>(std::strcmp(path, kControl) == 0 ? g->report.size() : g->boot_id.size());
     st->st_nlink = 1;
     return 0;
   }
@@ -295,6 +301,8 @@ int op_chmod(const char* path, mode_t mode, fuse_file_info*) {
 }
 
 int op_truncate(const char* path, off_t size, fuse_file_info* fi) {
+  // Opening the switch for writing truncates it first: nothing to do.
+  if (std::strcmp(path, kControl) == 0) return 0;
   GUARD();
   int fd = fi ? static_cast<int>(fi->fh) : ::open(real(path).c_str(), O_RDWR);
   if (fd < 0) return fail();
@@ -313,7 +321,7 @@ int op_utimens(const char* path, const struct timespec tv[2], fuse_file_info*) {
 }
 
 int op_open(const char* path, fuse_file_info* fi) {
-  if (std::strcmp(path, kControl) == 0) {
+  if (std::strcmp(path, kControl) == 0 || std::strcmp(path, kBootId) == 0) {
     fi->fh = static_cast<uint64_t>(-1);
     fi->direct_io = 1;
     return 0;
@@ -352,10 +360,11 @@ int op_create(const char* path, mode_t mode, fuse_file_info* fi) {
 }
 
 int op_read(const char* path, char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  if (std::strcmp(path, kControl) == 0) {
-    if (off >= static_cast<off_t>(g->report.size())) return 0;
-    const size_t n = std::min(size, g->report.size() - static_cast<size_t>(off));
-    std::memcpy(buf, g->report.data() + off, n);
+  if (std::strcmp(path, kControl) == 0 || std::strcmp(path, kBootId) == 0) {
+    const std::string& text = std::strcmp(path, kControl) == 0 ? g->report : g->boot_id;
+    if (off >= static_cast<off_t>(text.size())) return 0;
+    const size_t n = std::min(size, text.size() - static_cast<size_t>(off));
+    std::memcpy(buf, text.data() + off, n);
     return static_cast<int>(n);
   }
   GUARD();
@@ -380,6 +389,7 @@ int op_statfs(const char*, struct statvfs* st) {
 }
 
 int op_release(const char*, fuse_file_info* fi) {
+  // The control files' handle is -1.
   if (fi->fh != static_cast<uint64_t>(-1)) ::close(static_cast<int>(fi->fh));
   return 0;
 }
@@ -433,6 +443,10 @@ int main(int argc, char** argv) {
   state.backing = std::filesystem::absolute(argv[1]).lexically_normal().string();
   if (!state.backing.empty() && state.backing.back() == '/') state.backing.pop_back();
   state.trash_dir = state.backing + ".trash";
+  std::random_device rd;
+  char id[40];
+  std::snprintf(id, sizeof id, "%08x-%08x\n", rd(), rd());
+  state.boot_id = id;
   remove_all(state.trash_dir);
   std::filesystem::create_directories(state.trash_dir);
 
