@@ -95,6 +95,15 @@ off_t file_size(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
 }
 
+// The store's largest table file ("" when it has none): the one holding the data.
+std::string biggest_table(const ServerProcess& s) {
+  std::string biggest;
+  for (const auto& t : store_files(s, ".sst")) {
+    if (biggest.empty() || file_size(t) > file_size(biggest)) biggest = t;
+  }
+  return biggest;
+}
+
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
@@ -210,12 +219,8 @@ TEST(CorruptionTest, ADamagedTableIsLoggedOncePerChannelAndCounted) {
   }
   server.terminate();  // a clean stop flushes everything into a table file
   ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
-  const auto tables = store_files(server, ".sst");
-  ASSERT_FALSE(tables.empty());
-  std::string biggest = tables.front();
-  for (const auto& t : tables) {
-    if (file_size(t) > file_size(biggest)) biggest = t;
-  }
+  const std::string biggest = biggest_table(server);
+  ASSERT_FALSE(biggest.empty());
   flip_bytes(biggest, file_size(biggest) / 3, 16);
 
   server.start();
@@ -267,12 +272,8 @@ TEST(CorruptionTest, ADamagedTableIsFoundAtStartWhileIntactChannelsGoOn) {
   EXPECT_EQ(http_request(server.http_port(), "GET", "/healthz").status, 200);
   server.terminate();  // flushed into one table file
   ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
-  const auto tables = store_files(server, ".sst");
-  ASSERT_FALSE(tables.empty());
-  std::string biggest = tables.front();
-  for (const auto& t : tables) {
-    if (file_size(t) > file_size(biggest)) biggest = t;
-  }
+  const std::string biggest = biggest_table(server);
+  ASSERT_FALSE(biggest.empty());
   const std::string name = std::filesystem::path(biggest).filename().string();
   flip_bytes(biggest, file_size(biggest) / 2, 16);
 

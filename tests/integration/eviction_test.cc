@@ -15,14 +15,7 @@
 namespace parley::testing {
 namespace {
 
-// The value of an unlabelled series in /metrics, or -1.
-int64_t metric(uint16_t port, const std::string& name) {
-  auto r = http_request(port, "GET", "/metrics");
-  const std::string key = "\n" + name + " ";
-  auto at = r.body.find(key);
-  if (at == std::string::npos) return -1;
-  return std::stoll(r.body.substr(at + key.size()));
-}
+int64_t metric(uint16_t port, const std::string& name) { return metric_value(port, name); }
 
 // Polls until pred() holds or `limit` passes.
 bool eventually(const std::function<bool()>& pred, std::chrono::seconds limit) {

@@ -59,14 +59,7 @@ class IdleSocket {
   bool ok_ = false;
 };
 
-// The value of one sample line of /metrics ("name" or "name{label=\"v\"}"), or -1.
-int64_t metric(uint16_t port, const std::string& series) {
-  auto r = http_request(port, "GET", "/metrics");
-  const std::string needle = "\n" + series + " ";
-  auto at = r.body.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(r.body.substr(at + needle.size()));
-}
+int64_t metric(uint16_t port, const std::string& series) { return metric_value(port, series); }
 
 // Waits (up to 2 s) until `series` reaches `want`: the accepts have reached
 // their loops. The last value seen.

@@ -35,14 +35,7 @@ std::string token(const std::string& user, const std::string& tenant) {
   return auth::mint_hs256(c, secret_of(tenant));
 }
 
-// The value of one sample line of /metrics ("name{labels} value"), or -1.
-int64_t metric(uint16_t port, const std::string& series) {
-  auto r = http_request(port, "GET", "/metrics");
-  const std::string needle = "\n" + series + " ";
-  auto at = r.body.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(r.body.substr(at + needle.size()));
-}
+int64_t metric(uint16_t port, const std::string& series) { return metric_value(port, series); }
 
 class LimitsTest : public SharedServerTest<LimitsTest> {
  public:

@@ -29,14 +29,7 @@ std::string length_prefix(uint32_t len) {
   return p;
 }
 
-// The value of one sample line of /metrics, or -1.
-int64_t metric(uint16_t port, const std::string& series) {
-  auto r = http_request(port, "GET", "/metrics");
-  const std::string needle = "\n" + series + " ";
-  auto at = r.body.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(r.body.substr(at + needle.size()));
-}
+int64_t metric(uint16_t port, const std::string& series) { return metric_value(port, series); }
 
 int64_t rss_kib(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/status");

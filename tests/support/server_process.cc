@@ -167,4 +167,12 @@ std::vector<std::string> http_history_all(uint16_t port, const std::string& ch,
   return all;
 }
 
+int64_t metric_value(uint16_t port, const std::string& series) {
+  auto r = http_request(port, "GET", "/metrics");
+  const std::string needle = "\n" + series + " ";
+  auto at = r.body.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stoll(r.body.substr(at + needle.size()));
+}
+
 }  // namespace parley::testing

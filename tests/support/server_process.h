@@ -116,6 +116,10 @@ struct HttpResult {
 HttpResult http_request(uint16_t port, const std::string& method, const std::string& target,
                         const std::string& body = "", const std::string& api_key = "");
 
+// The value of one sample line of the server's /metrics ("name" or
+// "name{label=\"v\"}"), or -1 when it is not there.
+int64_t metric_value(uint16_t port, const std::string& series);
+
 // Every stored message of `ch`, oldest first: GET /v1/history paged with `after`
 // until a page is empty. EXPECTs (gtest) each page to be answered 200.
 std::vector<std::string> http_history_all(uint16_t port, const std::string& ch,
