@@ -193,7 +193,7 @@ void Connection::when_backfill_drained(std::function<void()> fn) {
     boost::asio::post(executor(), std::move(fn));
     return;
   }
-  backfill_drained_ = std::move(fn);
+  backfill_drained_ = std::make_unique<std::function<void()>>(std::move(fn));
 }
 
 void Connection::written(OutFrame& frame, int64_t now_ns) {
@@ -203,8 +203,8 @@ void Connection::written(OutFrame& frame, int64_t now_ns) {
     backfill_bytes_ -= n;
     if (backfill_bytes_ == 0 && backfill_drained_) {
       // Posted: the hook sends, and this runs inside the write loop.
-      boost::asio::post(executor(), std::move(backfill_drained_));
-      backfill_drained_ = nullptr;
+      boost::asio::post(executor(), std::move(*backfill_drained_));
+      backfill_drained_.reset();
     }
   }
   metrics_.queued_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
@@ -378,7 +378,7 @@ void Connection::finish() {
   ticket_.release();
   release_preauth();
   if (closing_) closing_->deadline.cancel();
-  backfill_drained_ = nullptr;  // it holds the session, which holds this
+  backfill_drained_.reset();  // it holds the session, which holds this
   drop_queued(head_);  // never to be written; frees the shared tick buffers now
   queue_.clear();
   head_ = head_sent_ = 0;

@@ -204,7 +204,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t head_sent_ = 0;         // bytes of the head frame (header included) already sent
   uint64_t queued_bytes_ = 0;    // payload bytes queued
   uint64_t backfill_bytes_ = 0;  // of which backfill frames
-  std::function<void()> backfill_drained_;
+  std::unique_ptr<std::function<void()>> backfill_drained_;  // null: no hook (idle)
   uint64_t queue_cap_ = 4ull << 20;
   bool authenticated_ = false;
   bool waiting_writable_ = false;

@@ -30,7 +30,7 @@ WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
       socket_(std::move(socket)),
       tls_(std::move(tls)),
       reader_(max_message_bytes),
-      early_(std::move(early)) {
+      early_(early.empty() ? nullptr : std::make_unique<std::string>(std::move(early))) {
   origin_ = std::move(origin);
   boost::system::error_code ec;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -38,9 +38,9 @@ WsConnection::WsConnection(boost::asio::ip::tcp::socket socket, unsigned loop,
 }
 
 void WsConnection::start_reading() {
-  if (!early_.empty()) {
-    reader_.feed(reinterpret_cast<uint8_t*>(early_.data()), early_.size(), *this);
-    std::string().swap(early_);
+  if (early_) {
+    const auto early = std::move(early_);
+    reader_.feed(reinterpret_cast<uint8_t*>(early->data()), early->size(), *this);
     account_preauth();
   }
   if (finished()) return;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <memory>
 #include <string>
 
 #include "net/connection.h"
@@ -72,7 +73,9 @@ class WsConnection final : public Connection, private protocol::ws::FrameReader:
   std::unique_ptr<TlsSession> tls_;  // null: plain
   protocol::ws::FrameReader reader_;
   ReadWait read_wait_;
-  std::string early_;        // bytes read past the upgrade request, until start
+  // Bytes read past the upgrade request, until start (null when none: most
+  // clients wait for the 101).
+  std::unique_ptr<std::string> early_;
   bool close_sent_ = false;  // our close frame is written
 };
 

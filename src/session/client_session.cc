@@ -179,7 +179,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
   EmitRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
-  req.from = claims_.sub;
+  req.from = user_;
   req.events = std::move(op.events);
   req.arrived_ns = arrived_ns;
   req.reply_loop = loop();
@@ -309,7 +309,7 @@ void ClientSession::watch_board(const std::string& ch) {
   if (!b) return;
   rare().boards.push_back(*b);
   gw_.events()->watch_board(&tenant_->config(), b->first, b->second,
-                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, claims_.sub);
+                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, user_);
 }
 
 void ClientSession::unwatch_board(const std::string& ch) {
@@ -431,11 +431,12 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
                 kCloseQuota);
   }
   tenant_ = t;
-  claims_ = std::move(*claims);
+  user_ = std::move(claims->sub);
+  if (claims->has_chans) chan_claims_ = std::make_unique<auth::Claims>(std::move(*claims));
   apply_tenant_limits();
   gw_.on_authenticated(*this);
   std::string out;
-  protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), claims_.sub, t->id,
+  protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), user_, t->id,
                            static_cast<int>(gw_.options().heartbeat_ms));
   reply(std::move(out));
 }
@@ -454,7 +455,7 @@ void ClientSession::apply_tenant_limits() {
 }
 
 void ClientSession::on_join(protocol::ClientOp& op) {
-  if (!auth::channel_allowed(claims_, op.ch)) {
+  if (!channel_allowed(op.ch)) {
     return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
   }
   auto existing = joined_.find(op.ch);
@@ -572,7 +573,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   hub::PublishRequest req;
   req.tenant = &tenant_->config();
   req.ch = op.ch;
-  req.from = claims_.sub;
+  req.from = user_;
   req.conn = conn_id_;
   req.id = op.id;
   req.body = std::move(op.body);
@@ -599,7 +600,7 @@ void ClientSession::on_state(protocol::ClientOp& op) {
   if (cfg.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
     forward_upstream(hub::UpstreamEventType::kState, kForwardState, op.ch, op.key, op.body);
   }
-  gw_.hub().state(hub::StateRequest{&cfg, op.ch, claims_.sub, conn_id_, std::move(op.key),
+  gw_.hub().state(hub::StateRequest{&cfg, op.ch, user_, conn_id_, std::move(op.key),
                                     std::move(op.body), op.pos});
 }
 
@@ -625,7 +626,7 @@ void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit
   ev.tenant = &cfg;
   ev.ns = &ns;
   ev.ch = ch;
-  ev.user = claims_.sub;
+  ev.user = user_;
   ev.conn = conn_id_;
   ev.ts_ms = wall_ms();
   ev.key = std::move(key);
@@ -647,7 +648,7 @@ void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit
 }
 
 void ClientSession::on_history(protocol::ClientOp& op) {
-  if (!auth::channel_allowed(claims_, op.ch)) {
+  if (!channel_allowed(op.ch)) {
     return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
   }
   PendingHistory h{std::move(op.rid), std::move(op.ch), op.after, op.before, op.limit};

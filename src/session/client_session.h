@@ -43,7 +43,7 @@ class ClientSession final : public net::ConnectionHandler,
 
   // hub::Subscriber
   uint64_t conn_id() const override { return conn_id_; }
-  const std::string& user_id() const override { return claims_.sub; }
+  const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
   void send(net::OutFrame&& frame) override;
@@ -127,7 +127,13 @@ class ClientSession final : public net::ConnectionHandler,
   int64_t hello_deadline_ms_;
   TenantRuntime* tenant_ = nullptr;
   const TenantSnapshot* limits_of_ = nullptr;  // whose limits conn_ and conn_bucket_ have
-  auth::Claims claims_;
+  std::string user_;  // the token's sub
+  // The token's claims when they restrict channels (a chans claim); null:
+  // every channel of the tenant, as for most tokens.
+  std::unique_ptr<auth::Claims> chan_claims_;
+  bool channel_allowed(std::string_view ch) const {
+    return !chan_claims_ || auth::channel_allowed(*chan_claims_, ch);
+  }
   auth::TokenBucket conn_bucket_;
   // A tree: an idle player's one channel costs its node alone, where an
   // unordered_map adds a 13-bucket array (~100 B) at the first insert.
