@@ -477,14 +477,16 @@ void ClientSession::on_join(protocol::ClientOp& op) {
       self->reply_error(rid, r.status.error());
       if (it == self->joined_.end()) return;
       it->second.joining = false;
-      for (const auto& leave_rid : it->second.leave_rids) {
-        std::string left;
-        protocol::encode_left(left, leave_rid, ch);
-        self->reply(std::move(left));
+      if (it->second.waiting) {
+        for (const auto& leave_rid : it->second.waiting->leave_rids) {
+          std::string left;
+          protocol::encode_left(left, leave_rid, ch);
+          self->reply(std::move(left));
+        }
       }
       // A first join that failed leaves (dropping the membership); a repeated
       // one keeps the membership it had.
-      if (!it->second.joined_once || !it->second.leave_rids.empty()) self->joined_.erase(it);
+      if (!it->second.joined_once || it->second.leave_asked()) self->joined_.erase(it);
       return;
     }
     std::string out;
@@ -496,9 +498,9 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     it->second.joining = false;
     const bool first = !it->second.joined_once;
     it->second.joined_once = true;
-    if (!it->second.leave_rids.empty()) {
+    if (it->second.leave_asked()) {
       // Left before the join landed: the hub did not register it for delivery.
-      for (const auto& leave_rid : it->second.leave_rids) {
+      for (const auto& leave_rid : it->second.waiting->leave_rids) {
         std::string left;
         protocol::encode_left(left, leave_rid, ch);
         self->reply(std::move(left));
@@ -508,8 +510,12 @@ void ClientSession::on_join(protocol::ClientOp& op) {
     }
     if (first) {
       self->forward_upstream(hub::UpstreamEventType::kJoin, kForwardJoin, ch);
-      for (auto& ev : it->second.held_upstream) self->gw_.hub().forward_upstream(std::move(ev));
-      std::vector<hub::UpstreamEvent>().swap(it->second.held_upstream);
+      if (it->second.waiting) {
+        for (auto& ev : it->second.waiting->held_upstream) {
+          self->gw_.hub().forward_upstream(std::move(ev));
+        }
+        it->second.waiting.reset();  // no leave waits (above): nothing else is in it
+      }
       self->watch_board(ch);
     }
     // The hub sends the backfill right after this returns.
@@ -542,11 +548,11 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
     it->second.membership.leave();
     if (it->second.joining) {
       // A repeated join in flight: the membership it had ends now.
-      if (it->second.joined_once && it->second.leave_rids.empty()) {
+      if (it->second.joined_once && !it->second.leave_asked()) {
         forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, op.ch);
         unwatch_board(op.ch);
       }
-      it->second.leave_rids.push_back(op.rid);
+      it->second.wait().leave_rids.push_back(op.rid);
       return;  // `left` follows the join's reply
     }
     joined_.erase(it);
@@ -639,8 +645,8 @@ void ClientSession::forward_upstream(hub::UpstreamEventType type, ForwardBit bit
     constexpr size_t kMaxHeldUpstream = 1024;
     auto it = joined_.find(ch);
     if (it != joined_.end() && it->second.joining && !it->second.joined_once &&
-        it->second.held_upstream.size() < kMaxHeldUpstream) {
-      it->second.held_upstream.push_back(std::move(ev));
+        (!it->second.waiting || it->second.waiting->held_upstream.size() < kMaxHeldUpstream)) {
+      it->second.wait().held_upstream.push_back(std::move(ev));
       return;
     }
   }

@@ -62,13 +62,24 @@ class ClientSession final : public net::ConnectionHandler,
 
  private:
   struct Joined {
-    bool joining = true;                  // the join's reply has not come yet
-    bool joined_once = false;             // a join of it succeeded
-    std::vector<std::string> leave_rids;  // leaves asked while the join was in flight
-    hub::Membership membership;           // dropping it leaves the channel
-    // Upstream events (state, up) sent while the first join waits for its
-    // reply: the app server hears them after the join event, never before.
-    std::vector<hub::UpstreamEvent> held_upstream;
+    // What waits on a join in flight; made only when something does (a joined
+    // channel of an idle player carries one pointer for it).
+    struct Waiting {
+      std::vector<std::string> leave_rids;  // leaves asked while the join was in flight
+      // Upstream events (state, up) sent while the first join waits for its
+      // reply: the app server hears them after the join event, never before.
+      std::vector<hub::UpstreamEvent> held_upstream;
+    };
+    bool joining = true;         // the join's reply has not come yet
+    bool joined_once = false;    // a join of it succeeded
+    hub::Membership membership;  // dropping it leaves the channel
+    std::unique_ptr<Waiting> waiting;
+
+    Waiting& wait() {
+      if (!waiting) waiting = std::make_unique<Waiting>();
+      return *waiting;
+    }
+    bool leave_asked() const { return waiting && !waiting->leave_rids.empty(); }
   };
   // A `history` op waiting for its turn (one in flight per connection).
   struct PendingHistory {
