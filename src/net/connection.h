@@ -107,6 +107,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
   uint64_t queue_cap() const { return queue_cap_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
+  // Slots of the send queue's array (kept between frames, given back by a
+  // heartbeat while the queue is empty).
+  size_t queue_slots() const { return queue_.capacity(); }
   bool closing() const { return close_requested_ || broken_ || finished_; }
   unsigned loop() const { return loop_; }
   virtual Transport transport() const = 0;

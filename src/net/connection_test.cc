@@ -149,6 +149,25 @@ TEST_F(ConnectionWrite, GatheredFramesOfFewAndManySlicesGoOutWholeAndCounted) {
   EXPECT_EQ(metrics.bytes_out.load(), 16u);
 }
 
+TEST_F(ConnectionWrite, AHeartbeatGivesBackTheSlotsOfAnEmptyQueueOnly) {
+  ASSERT_TRUE(conn->send_corked(OutFrame("ab")));
+  conn->flush_corked();
+  EXPECT_EQ(conn->wire, "2ab");
+  EXPECT_GT(conn->queue_slots(), 0u);  // kept between frames
+  conn->heartbeat();
+  EXPECT_EQ(conn->queue_slots(), 0u);  // not through an idle period
+  EXPECT_EQ(conn->unanswered_pings(), 1);
+
+  conn->accept = 0;  // nothing leaves: the frame stays queued
+  ASSERT_TRUE(conn->send(OutFrame("cd")));
+  conn->heartbeat();
+  EXPECT_GT(conn->queue_slots(), 0u);
+  EXPECT_EQ(conn->queued_bytes(), 2u);
+  conn->accept = SIZE_MAX;
+  conn->writable();
+  EXPECT_EQ(conn->wire, "2ab2cd");
+}
+
 TEST_F(ConnectionWrite, AnInterruptedSendIsRetried) {
   conn->fail_errno = EINTR;
   conn->fail_times = 1;
