@@ -726,7 +726,9 @@ void ClientSession::on_closed() {
     joined_.clear();  // each membership leaves its channel
     if (rare_) {
       if (gw_.events()) {
-        for (const auto& t : rare_->topics) gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
+        for (const auto& t : rare_->topics) {
+          gw_.events()->disconnect(&tenant_->config(), t, conn_id_);
+        }
         for (const auto& [b, r] : rare_->boards) {
           gw_.events()->unwatch_board(&tenant_->config(), b, r, conn_id_);
         }
