@@ -189,6 +189,16 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
           .field_num("files", h.damaged_files)
           .end_object();
       return respond({503, "application/json", std::move(body)});
+    } else if (!h.degraded.empty()) {
+      // A shared store answering for part of its data: still serving (a load
+      // balancer keeps sending clients), the channels of these parts fail
+      // `unavailable` until their masters answer.
+      std::string body;
+      JsonWriter w(body);
+      w.begin_object().field("status", "degraded").key("partitions").begin_array();
+      for (const auto& part : h.degraded) w.str(part);
+      w.end_array().field_unum("unavailable", h.degraded_count).end_object();
+      return respond({200, "application/json", std::move(body)});
     }
     return respond({200, "application/json", R"({"status":"ok"})"});
   }

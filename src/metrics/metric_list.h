@@ -106,7 +106,16 @@
     "valkey store: 1 while a connection to the node has failed and not answered since.")  \
   X(valkey_redirects, kCounter, "parley_valkey_redirects_total", "kind",                   \
     "valkey store: cluster answers followed by the store (kind: moved, ask, tryagain) "    \
-    "while slots move.")
+    "while slots move.")                                                                   \
+  X(valkey_partition_up, kGauge, "parley_valkey_partition_up", "partition",                \
+    "valkey store: 1 while the master of the partition (<tenant>.p<k>, for tenants with a " \
+    "channel loaded here) answers, 0 while it does not.")                                 \
+  X(valkey_topology, kCounter, "parley_valkey_topology_total", "kind",                     \
+    "valkey cluster: slot maps read (kind: read) and those that moved a slot or a master's " \
+    "epoch (kind: changed), e.g. after a failover.")                                      \
+  X(valkey_wait_short, kCounter, "parley_valkey_wait_short_total", "",                     \
+    "valkey store, wait_replicas > 0: appends answered unavailable because fewer replicas " \
+    "than asked confirmed them within wait_timeout_ms.")
 
 namespace parley::metrics {
 

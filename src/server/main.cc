@@ -88,6 +88,25 @@ int serve(const std::vector<std::string>& argv) {
                cfg->listen, cfg->tcp_listen.empty() ? "" : ", raw TCP on " + cfg->tcp_listen,
                cfg->unix_listen.empty() ? "" : ", Unix socket " + cfg->unix_listen, cfg->store,
                cfg->data_dir);
+  // Not ready before the store answers (valkey: some master replied): /healthz
+  // says 503 meanwhile, and the line below says where to ask.
+  if (!server.store_answers()) {
+    std::cout << "parley waiting for the store http=" << server.http_port() << " tcp=" << server.tcp_port()
+              << "\n";
+    spdlog::warn("the store does not answer yet; not ready until it does");
+    int held = 0;  // a SIGHUP meanwhile is put back for run_until_signal
+    while (!server.store_answers()) {
+      const timespec tick{0, 50'000'000};
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig == SIGHUP) {
+        held = sig;
+      } else if (sig > 0) {
+        raise(sig);
+        return server.run_until_signal();
+      }
+    }
+    if (held) raise(held);
+  }
   // A machine-readable line for supervisors and tests (ports may be 0 in config);
   // with log_format = "json" it is a log record too, its ports also as fields.
   const std::string ready = "parley ready http=" + std::to_string(server.http_port()) +

@@ -105,6 +105,8 @@ Status Server::start() {
   return Status::ok();
 }
 
+bool Server::store_answers() const { return !valkey_ || valkey_->health().writable; }
+
 Status Server::open_stores() {
   // The stores forget an idle channel only after the hub has unloaded it.
   const int64_t forget_ms = 2 * idle_ms();
@@ -336,6 +338,20 @@ void Server::register_metrics() {
     out.push_back({"moved", static_cast<int64_t>(r.moved)});
     out.push_back({"ask", static_cast<int64_t>(r.ask)});
     out.push_back({"tryagain", static_cast<int64_t>(r.tryagain)});
+  });
+  metrics_->set_source(Scraped::valkey_partition_up, [this](Samples& out) {
+    if (!valkey_) return;
+    for (const auto& [part, up] : valkey_->partition_stats()) out.push_back({part, up ? 1 : 0});
+  });
+  metrics_->set_source(Scraped::valkey_topology, [this](Samples& out) {
+    if (!valkey_) return;
+    const auto r = valkey_->redirects();
+    out.push_back({"read", static_cast<int64_t>(r.rediscoveries)});
+    out.push_back({"changed", static_cast<int64_t>(r.map_changes)});
+  });
+  metrics_->set_source(Scraped::valkey_wait_short, [this](Samples& out) {
+    if (!valkey_) return;
+    out.push_back({"", static_cast<int64_t>(valkey_->redirects().wait_short)});
   });
   metrics_->set_source(Scraped::ephemeral_channels, [this](Samples& out) {
     out.push_back({"", static_cast<int64_t>(ephemeral_->channel_count())});

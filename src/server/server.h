@@ -67,6 +67,9 @@ class Server {
   void stop();
 
   uint16_t http_port() const;
+  // Whether the durable store answers (only the valkey store can start without:
+  // a node is not ready, and /healthz is 503, until it does).
+  bool store_answers() const;
   uint16_t tcp_port() const;
 
  private:

@@ -473,6 +473,15 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   req.done = [self = shared_from_this(), rid = op.rid, ch = op.ch](hub::JoinResult r) {
     if (self->closed_) return;  // the close already left the channel
     auto it = self->joined_.find(ch);
+    // Whatever this reply leads to, the held pub replies go right behind it.
+    std::vector<std::function<void()>> held;
+    if (it != self->joined_.end() && it->second.waiting) held.swap(it->second.waiting->held_replies);
+    struct Release {
+      std::vector<std::function<void()>>& held;
+      ~Release() {
+        for (auto& f : held) f();
+      }
+    } release{held};
     if (!r.status) {
       self->reply_error(rid, r.status.error());
       if (it == self->joined_.end()) return;
@@ -586,17 +595,34 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   req.arrived_ns = arrived_ns;
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(op.rid), ch = op.ch, id = op.id,
-              arrived_ns](hub::PublishOutcome out) {
-    if (!out.status) return self->reply_error(rid, out.status.error());
-    std::string ack;
-    protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
-    // Corked: it leaves with the echo of the message if that is delivered
-    // in this loop iteration (the publisher is a member), in one write.
-    self->reply_corked(std::move(ack));
-    if (!out.dup) self->tenant_->messages.fetch_add(1, std::memory_order_relaxed);
-    self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
+              arrived_ns](hub::PublishOutcome out) mutable {
+    // The channel's join is still in flight: this reply waits for `joined`.
+    // Bounded by the pubs one connection gets in during a join's round trips
+    // (its rate limit); past the bound, replies go at once.
+    constexpr size_t kMaxHeldReplies = 1024;
+    if (auto it = self->joined_.find(ch); it != self->joined_.end() && it->second.joining && !self->closed_ &&
+                                           it->second.wait().held_replies.size() < kMaxHeldReplies) {
+      it->second.waiting->held_replies.push_back([self, rid = std::move(rid), ch = std::move(ch), id = std::move(id),
+                                         arrived_ns, out = std::move(out)]() mutable {
+        self->answer_pub(rid, ch, id, arrived_ns, std::move(out));
+      });
+      return;
+    }
+    self->answer_pub(rid, ch, id, arrived_ns, std::move(out));
   };
   gw_.hub().publish(std::move(req));
+}
+
+void ClientSession::answer_pub(const std::string& rid, const std::string& ch, const std::string& id,
+                               int64_t arrived_ns, hub::PublishOutcome out) {
+  if (!out.status) return reply_error(rid, out.status.error());
+  std::string ack;
+  protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
+  // Corked: it leaves with the echo of the message if that is delivered
+  // in this loop iteration (the publisher is a member), in one write.
+  reply_corked(std::move(ack));
+  if (!out.dup) tenant_->messages.fetch_add(1, std::memory_order_relaxed);
+  gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
 }
 
 void ClientSession::on_state(protocol::ClientOp& op) {

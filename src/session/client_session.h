@@ -16,6 +16,7 @@
 #include "auth/jwt.h"
 #include "auth/token_bucket.h"
 #include "hub/membership.h"
+#include "hub/requests.h"
 #include "hub/subscriber.h"
 #include "hub/upstream_sink.h"
 #include "net/connection.h"
@@ -69,6 +70,10 @@ class ClientSession final : public net::ConnectionHandler,
       // Upstream events (state, up) sent while the first join waits for its
       // reply: the app server hears them after the join event, never before.
       std::vector<hub::UpstreamEvent> held_upstream;
+      // Replies to pubs of this channel that came before the join's reply (a
+      // pipelined `pub` whose append beat the join's reads): written right after
+      // `joined` (PROTOCOL.md: joined comes before anything else of the channel).
+      std::vector<std::function<void()>> held_replies;
     };
     bool joining = true;         // the join's reply has not come yet
     bool joined_once = false;    // a join of it succeeded
@@ -94,6 +99,9 @@ class ClientSession final : public net::ConnectionHandler,
   void on_join(protocol::ClientOp& op);
   void on_leave(protocol::ClientOp& op);
   void on_pub(protocol::ClientOp& op, int64_t arrived_ns);
+  // A pub's ack or error (on_pub; held behind a join in flight).
+  void answer_pub(const std::string& rid, const std::string& ch, const std::string& id, int64_t arrived_ns,
+                  hub::PublishOutcome out);
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);

@@ -94,6 +94,13 @@ struct StoreHealth {
   // read, a compaction). While writable, `reason` is then "corruption" too:
   // /healthz answers 503 although intact channels still read and write.
   uint32_t damaged_files = 0;
+  // A store shared over several servers (valkey) that answers for part of its
+  // data only: the parts that do not answer ("<tenant>.p<k>" partitions, or
+  // "node <ip:port>" before any channel is known), at most kMaxDegraded of them,
+  // and how many there are. writable stays true while any part answers.
+  std::vector<std::string> degraded;
+  size_t degraded_count = 0;
+  static constexpr size_t kMaxDegraded = 64;
 };
 
 class Store {

@@ -132,5 +132,36 @@ TEST(ValkeyServer, ValkeyDownAnswersUnavailableAndServiceResumesByItself) {
   std::filesystem::remove_all(tmpl);
 }
 
+TEST(ValkeyServer, NodeWhoseValkeyDoesNotAnswerAtStartIsNotReadyUntilItDoes) {
+  char tmpl[] = "/tmp/parley-valkey-ready-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  RedisServer redis(std::string(tmpl) + "/redis");
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  redis.kill9();  // its port stays ours: restart() brings it back there
+  ServerProcess server(valkey_spec(redis.address(), "command_timeout_ms = 500\n"));
+  server.start_waiting_for_store();
+  // Listening, but not ready: a load balancer sends nobody here.
+  for (int i = 0; i < 5; ++i) {
+    auto health = http_request(server.http_port(), "GET", "/healthz");
+    EXPECT_EQ(health.status, 503) << health.body;
+    EXPECT_NE(health.body.find("unreachable"), std::string::npos) << health.body;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(server.log().find("parley ready"), std::string::npos);
+  ASSERT_TRUE(redis.restart());
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {
+    std::this_thread::sleep_for(50ms);
+    ready = server.log().find("parley ready http=" + std::to_string(server.http_port())) != std::string::npos;
+  }
+  EXPECT_TRUE(ready) << server.log();
+  EXPECT_EQ(http_request(server.http_port(), "GET", "/healthz").status, 200);
+  auto c = connect_as(server.http_port(), "alice");
+  ASSERT_EQ(op_of(c->join("chat:room")), "joined");
+  c->send(pub_frame("chat:room", "a", "{}", 1));
+  EXPECT_EQ(json_int(c->expect("ack"), "seq"), 1);
+  std::filesystem::remove_all(tmpl);
+}
+
 }  // namespace
 }  // namespace parley::testing

@@ -81,15 +81,22 @@ int ServerProcess::start_expecting_exit(std::chrono::milliseconds timeout) {
   return wait_exit(timeout);
 }
 
-bool ServerProcess::launch() {
+void ServerProcess::start_waiting_for_store() {
+  const bool waiting = launch("parley waiting for the store");
+  ASSERT_TRUE(waiting) << "server did not say it waits for its store:\n" << log();
+}
+
+bool ServerProcess::launch(const char* marker) {
   std::vector<std::string> args = {ParleyChild::binary(PARLEY_BIN), "serve", "--config",
                                    config_path()};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  return child_.launch(args, dir_ + "/server.log", [this](const std::string& line) {
+  const std::string at = std::string(marker) + " http=";
+  const std::string format = at + "%u tcp=%u";
+  return child_.launch(args, dir_ + "/server.log", [this, at, format](const std::string& line) {
     unsigned h = 0, t = 0;
     // Plain, or inside a JSON log record (server.log_format = "json").
-    const char* ready_at = strstr(line.c_str(), "parley ready http=");
-    if (!ready_at || sscanf(ready_at, "parley ready http=%u tcp=%u", &h, &t) != 2) return false;
+    const char* ready_at = strstr(line.c_str(), at.c_str());
+    if (!ready_at || sscanf(ready_at, format.c_str(), &h, &t) != 2) return false;
     http_port_ = static_cast<uint16_t>(h);
     tcp_port_ = static_cast<uint16_t>(t);
     return true;

@@ -53,6 +53,10 @@ class ServerProcess {
   ~ServerProcess();  // SIGKILLs a server still running, removes the folder
 
   void start();               // asserts (gtest) on failure
+  // Starts a server whose store does not answer yet: returns once it said so
+  // ("parley waiting for the store http=... tcp=..."), ports known; its
+  // `parley ready` line, when it comes, is in log().
+  void start_waiting_for_store();
   // Starts a server that must refuse to start: its exit status (-1 on timeout, or
   // when it started after all: then a gtest failure, and it is killed).
   int start_expecting_exit(std::chrono::milliseconds timeout);
@@ -87,7 +91,7 @@ class ServerProcess {
                            int64_t ttl_s = 3600);
 
  private:
-  bool launch();  // true once the ready line was read
+  bool launch(const char* marker = "parley ready");  // true once the marker's line was read
   void write_config_text(std::ostream& out) const;
 
   ServerSpec spec_;

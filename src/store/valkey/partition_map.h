@@ -30,7 +30,8 @@ struct ChannelKeys {
   std::string dedupe;   // {t.pk}:d:<channel>  hash: dedupe key -> "<seq>:<ts_ms>"
   std::string dedupe_by_time;  // {t.pk}:z:<channel>  zset: dedupe key scored by ts_ms
   std::string wal;      // {t.pk}:w  the partition's WAL stream (every channel in it)
-  std::string feed;     // {t.pk}:f  the partition's sharded pub/sub channel (commits, notes)
+  std::string feed;     // {t.pk}:f  the partition's feed (commits, notes); on a cluster its
+                        // pub/sub channel is {t.pk}:f:<master epoch> (ValkeyStore::feed_name)
   std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
   std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (Store::claim), with a TTL
 };

@@ -139,6 +139,9 @@ class ValkeyStore final : public Store {
   void shutdown();
 
   std::vector<NodeStats> node_stats() const;
+  // Every partition of every tenant with a channel loaded here: "<tenant>.p<k>"
+  // and whether its master answers.
+  std::vector<std::pair<std::string, bool>> partition_stats() const;
   RedirectStats redirects() const {
     return {moved_.load(std::memory_order_relaxed), asked_.load(std::memory_order_relaxed),
             tryagain_.load(std::memory_order_relaxed), topology_ ? topology_->runs() : 0,
@@ -167,6 +170,8 @@ class ValkeyStore final : public Store {
   void apply_view(const ClusterView& view);
   // Whether some node the map routes to does not answer (route_mu_ not held).
   bool degraded() const;
+  // A pool that answers: connected, replied since its last failure.
+  static bool answers(const NodePool* p) { return p && p->up() && !p->down(); }
   void begin_op();
   void end_op();
   // After a history read from Valkey: the part of [lo, hi) its stream no longer

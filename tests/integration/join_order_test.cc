@@ -1,0 +1,93 @@
+// PROTOCOL.md: `joined` is sent before anything else of that channel. A client
+// that reconnects sends `join` with `since` and its unacknowledged `pub`s at
+// once; the pub's append can finish before the join's history reads do (on the
+// valkey store every read is a round trip), and its ack must still come second
+// (issue 22). Same test on the embedded and the valkey store.
+#include <gtest/gtest.h>
+
+#include "support/client.h"
+#include "support/redis_server.h"
+#include "support/server_process.h"
+
+namespace parley::testing {
+namespace {
+
+// 40 rounds of: history of 300 messages, then a fresh connection pipelines a
+// join from seq 0 and a pub; the first frame of the channel it gets is `joined`.
+void expect_joined_before_ack(ServerProcess& server) {
+  auto writer = connect_as(server.http_port(), "w");
+  ASSERT_EQ(op_of(writer->join("chat:order")), "joined");
+  for (int i = 1; i <= 300; ++i) writer->send(pub_frame("chat:order", "h" + std::to_string(i), "{}", i));
+  for (int i = 1; i <= 300; ++i) ASSERT_EQ(op_of(writer->expect("ack")), "ack");
+  for (int round = 0; round < 40; ++round) {
+    auto c = connect_as(server.http_port(), "r" + std::to_string(round));
+    c->send(join_frame("chat:order", 0, 1));
+    c->send(pub_frame("chat:order", "p" + std::to_string(round), "{}", 2));
+    std::string first;
+    for (;;) {
+      auto o = c->next(5s);
+      ASSERT_TRUE(o.has_value()) << "round " << round << ": no joined";
+      if (json_str(*o, "ch") == "chat:order" || op_of(*o) == "error") {
+        first = *o;
+        break;
+      }
+    }
+    ASSERT_EQ(op_of(first), "joined") << "round " << round << ": " << first;
+    EXPECT_EQ(op_of(c->expect("ack")), "ack") << "round " << round;
+  }
+}
+
+TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnTheEmbeddedStore) {
+  ServerProcess server(spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n")));
+  server.start();
+  expect_joined_before_ack(server);
+}
+
+// The reconnect case on several nodes: the channel is not loaded on the node the
+// client reconnects to, so the join first recovers it (and reads presence).
+TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnANodeThatLoadsTheChannel) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerSpec spec = spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n"));
+  spec.store = "valkey";
+  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+  ServerProcess a(spec), b(spec);
+  a.start();
+  b.start();
+  auto writer = connect_as(a.http_port(), "w");
+  for (int round = 0; round < 12; ++round) {
+    const std::string ch = "chat:order" + std::to_string(round);
+    ASSERT_EQ(op_of(writer->join(ch)), "joined");
+    for (int i = 1; i <= 270; ++i) writer->send(pub_frame(ch, "h" + std::to_string(i), "{}", i));
+    for (int i = 1; i <= 270; ++i) ASSERT_EQ(op_of(writer->expect("ack")), "ack");
+    auto c = connect_as(b.http_port(), "r" + std::to_string(round));
+    c->send(join_frame(ch, 0, 1));
+    c->send(pub_frame(ch, "p", "{}", 2));
+    std::string first;
+    for (;;) {
+      auto o = c->next(5s);
+      ASSERT_TRUE(o.has_value()) << "round " << round << ": no joined";
+      if (json_str(*o, "ch") == ch || op_of(*o) == "error") {
+        first = *o;
+        break;
+      }
+    }
+    ASSERT_EQ(op_of(first), "joined") << "round " << round << ": " << first;
+  }
+}
+
+TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnTheValkeyStore) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerSpec spec = spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n"));
+  spec.store = "valkey";
+  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+  ServerProcess server(spec);
+  server.start();
+  expect_joined_before_ack(server);
+}
+
+}  // namespace
+}  // namespace parley::testing
