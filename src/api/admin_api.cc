@@ -8,6 +8,7 @@
 #include "api/admin_assets.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "protocol/version.h"
 
 namespace parley::api {
 
@@ -35,9 +36,7 @@ net::HttpResponse asset(std::string_view type, std::string_view body) {
   return {200, std::string(type), std::string(body), page_headers()};
 }
 
-net::HttpResponse not_found() {
-  return {404, std::string(kJson), R"({"code":"bad_request","msg":"not found"})"};
-}
+using net::not_found;
 
 void write_histogram(JsonWriter& w, std::string_view name, const metrics::Metrics::HistogramTotals& h) {
   w.key(name).begin_object().key("buckets").begin_array();
@@ -73,14 +72,13 @@ std::optional<net::HttpResponse> AdminApi::check_header(const net::HttpRequestHe
   const std::string_view path = target.substr(0, target.find('?'));
   const bool reload = path == "/admin/api/reload" && opts_.reload;
   if (req.method() != (reload ? http::verb::post : http::verb::get)) {
-    return net::HttpResponse{405, std::string(kJson),
-                             R"({"code":"bad_request","msg":"method not allowed"})"};
+    return net::error_response(405, ErrorCode::kBadRequest, "method not allowed");
   }
   if ((path == "/admin/api/stats" || reload) && !authorized(req)) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
-    return net::HttpResponse{401, std::string(kJson),
-                             R"({"code":"unauthorized","msg":"missing or wrong admin key"})",
-                             {{"WWW-Authenticate", "Bearer"}, {"Cache-Control", "no-store"}}};
+    net::HttpResponse res = net::error_response(401, ErrorCode::kUnauthorized, "missing or wrong admin key");
+    res.headers = {{"WWW-Authenticate", "Bearer"}, {"Cache-Control", "no-store"}};
+    return res;
   }
   return std::nullopt;
 }
@@ -128,7 +126,7 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
   w.begin_object();
 
   w.key("node").begin_object()
-      .field("version", "0.1.0")
+      .field("version", protocol::server_version())
       .field_num("uptime_s", (steady_ns() - started_ns_) / 1'000'000'000)
       .field_unum("threads", opts_.threads)
       .field_num("sockets", one(Scraped::sockets))

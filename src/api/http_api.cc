@@ -25,14 +25,7 @@ namespace {
 constexpr std::string_view kEventsPath = "/v1/events/";
 constexpr std::string_view kBoardsPath = "/v1/leaderboards/";
 
-net::HttpResponse error_response(const Error& e) {
-  std::string body;
-  JsonWriter w(body);
-  w.begin_object().field("code", wire_name(e.code)).field("msg", e.msg);
-  if (e.retry_ms > 0) w.field_num("retry_ms", e.retry_ms);
-  w.end_object();
-  return {http_status(e.code), "application/json", std::move(body)};
-}
+using net::error_response;
 
 net::HttpResponse bad(std::string msg) {
   return error_response(Error{ErrorCode::kBadRequest, std::move(msg)});
@@ -88,8 +81,6 @@ struct BatchAnswer {
   }
 };
 
-std::string error_json(const Error& e) { return error_response(e).body; }
-
 }  // namespace
 
 std::optional<std::string> query_param(std::string_view query, std::string_view name) {
@@ -139,14 +130,14 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
     return std::nullopt;
   }
   if (AdminApi::is_admin_path(path)) {
-    if (!admin_) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};
+    if (!admin_) return net::not_found();
     body_limit = 0;  // GET only: a body is 413
     return admin_->check_header(req);
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
                      path.starts_with(kBoardsPath);
-  if (!known) return net::HttpResponse{404, "application/json", R"({"code":"bad_request","msg":"not found"})"};
+  if (!known) return net::not_found();
   const session::TenantRuntime* t = tenant_of(req);
   if (!t) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
@@ -206,13 +197,13 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
     return respond({200, "text/plain; version=0.0.4", metrics_.render()});
   }
   if (AdminApi::is_admin_path(path)) {
-    if (!admin_) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+    if (!admin_) return respond(net::not_found());
     return admin_->handle(req, std::move(respond));
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
                      path.starts_with(kBoardsPath);
-  if (!known) return respond({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+  if (!known) return respond(net::not_found());
 
   const session::TenantRuntime* t = tenant_of(req);
   if (!t) {
@@ -231,7 +222,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path.starts_with(kBoardsPath) && get) {
     return board(*t, path.substr(kBoardsPath.size()), query, loop, std::move(respond));
   }
-  respond({405, "application/json", R"({"code":"bad_request","msg":"method not allowed"})"});
+  respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
 }
 
 void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,

@@ -1,5 +1,7 @@
 #include "common/error_code.h"
 
+#include "common/json_writer.h"
+
 namespace parley {
 
 std::string_view wire_name(ErrorCode code) {
@@ -36,6 +38,15 @@ int http_status(ErrorCode code) {
     case ErrorCode::kOutOfRange: return 400;
   }
   return 500;
+}
+
+std::string error_json(ErrorCode code, std::string_view msg, int retry_ms) {
+  std::string body;
+  JsonWriter w(body);
+  w.begin_object().field("code", wire_name(code)).field("msg", msg);
+  if (retry_ms > 0) w.field_num("retry_ms", retry_ms);
+  w.end_object();
+  return body;
 }
 
 }  // namespace parley

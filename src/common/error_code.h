@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace parley {
@@ -35,6 +36,9 @@ struct OffsetRange {
 std::string_view wire_name(ErrorCode code);
 // The HTTP status the HTTP API answers with.
 int http_status(ErrorCode code);
+// The JSON of an error, PROTOCOL.md's {"code","msg"} with "retry_ms" when > 0:
+// the one body of every error answered over HTTP (net::error_response).
+std::string error_json(ErrorCode code, std::string_view msg, int retry_ms = 0);
 
 // WebSocket close codes the protocol assigns.
 inline constexpr int kCloseUnauthorized = 4001;

@@ -16,6 +16,8 @@ struct Error {
   int retry_ms = 0;  // > 0 only for retryable codes
 };
 
+inline std::string error_json(const Error& e) { return error_json(e.code, e.msg, e.retry_ms); }
+
 class Status {
  public:
   Status() = default;

@@ -7,7 +7,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
-#include "common/json_writer.h"
 #include "net/thread_buffer.h"
 #include "protocol/websocket.h"
 
@@ -26,12 +25,6 @@ constexpr size_t kMaxBufferBytes = 16 * 1024;
 // After a last response, unread input is dropped for at most this long / this much.
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = 1 << 20;
-
-std::string error_body(std::string_view code, std::string_view msg) {
-  std::string body;
-  JsonWriter(body).begin_object().field("code", code).field("msg", msg).end_object();
-  return body;
-}
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
@@ -94,12 +87,11 @@ void HttpSession::read_request() {
 bool HttpSession::answer_read_error(beast::error_code ec) {
   keep_alive_ = false;
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-    write_response({431, "application/json",
-                    error_body("bad_request", "request header fields too large")});
+    write_response(error_response(431, ErrorCode::kBadRequest, "request header fields too large"));
     return true;
   }
   if (ec == http::error::body_limit) {
-    write_response({413, "application/json", error_body("too_large", "body too large")});
+    write_response(error_response(413, ErrorCode::kTooLarge, "body too large"));
     return true;
   }
   if (ec == http::error::bad_line_ending || ec == http::error::bad_method ||
@@ -108,7 +100,7 @@ bool HttpSession::answer_read_error(beast::error_code ec) {
       ec == http::error::bad_content_length || ec == http::error::bad_transfer_encoding ||
       ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
       ec == http::error::bad_obs_fold) {
-    write_response({400, "application/json", error_body("bad_request", "malformed request")});
+    write_response(error_response(400, ErrorCode::kBadRequest, "malformed request"));
     return true;
   }
   return false;  // EOF, timeout, reset: nobody to answer
@@ -125,8 +117,7 @@ void HttpSession::on_header() {
   if (req.find(http::field::transfer_encoding) != req.end() &&
       (!header_parser_->chunked() || req.find(http::field::content_length) != req.end())) {
     keep_alive_ = false;
-    return write_response({400, "application/json",
-                           error_body("bad_request", "unsupported Transfer-Encoding")});
+    return write_response(error_response(400, ErrorCode::kBadRequest, "unsupported Transfer-Encoding"));
   }
   if (beast::websocket::is_upgrade(req)) {
     parser_.emplace(std::move(*header_parser_));
@@ -141,7 +132,7 @@ void HttpSession::on_header() {
   }
   if (!opts_.handler) {
     keep_alive_ = keep_alive_ && header_parser_->is_done();
-    write_response({404, "application/json", R"({"code":"bad_request","msg":"not found"})"});
+    write_response(not_found());
     return;
   }
   size_t body_limit = opts_.max_body_bytes;
@@ -154,7 +145,7 @@ void HttpSession::on_header() {
   // has lowered it: a declared length over it is refused here, unread.
   if (const auto len = header_parser_->content_length(); len && *len > body_limit) {
     keep_alive_ = false;
-    return write_response({413, "application/json", error_body("too_large", "body too large")});
+    return write_response(error_response(413, ErrorCode::kTooLarge, "body too large"));
   }
   const bool done = header_parser_->is_done();
   parser_.emplace(std::move(*header_parser_));
@@ -179,8 +170,7 @@ void HttpSession::on_request() {
   if (!holds_slot_) {
     if (opts_.take_slot && !opts_.take_slot()) {
       keep_alive_ = false;
-      return write_response({503, "application/json",
-                             error_body("unavailable", "server connection limit reached")});
+      return write_response(error_response(503, ErrorCode::kUnavailable, "server connection limit reached"));
     }
     holds_slot_ = true;
     ticket_.release();
@@ -202,15 +192,15 @@ void HttpSession::refuse_non_upgrade() {
   const auto& req = parser_->get();
   keep_alive_ = false;
   if (req.method() != http::verb::get) {
-    HttpResponse res{405, "application/json", error_body("bad_request", "the WebSocket handshake is a GET")};
+    HttpResponse res = error_response(405, ErrorCode::kBadRequest, "the WebSocket handshake is a GET");
     res.headers.emplace_back("Allow", "GET");
     return write_response(std::move(res));
   }
   if (req.version() < 11) {
     return write_response(
-        {400, "application/json", error_body("bad_request", "the WebSocket handshake needs HTTP/1.1")});
+        error_response(400, ErrorCode::kBadRequest, "the WebSocket handshake needs HTTP/1.1"));
   }
-  HttpResponse res{426, "application/json", error_body("bad_request", "WebSocket upgrade required")};
+  HttpResponse res = error_response(426, ErrorCode::kBadRequest, "WebSocket upgrade required");
   res.headers.emplace_back("Upgrade", "websocket");
   res.headers.emplace_back("Sec-WebSocket-Version", "13");
   write_response(std::move(res));
@@ -221,26 +211,25 @@ void HttpSession::upgrade() {
   // Upgrade; the rest of RFC 6455 4.2.1 is checked here.
   const auto& req = parser_->get();
   keep_alive_ = false;
-  auto refuse = [this](int status, const char* code, const char* msg) {
-    write_response({status, "application/json", error_body(code, msg)});
+  auto refuse = [this](int status, ErrorCode code, const char* msg) {
+    write_response(error_response(status, code, msg));
   };
-  if (path_of(req.target()) != "/v1/ws") return refuse(404, "bad_request", "not found");
-  if (req.find(http::field::host) == req.end()) return refuse(400, "bad_request", "missing Host");
+  if (path_of(req.target()) != "/v1/ws") return write_response(not_found());
+  if (req.find(http::field::host) == req.end()) return refuse(400, ErrorCode::kBadRequest, "missing Host");
   const auto key = req[http::field::sec_websocket_key];
   if (!protocol::ws::valid_client_key(key)) {
-    return refuse(400, "bad_request", "invalid Sec-WebSocket-Key");
+    return refuse(400, ErrorCode::kBadRequest, "invalid Sec-WebSocket-Key");
   }
   const auto version = req[http::field::sec_websocket_version];
   if (version != "13") {
-    if (version.empty()) return refuse(400, "bad_request", "missing Sec-WebSocket-Version");
-    HttpResponse res{426, "application/json",
-                     error_body("bad_request", "unsupported Sec-WebSocket-Version")};
+    if (version.empty()) return refuse(400, ErrorCode::kBadRequest, "missing Sec-WebSocket-Version");
+    HttpResponse res = error_response(426, ErrorCode::kBadRequest, "unsupported Sec-WebSocket-Version");
     res.headers.emplace_back("Sec-WebSocket-Version", "13");
     return write_response(std::move(res));
   }
   const auto origin = req[http::field::origin];
   if (opts_.origin_ok && !opts_.origin_ok(origin)) {
-    return refuse(403, "forbidden", "origin not allowed");
+    return refuse(403, ErrorCode::kForbidden, "origin not allowed");
   }
   switch_protocols(protocol::ws::accept_key(key), std::string(origin));
 }
@@ -314,5 +303,15 @@ void HttpSession::linger() {
                             self->linger();
                           });
 }
+
+HttpResponse error_response(int status, ErrorCode code, std::string_view msg) {
+  return {status, "application/json", error_json(code, msg)};
+}
+
+HttpResponse error_response(const Error& e) {
+  return {http_status(e.code), "application/json", error_json(e)};
+}
+
+HttpResponse not_found() { return error_response(404, ErrorCode::kBadRequest, "not found"); }
 
 }  // namespace parley::net

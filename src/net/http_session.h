@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "metrics/metrics.h"
 #include "net/preauth_budget.h"
 #include "net/tls_stream.h"
@@ -34,6 +35,14 @@ struct HttpResponse {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers = {};  // extra header fields
 };
+
+// Every error answered over HTTP (the HTTP API, the admin API, a refused
+// WebSocket handshake) has this one body: error_json (common/error_code.h).
+HttpResponse error_response(int status, ErrorCode code, std::string_view msg);
+// status http_status(e.code), retry_ms kept.
+HttpResponse error_response(const Error& e);
+// A path nothing serves: 404 {"code":"bad_request","msg":"not found"}.
+HttpResponse not_found();
 
 class HttpHandler {
  public:

@@ -83,7 +83,6 @@ struct ClientOp {
 
 inline constexpr uint32_t kHistoryDefaultLimit = 50;
 inline constexpr uint32_t kHistoryMaxLimit = 1000;
-inline constexpr size_t kMaxIdLength = 64;       // pub id, state key, user id
 inline constexpr size_t kMaxChannelLength = 128;
 inline constexpr size_t kMaxEmitEvents = 1000;
 inline constexpr size_t kMaxEventNameLength = 128;  // an event's key and type, a board member

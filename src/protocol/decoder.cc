@@ -93,9 +93,10 @@ void append_integer(std::string& out, auto v) {
   out.append(buf, r.ptr);
 }
 
-// rid: an integer (any sign) or a string of at most 64 chars, re-encoded as JSON.
+// rid: an integer (any sign) or a string of at most kMaxIdChars chars, re-encoded as JSON.
 std::optional<Error> read_rid(const Fields& fields, std::string& rid) {
-  static const std::string kMsg = "rid must be an integer or a string of at most 64 chars";
+  static const std::string kMsg =
+      "rid must be an integer or a string of at most " + std::to_string(kMaxIdChars) + " chars";
   if (!fields.has(kRid)) return std::nullopt;
   const element& e = fields[kRid];
   switch (e.type()) {
@@ -113,7 +114,7 @@ std::optional<Error> read_rid(const Fields& fields, std::string& rid) {
     }
     case simdjson::dom::element_type::STRING: {
       std::string_view s;
-      if (e.get_string().get(s) || code_points(s) > kMaxIdLength) return bad_request(kMsg);
+      if (e.get_string().get(s) || code_points(s) > kMaxIdChars) return bad_request(kMsg);
       append_json_string(rid, s);
       return std::nullopt;
     }
@@ -130,15 +131,12 @@ std::optional<Error> read_string(const Fields& fields, Field f, std::string& out
   return std::nullopt;
 }
 
-// A client-chosen identifier (pub id, state key): 1-64 chars, no control
-// characters (identifier.h says why).
+// A client-chosen identifier (pub id, state key, group, user): identifier.h's rule.
 std::optional<Error> read_id(const Fields& fields, Field f, std::string& out) {
   if (!fields.has(f)) return missing(f);
   std::string_view s;
-  if (fields[f].get_string().get(s) || s.empty() || code_points(s) > kMaxIdLength) {
-    return bad_request(field_msg(f, "must be a string of 1-64 chars"));
-  }
-  if (has_control_chars(s)) return bad_request(field_msg(f, "must not contain control characters"));
+  const IdFault fault = fields[f].get_string().get(s) ? IdFault::kLength : id_fault(s);
+  if (fault != IdFault::kNone) return bad_request(field_msg(f, id_fault_text(fault)));
   out.assign(s);
   return std::nullopt;
 }
@@ -198,9 +196,9 @@ std::optional<Error> read_body(const Fields& fields, std::string_view frame,
 }
 
 std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
-  // PROTOCOL.md: "v other than 1 gets bad_request and close 4002". A missing
-  // or non-integer v is other than 1 too, so it decodes as v = 0 and the
-  // session, not the decoder, answers every unsupported version alike.
+  // PROTOCOL.md: "v other than 1 gets bad_request and close 4002" (version.h).
+  // A missing or non-integer v is another one too, so it decodes as v = 0 and
+  // the session, not the decoder, answers every unsupported version alike.
   if (!fields.has(kV) || fields[kV].get_int64().get(op.v)) op.v = 0;
   if (fields.has(kApiKey)) {
     if (fields.has(kToken)) return bad_request("hello takes token or api_key, not both");

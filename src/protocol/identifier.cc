@@ -20,8 +20,17 @@ bool has_control_chars(std::string_view utf8) {
   return false;
 }
 
-bool is_valid_id(std::string_view utf8) {
-  return !utf8.empty() && code_points(utf8) <= kMaxIdChars && !has_control_chars(utf8);
+IdFault id_fault(std::string_view utf8) {
+  if (utf8.empty() || code_points(utf8) > kMaxIdChars) return IdFault::kLength;
+  if (has_control_chars(utf8)) return IdFault::kControlChars;
+  return IdFault::kNone;
+}
+
+const std::string& id_fault_text(IdFault f) {
+  static const std::string kLength = "must be a string of 1-" + std::to_string(kMaxIdChars) + " chars";
+  static const std::string kControl = "must not contain control characters";
+  static const std::string kNone;
+  return f == IdFault::kLength ? kLength : f == IdFault::kControlChars ? kControl : kNone;
 }
 
 }  // namespace parley::protocol

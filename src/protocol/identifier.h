@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace parley::protocol {
@@ -25,7 +26,13 @@ inline constexpr std::string_view kServerUser = "server";
 size_t code_points(std::string_view utf8);
 // True when `utf8` holds a control character (category Cc).
 bool has_control_chars(std::string_view utf8);
-// 1-64 code points and no control character.
-bool is_valid_id(std::string_view utf8);
+// The one identifier rule: 1-kMaxIdChars code points and no control character.
+// Every identifier is checked with id_fault (the decoder's ids, a token's sub).
+enum class IdFault { kNone, kLength, kControlChars };
+IdFault id_fault(std::string_view utf8);
+inline bool is_valid_id(std::string_view utf8) { return id_fault(utf8) == IdFault::kNone; }
+// What is wrong, to follow the field's name: "must be a string of 1-64 chars",
+// "must not contain control characters".
+const std::string& id_fault_text(IdFault f);
 
 }  // namespace parley::protocol

@@ -34,5 +34,16 @@ TEST(Identifier, AcceptsPrintableUnicodeAndSpaces) {
   EXPECT_TRUE(is_valid_id("\xF0\x9F\x8E\xAE"));  // an emoji
 }
 
+// The one rule says what is wrong, in the words every caller answers with
+// (decoder: "id must be a string of 1-64 chars"; a token: "token claim sub ...").
+TEST(Identifier, AFaultNamesTheRuleItBreaks) {
+  EXPECT_EQ(id_fault("ok"), IdFault::kNone);
+  EXPECT_EQ(id_fault(""), IdFault::kLength);
+  EXPECT_EQ(id_fault(std::string(kMaxIdChars + 1, 'a')), IdFault::kLength);
+  EXPECT_EQ(id_fault("a\nb"), IdFault::kControlChars);
+  EXPECT_EQ(id_fault_text(IdFault::kLength), "must be a string of 1-64 chars");
+  EXPECT_EQ(id_fault_text(IdFault::kControlChars), "must not contain control characters");
+}
+
 }  // namespace
 }  // namespace parley::protocol

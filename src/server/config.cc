@@ -33,6 +33,40 @@ std::string join(std::string_view path, std::string_view key) {
 
 Status unknown_key(const std::string& path) { return bad("unknown key " + path); }
 
+// `prefix` before each line of `text`.
+std::string prefix_lines(const std::string& prefix, std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    out += prefix;
+    out += text.substr(0, nl);
+    if (nl == std::string_view::npos) break;
+    out += '\n';
+    text = text.substr(nl + 1);
+  }
+  return out;
+}
+
+// Every problem of a file: a check reports them all, not the first (Error::msg
+// holds one per line, see config.h), section by section and within one in the
+// order the TOML library keeps keys (by name).
+class Problems {
+ public:
+  void add(const Status& s) {
+    if (!s) msgs_.push_back(s.error().msg);
+  }
+  bool empty() const { return msgs_.empty(); }
+  size_t size() const { return msgs_.size(); }
+  Error error(const std::string& path = {}) const {
+    std::string all;
+    for (const auto& m : msgs_) all += (all.empty() ? "" : "\n") + m;
+    return bad(path.empty() ? all : prefix_lines(path + ": ", all));
+  }
+
+ private:
+  std::vector<std::string> msgs_;
+};
+
 // ---- typed readers: each checks one value and names its key on failure ----
 
 Status read_string(const toml::node& n, const std::string& path, std::string& out) {
@@ -142,7 +176,7 @@ Status read_address(const toml::node& n, const std::string& path, bool optional,
 
 // ---- sections ----
 
-Status read_server(const toml::table& t, ServerConfig& c) {
+void read_server(const toml::table& t, ServerConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join("server", key);
@@ -212,18 +246,17 @@ Status read_server(const toml::table& t, ServerConfig& c) {
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
   if (c.tcp_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
-    return bad("server.tcp_tls needs server.tls_cert and server.tls_key");
+    problems.add(bad("server.tcp_tls needs server.tls_cert and server.tls_key"));
   }
   if (c.listen_tls && (c.tls_cert.empty() || c.tls_key.empty())) {
-    return bad("server.listen_tls needs server.tls_cert and server.tls_key");
+    problems.add(bad("server.listen_tls needs server.tls_cert and server.tls_key"));
   }
-  return Status::ok();
 }
 
-Status read_valkey(const toml::table& t, ValkeyConfig& c) {
+void read_valkey(const toml::table& t, ValkeyConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join("valkey", key);
@@ -263,12 +296,11 @@ Status read_valkey(const toml::table& t, ValkeyConfig& c) {
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  return Status::ok();
 }
 
-Status read_postgres(const toml::table& t, PostgresConfig& c) {
+void read_postgres(const toml::table& t, PostgresConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join("postgres", key);
@@ -282,12 +314,11 @@ Status read_postgres(const toml::table& t, PostgresConfig& c) {
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  return Status::ok();
 }
 
-Status read_persist(const toml::table& t, PersistConfig& c) {
+void read_persist(const toml::table& t, PersistConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join("persist", key);
@@ -297,7 +328,8 @@ Status read_persist(const toml::table& t, PersistConfig& c) {
     } else if (key == "group") {
       s = read_nonempty(v, path, c.group);
     } else if (key == "consumer") {
-      s = read_nonempty(v, path, c.consumer);
+      // Empty is the default: <hostname>-<pid> (persist_command.cc).
+      s = read_string(v, path, c.consumer);
     } else if (key == "batch") {
       s = read_uint(v, path, 1, 10'000, c.batch);
     } else if (key == "threads") {
@@ -311,12 +343,11 @@ Status read_persist(const toml::table& t, PersistConfig& c) {
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  return Status::ok();
 }
 
-Status read_namespace(const toml::table& t, const std::string& ns_path, NamespaceConfig& ns) {
+void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceConfig& ns, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join(ns_path, key);
@@ -367,31 +398,33 @@ Status read_namespace(const toml::table& t, const std::string& ns_path, Namespac
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  return Status::ok();
 }
 
-Status read_namespaces(const toml::table& t, const std::string& path, TenantConfig& tenant) {
+void read_namespaces(const toml::table& t, const std::string& path, TenantConfig& tenant, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view name = k.str();
     std::string ns_path = join(path, name);
     if (!is_name(name, /*allow_colon=*/false)) {
-      return bad(ns_path + ": namespace names are 1-128 chars of [A-Za-z0-9_.@-]");
+      problems.add(bad(ns_path + ": namespace names are 1-128 chars of [A-Za-z0-9_.@-]"));
+      continue;
     }
     Status err;
     const toml::table* nt = as_table(v, ns_path, err);
-    if (!nt) return err;
+    if (!nt) {
+      problems.add(err);
+      continue;
+    }
     // Channels without ':' are in "default", which is also where unlisted
     // namespaces fall back to: one struct serves both.
     NamespaceConfig& ns = name == "default" ? tenant.default_namespace
                                             : tenant.namespaces[std::string(name)];
-    if (Status s = read_namespace(*nt, ns_path, ns); !s) return s;
+    read_namespace(*nt, ns_path, ns, problems);
   }
-  return Status::ok();
 }
 
-Status read_topic(const toml::table& t, const std::string& tp, TopicConfig& topic) {
+void read_topic(const toml::table& t, const std::string& tp, TopicConfig& topic, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join(tp, key);
@@ -411,12 +444,11 @@ Status read_topic(const toml::table& t, const std::string& tp, TopicConfig& topi
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  return Status::ok();
 }
 
-Status read_leaderboard(const toml::table& t, const std::string& bp, LeaderboardConfig& lb) {
+void read_leaderboard(const toml::table& t, const std::string& bp, LeaderboardConfig& lb, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string path = join(bp, key);
@@ -442,35 +474,37 @@ Status read_leaderboard(const toml::table& t, const std::string& bp, Leaderboard
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
   for (auto [name, value] : {std::pair<std::string_view, const std::string*>{"topic", &lb.topic},
                              {"type", &lb.type}, {"member", &lb.member}, {"score", &lb.score}}) {
-    if (value->empty()) return bad(join(bp, name) + " is required");
+    if (value->empty()) problems.add(bad(join(bp, name) + " is required"));
   }
-  return Status::ok();
 }
 
 // [tenants.X.topics.NAME] and [tenants.X.leaderboards.NAME]: names follow the
 // channel-name rules (PROTOCOL.md); a board's name ends up in `lb:NAME[:ROUND]`.
 template <typename T, typename ReadOne>
-Status read_named_tables(const toml::table& t, const std::string& path,
-                         std::map<std::string, T, std::less<>>& out, ReadOne read_one) {
+void read_named_tables(const toml::table& t, const std::string& path,
+                         std::map<std::string, T, std::less<>>& out, ReadOne read_one, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view name = k.str();
     std::string np = join(path, name);
     if (!is_name(name, /*allow_colon=*/true)) {
-      return bad(np + ": names are 1-128 chars of [A-Za-z0-9_.:@-]");
+      problems.add(bad(np + ": names are 1-128 chars of [A-Za-z0-9_.:@-]"));
+      continue;
     }
     Status err;
     const toml::table* nt = as_table(v, np, err);
-    if (!nt) return err;
-    if (Status s = read_one(*nt, np, out[std::string(name)]); !s) return s;
+    if (!nt) {
+      problems.add(err);
+      continue;
+    }
+    read_one(*nt, np, out[std::string(name)], problems);
   }
-  return Status::ok();
 }
 
-Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& tenant) {
+void read_tenant(const toml::table& t, const std::string& path, TenantConfig& tenant, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
     std::string kp = join(path, key);
@@ -501,90 +535,97 @@ Status read_tenant(const toml::table& t, const std::string& path, TenantConfig& 
       s = read_string_array(v, kp, tenant.allowed_origins);
     } else if (key == "topics") {
       const toml::table* tt = as_table(v, kp, s);
-      if (tt) s = read_named_tables(*tt, kp, tenant.topics, read_topic);
+      if (tt) read_named_tables(*tt, kp, tenant.topics, read_topic, problems);
     } else if (key == "leaderboards") {
       const toml::table* lt = as_table(v, kp, s);
-      if (lt) s = read_named_tables(*lt, kp, tenant.leaderboards, read_leaderboard);
+      if (lt) read_named_tables(*lt, kp, tenant.leaderboards, read_leaderboard, problems);
     } else if (key == "namespaces") {
       const toml::table* nt = as_table(v, kp, s);
-      if (nt) s = read_namespaces(*nt, kp, tenant);
+      if (nt) read_namespaces(*nt, kp, tenant, problems);
     } else {
       s = unknown_key(kp);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  if (tenant.secret.empty()) return bad(join(path, "secret") + " is required");
+  // A key given but refused is reported once, not again as missing.
+  if (!t.contains("secret")) problems.add(bad(join(path, "secret") + " is required"));
   for (const auto& [name, lb] : tenant.leaderboards) {
     if (!tenant.topic(lb.topic)) {
-      return bad(join(join(join(path, "leaderboards"), name), "topic") + ": no topic \"" +
-                 lb.topic + "\" in " + join(path, "topics"));
+      problems.add(bad(join(join(join(path, "leaderboards"), name), "topic") + ": no topic \"" +
+                       lb.topic + "\" in " + join(path, "topics")));
     }
   }
-  if (tenant.api_key.empty()) return bad(join(path, "api_key") + " is required");
+  if (!t.contains("api_key")) problems.add(bad(join(path, "api_key") + " is required"));
   // A queue smaller than one message would close every member on a big message.
   if (tenant.max_queue_bytes < tenant.max_message_bytes) {
-    return bad(join(path, "max_queue_bytes") + " must be at least max_message_bytes (" +
-               std::to_string(tenant.max_message_bytes) + ")");
+    problems.add(bad(join(path, "max_queue_bytes") + " must be at least max_message_bytes (" +
+                       std::to_string(tenant.max_message_bytes) + ")"));
   }
-  return Status::ok();
 }
 
-Status read_tenants(const toml::table& t, ServerConfig& c) {
+void read_tenants(const toml::table& t, ServerConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view id = k.str();
     std::string path = join("tenants", id);
     if (!is_name(id, /*allow_colon=*/true)) {
-      return bad(path + ": tenant ids are 1-128 chars of [A-Za-z0-9_.:@-]");
+      problems.add(bad(path + ": tenant ids are 1-128 chars of [A-Za-z0-9_.:@-]"));
+      continue;
     }
     Status err;
     const toml::table* tt = as_table(v, path, err);
-    if (!tt) return err;
+    if (!tt) {
+      problems.add(err);
+      continue;
+    }
     TenantConfig tenant;
     tenant.id = std::string(id);
-    if (Status s = read_tenant(*tt, path, tenant); !s) return s;
+    read_tenant(*tt, path, tenant, problems);
     // The api key names its tenant, and a shared secret would let one tenant
     // mint tokens claiming the other: both must be unique.
     for (const auto& [other_id, other] : c.tenants) {
       if (other.api_key == tenant.api_key) {
-        return bad(path + ".api_key is the same as tenants." + other_id + ".api_key");
+        problems.add(bad(path + ".api_key is the same as tenants." + other_id + ".api_key"));
       }
       if (other.secret == tenant.secret) {
-        return bad(path + ".secret is the same as tenants." + other_id + ".secret");
+        problems.add(bad(path + ".secret is the same as tenants." + other_id + ".secret"));
       }
     }
     c.tenants.emplace(tenant.id, std::move(tenant));
   }
-  return Status::ok();
 }
 
-Status read_document(const toml::table& doc, ServerConfig& c) {
+void read_document(const toml::table& doc, ServerConfig& c, Problems& problems) {
+  bool tenants_refused = false;  // [tenants] had problems (reported): no "no tenants" too
   for (auto&& [k, v] : doc) {
     std::string_view key = k.str();
     std::string path(key);
     Status s;
     const toml::table* t = nullptr;
     if (key == "server") {
-      if ((t = as_table(v, path, s))) s = read_server(*t, c);
+      if ((t = as_table(v, path, s))) read_server(*t, c, problems);
     } else if (key == "tenants") {
-      if ((t = as_table(v, path, s))) s = read_tenants(*t, c);
+      const size_t before = problems.size();
+      if ((t = as_table(v, path, s))) read_tenants(*t, c, problems);
+      tenants_refused = !s || problems.size() > before;
     } else if (key == "valkey") {
-      if ((t = as_table(v, path, s))) s = read_valkey(*t, c.valkey);
+      if ((t = as_table(v, path, s))) read_valkey(*t, c.valkey, problems);
     } else if (key == "postgres") {
-      if ((t = as_table(v, path, s))) s = read_postgres(*t, c.postgres);
+      if ((t = as_table(v, path, s))) read_postgres(*t, c.postgres, problems);
     } else if (key == "persist") {
-      if ((t = as_table(v, path, s))) s = read_persist(*t, c.persist);
+      if ((t = as_table(v, path, s))) read_persist(*t, c.persist, problems);
     } else {
       s = unknown_key(path);
     }
-    if (!s) return s;
+    problems.add(s);
   }
-  if (c.tenants.empty()) return bad("no tenants configured: add a [tenants.<id>] table");
+  if (c.tenants.empty() && !tenants_refused) {
+    problems.add(bad("no tenants configured: add a [tenants.<id>] table"));
+  }
   for (const auto& [id, t] : c.tenants) {
     if (!c.admin_key.empty() && t.api_key == c.admin_key) {
-      return bad("server.admin_key is the same as tenants." + id + ".api_key");
+      problems.add(bad("server.admin_key is the same as tenants." + id + ".api_key"));
     }
   }
-  return Status::ok();
 }
 
 }  // namespace
@@ -599,7 +640,9 @@ Result<ServerConfig> parse_config(std::string_view toml_text) {
                std::to_string(at.column) + ": " + std::string(e.description()));
   }
   ServerConfig c;
-  if (Status s = read_document(doc, c); !s) return s.error();
+  Problems problems;
+  read_document(doc, c, problems);
+  if (!problems.empty()) return problems.error();
   return c;
 }
 
@@ -623,7 +666,7 @@ Result<ServerConfig> load_config_file(const std::string& path) {
   auto text = read_file(path);
   if (!text) return text.error();
   auto r = parse_config(*text);
-  if (!r) return bad(path + ": " + r.error().msg);
+  if (!r) return bad(prefix_lines(path + ": ", r.error().msg));
   return r;
 }
 
@@ -643,7 +686,9 @@ Result<ServerConfig> load_server_section(const std::string& path) {
     Status s;
     const toml::table* t = as_table(*n, "server", s);
     if (!t) return bad(path + ": " + s.error().msg);
-    if (Status r = read_server(*t, c); !r) return bad(path + ": " + r.error().msg);
+    Problems problems;
+    read_server(*t, c, problems);
+    if (!problems.empty()) return problems.error(path);
   }
   return c;
 }

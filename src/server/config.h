@@ -33,6 +33,7 @@ struct ValkeyConfig {
   // wait_timeout_ms; fewer in time: `unavailable` (docs/operations.md "Durability").
   uint32_t wait_replicas = 0;
   uint32_t wait_timeout_ms = 1000;
+  bool operator==(const ValkeyConfig&) const = default;
 };
 
 // [postgres]: the persister's database. With store = "valkey" and url set, the
@@ -42,6 +43,7 @@ struct PostgresConfig {
   std::string url;              // libpq URI or key=value string; empty: none
   uint32_t readers = 2;         // per node: history reader threads and connections
   uint32_t timeout_ms = 5000;   // per connect and per statement
+  bool operator==(const PostgresConfig&) const = default;
 };
 
 // [persist]: read by `parley persist` only.
@@ -54,6 +56,7 @@ struct PersistConfig {
   uint32_t poll_ms = 50;                  // wait after a round that read nothing
   uint32_t claim_idle_ms = 30'000;        // another consumer's pending entry is taken after
   uint32_t trim_interval_ms = 1000;
+  bool operator==(const PersistConfig&) const = default;
 };
 
 struct ServerConfig {
@@ -112,7 +115,9 @@ struct ServerConfig {
 };
 
 // Parses a TOML document. Unknown keys are errors (a typo must not silently
-// fall back to a default). Error messages name the key.
+// fall back to a default). The error names every problem found, one per line
+// (a TOML syntax error stops the reading: one line), each naming its key;
+// load_config_file starts each line with the file's path.
 Result<ServerConfig> parse_config(std::string_view toml_text);
 Result<ServerConfig> load_config_file(const std::string& path);
 // Only the [server] section of the file checked (the rest may be invalid):

@@ -191,6 +191,30 @@ api_key = "k2"
   EXPECT_EQ(r->tenants.at("other").api_key, "k2");
 }
 
+// The docs' own example: "consumer = \"\"   # empty: <hostname>-<pid>" (issue 22).
+TEST(Config, AnEmptyPersistConsumerMeansTheDefault) {
+  auto r = parse_config(with_demo("[persist]\nconsumer = \"\"\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_EQ(r->persist.consumer, "");
+}
+
+// Every problem, one per line, not the first (issue 22): section by section,
+// keys by name within one (the TOML library's order).
+TEST(Config, EveryProblemIsReported) {
+  EXPECT_EQ(error_of("[server]\nthreads = -1\nlisen = 1\n"
+                     "[tenants.demo]\nsecret = \"short\"\n"
+                     "[tenants.demo.topics.t]\npartitions = 0\n"
+                     "[valkey]\npartitions = 0\n"
+                     "[persist]\nbatch = 0\n"),
+            "persist.batch must be an integer between 1 and 10000\n"
+            "unknown key server.lisen\n"
+            "server.threads must be an integer between 0 and 1024\n"
+            "tenants.demo.secret must be at least 16 bytes\n"
+            "tenants.demo.topics.t.partitions must be an integer between 1 and 1024\n"
+            "tenants.demo.api_key is required\n"
+            "valkey.partitions must be an integer between 1 and 16384");
+}
+
 TEST(Config, UnknownKeysAreNamedByTheirFullPath) {
   EXPECT_EQ(error_of(with_demo("max_conections = 5\n")),
             "unknown key tenants.demo.max_conections");

@@ -8,6 +8,7 @@
 #include <spdlog/details/os.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,7 @@
 
 #include "auth/jwt.h"
 #include "common/clock.h"
+#include "protocol/version.h"
 #include "server/cli.h"
 #include "server/config.h"
 #include "server/json_log.h"
@@ -27,15 +29,7 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage:\n"
-    "  parley serve [--config FILE] [--accept-data-loss]\n"
-    "  parley token [--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]\n"
-    "  parley check-config FILE\n"
-    "  parley persist --config FILE\n"
-    "  parley reload [--config FILE] [--server HOST:PORT] [--key ADMIN_KEY]\n"
-    "  parley verify-data DIR\n"
-    "  parley version\n";
+std::string usage();
 
 // The configuration at `path`, or the demo one when `path` is empty.
 parley::Result<parley::server::ServerConfig> load(const std::string& path) {
@@ -43,15 +37,22 @@ parley::Result<parley::server::ServerConfig> load(const std::string& path) {
   return parley::server::load_config_file(path);
 }
 
-// A configuration that does not check: its message names the file and key.
+// A configuration that does not check: each line of the message names the
+// file and a key (every problem found, config.h).
 int config_error(const parley::Error& e) {
-  std::cerr << "parley: " << e.msg << "\n";
+  std::string_view msg = e.msg;
+  while (!msg.empty()) {
+    const size_t nl = msg.find('\n');
+    std::cerr << "parley: " << msg.substr(0, nl) << "\n";
+    if (nl == std::string_view::npos) break;
+    msg = msg.substr(nl + 1);
+  }
   return parley::server::kExitUsage;
 }
 
 // A bad argument: what is wrong, then the usage.
 int usage_error(const parley::Error& e) {
-  std::cerr << "parley: " << e.msg << "\n" << kUsage;
+  std::cerr << "parley: " << e.msg << "\n" << usage();
   return parley::server::kExitUsage;
 }
 
@@ -122,7 +123,8 @@ int serve(const std::vector<std::string>& argv) {
     std::cout << "\nDemo tenant \"demo\" is ready.\n"
                  "  token:    parley token --tenant demo --user alice\n"
                  "  connect:  ws://" << cfg->listen << "/v1/ws, then send\n"
-                 "            {\"op\":\"hello\",\"v\":1,\"token\":\"<token>\",\"rid\":1}\n"
+                 "            {\"op\":\"hello\",\"v\":" << parley::protocol::kProtocolVersion
+              << ",\"token\":\"<token>\",\"rid\":1}\n"
                  "  publish:  curl -H 'Authorization: Bearer demo-api-key' -d "
                  "'{\"ch\":\"chat:lobby\",\"body\":{\"text\":\"hi\"}}' http://" << cfg->listen
               << "/v1/publish\n"
@@ -175,32 +177,85 @@ int check_config(const std::vector<std::string>& argv) {
   return parley::server::kExitOk;
 }
 
+int persist(const std::vector<std::string>& argv) {
+  auto p = parley::server::parse_persist_args(argv);
+  if (!p) return usage_error(p.error());
+  return parley::server::run_persist(*p);
+}
+
+int reload(const std::vector<std::string>& argv) {
+  auto r = parley::server::parse_reload_args(argv);
+  if (!r) return usage_error(r.error());
+  return parley::server::run_reload(*r);
+}
+
+int version(const std::vector<std::string>& argv) {
+  if (!argv.empty()) return usage_error({parley::ErrorCode::kBadRequest, "version takes no argument"});
+  std::cout << "parley " << parley::protocol::server_version() << " (protocol v"
+            << parley::protocol::kProtocolVersion << ")\n";
+  return parley::server::kExitOk;
+}
+
+// Every subcommand: its arguments, what it does, and its function. A new one
+// is one row; `parley --help` and `parley CMD --help` read this table.
+struct Command {
+  std::string_view name;
+  std::string_view args;
+  std::string_view what;
+  int (*run)(const std::vector<std::string>&);
+};
+constexpr Command kCommands[] = {
+    {"serve", "[--config FILE] [--accept-data-loss]",
+     "run the server (without --config: a demo tenant on 127.0.0.1:7700, data in ./data)", serve},
+    {"token", "[--config FILE] --tenant T --user U [--ttl SECONDS] [--chans P ...]",
+     "print a client token (JWT) signed with the tenant's secret", token},
+    {"check-config", "FILE", "check a configuration file, reporting every error, starting nothing",
+     check_config},
+    {"persist", "--config FILE", "run the WAL persister (valkey store to PostgreSQL)", persist},
+    {"reload", "[--config FILE] [--server HOST:PORT] [--key ADMIN_KEY]",
+     "make a running server re-read its configuration file", reload},
+    {"verify-data", "DIR",
+     "check a stopped server's embedded store against its checksums, naming damaged files and "
+     "channels",
+     parley::server::run_verify_data},
+    {"version", "", "print the server's and the protocol's version", version},
+};
+
+std::string usage_of(const Command& c) {
+  return "  parley " + std::string(c.name) + (c.args.empty() ? "" : " ") + std::string(c.args) + "\n";
+}
+
+std::string usage() {
+  std::string out = "usage:\n";
+  for (const Command& c : kCommands) out += usage_of(c);
+  return out + "  parley CMD --help\n";
+}
+
+bool asks_help(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << usage();
     return parley::server::kExitUsage;
   }
   const std::string cmd = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "serve") return serve(args);
-  if (cmd == "token") return token(args);
-  if (cmd == "check-config") return check_config(args);
-  if (cmd == "persist") {
-    auto p = parley::server::parse_persist_args(args);
-    if (!p) return usage_error(p.error());
-    return parley::server::run_persist(*p);
-  }
-  if (cmd == "reload") {
-    auto r = parley::server::parse_reload_args(args);
-    if (!r) return usage_error(r.error());
-    return parley::server::run_reload(*r);
-  }
-  if (cmd == "verify-data") return parley::server::run_verify_data(args);
-  if (cmd == "version" || cmd == "--version") {
-    std::cout << "parley 0.1.0 (protocol v1)\n";
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << usage();
     return parley::server::kExitOk;
   }
-  std::cerr << "parley: unknown command \"" << cmd << "\"\n" << kUsage;
+  if (cmd == "--version") return version(args);
+  for (const Command& c : kCommands) {
+    if (cmd != c.name) continue;
+    if (asks_help(args)) {
+      std::cout << "usage:\n" << usage_of(c) << "\n" << c.what << "\n";
+      return parley::server::kExitOk;
+    }
+    return c.run(args);
+  }
+  std::cerr << "parley: unknown command \"" << cmd << "\"\n" << usage();
   return parley::server::kExitUsage;
 }
 

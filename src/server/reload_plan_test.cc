@@ -86,5 +86,52 @@ TEST(ReloadPlan, ATopicKeepsItsPartitions) {
   EXPECT_EQ(p.next.tenants.at("demo").topics.at("new").partitions, 4u);
 }
 
+// Issue 22: a reload that changed [valkey] or [postgres] logged "changed none".
+// Each key below, changed in the file, keeps its running value and is listed
+// (and [persist]'s, which only `parley persist` reads, at its restart).
+TEST(ReloadPlan, EveryStoreAndPersisterKeyIsListedAsRestartRequired) {
+  const std::string base = R"([tenants.demo]
+secret = "demo-secret-0123456789"
+api_key = "k"
+)";
+  const std::vector<std::pair<std::string, std::string>> changes = {
+      {"valkey", "nodes = [\"127.0.0.1:7000\"]"},
+      {"valkey", "cluster = true"},
+      {"valkey", "partitions = 8"},
+      {"valkey", "pool_size = 3"},
+      {"valkey", "command_timeout_ms = 900"},
+      {"valkey", "wal_max_len = 5000"},
+      {"valkey", "wal_hard_cap = 6000"},
+      {"valkey", "fanout_gap_ms = 9"},
+      {"valkey", "presence_ttl_ms = 2000"},
+      {"valkey", "topology_refresh_ms = 900"},
+      {"valkey", "wait_replicas = 1"},
+      {"valkey", "wait_timeout_ms = 900"},
+      {"postgres", "url = \"postgresql://127.0.0.1/x\""},
+      {"postgres", "readers = 3"},
+      {"postgres", "timeout_ms = 900"},
+      {"persist", "listen = \"127.0.0.1:7799\""},
+      {"persist", "group = \"g2\""},
+      {"persist", "consumer = \"c2\""},
+      {"persist", "batch = 7"},
+      {"persist", "threads = 2"},
+      {"persist", "poll_ms = 9"},
+      {"persist", "claim_idle_ms = 900"},
+      {"persist", "trim_interval_ms = 90"},
+  };
+  auto running = parse_config(base);
+  ASSERT_TRUE(running) << running.error().msg;
+  for (const auto& [section, line] : changes) {
+    auto file = parse_config(base + "[" + section + "]\n" + line + "\n");
+    ASSERT_TRUE(file) << line << ": " << file.error().msg;
+    const std::string key = section + "." + line.substr(0, line.find(' '));
+    ReloadPlan p = plan_reload(*running, *file);
+    EXPECT_EQ(p.restart_required, (std::vector<std::string>{key})) << line;
+    EXPECT_TRUE(p.next.valkey == running->valkey) << line;
+    EXPECT_TRUE(p.next.postgres == running->postgres) << line;
+    EXPECT_TRUE(p.next.persist == running->persist) << line;
+  }
+}
+
 }  // namespace
 }  // namespace parley::server

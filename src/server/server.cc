@@ -514,13 +514,9 @@ int Server::run_until_signal() {
 }
 
 std::string ReloadOutcome::json() const {
+  if (!status) return error_json(status.error());
   std::string out;
   JsonWriter w(out);
-  if (!status) {
-    w.begin_object().field("code", wire_name(status.error().code)).field("msg", status.error().msg);
-    w.end_object();
-    return out;
-  }
   auto list = [&w](std::string_view key, const std::vector<std::string>& v) {
     w.key(key).begin_array();
     for (const auto& s : v) w.str(s);
@@ -602,7 +598,7 @@ void Server::reload_async(std::function<void(int, std::string)> done) {
   std::unique_lock lock(jobs_mu_);
   if (jobs_stopping_ || jobs_.size() >= kMaxQueuedReloads) {
     lock.unlock();
-    return done(503, R"({"code":"unavailable","msg":"too many reloads queued, or stopping"})");
+    return done(503, error_json(ErrorCode::kUnavailable, "too many reloads queued, or stopping"));
   }
   if (!reload_worker_.joinable()) {
     reload_worker_ = std::thread([this] {

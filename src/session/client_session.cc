@@ -10,6 +10,7 @@
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
+#include "protocol/version.h"
 
 namespace parley::session {
 
@@ -375,7 +376,7 @@ void ClientSession::on_refused(net::Refusal why) {
 
 void ClientSession::on_hello(protocol::ClientOp& op) {
   if (tenant_) return fail(op.rid, ErrorCode::kBadRequest, "hello was already accepted");
-  if (op.v != 1) {
+  if (op.v != protocol::kProtocolVersion) {
     return fail(op.rid, ErrorCode::kBadRequest, "unsupported protocol version", kCloseBadVersion);
   }
   TenantRuntime* t = nullptr;

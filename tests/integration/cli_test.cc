@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -117,6 +118,59 @@ TEST_F(CliTest, CheckConfigNamesTheBadKey) {
   auto r = run_parley("check-config " + config("", "[tenants.demo]\nsecret = \"short\"\napi_key = \"k\"\n"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("tenants.demo.secret"), std::string::npos) << r.output;
+}
+
+// Issue 22: check-config reported only the first problem of a file.
+TEST_F(CliTest, CheckConfigReportsEveryProblemOnALineOfItsOwn) {
+  const std::string path = config("threads = \"four\"\nlisen = \"127.0.0.1:0\"",
+                                  "[tenants.demo]\nsecret = \"short\"\napi_key = \"k\"\n"
+                                  "[valkey]\npartitions = 0\n");
+  auto r = run_parley("check-config " + path);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const char* key : {"server.threads", "server.lisen", "tenants.demo.secret", "valkey.partitions"}) {
+    EXPECT_NE(r.output.find("parley: " + path + ": "), std::string::npos) << r.output;
+    const size_t at = r.output.find(key);
+    ASSERT_NE(at, std::string::npos) << key << " in " << r.output;
+    // On its own line, which names the file.
+    const size_t line = r.output.rfind('\n', at);
+    EXPECT_EQ(r.output.compare(line == std::string::npos ? 0 : line + 1, 8 + path.size() + 2,
+                               "parley: " + path + ": "), 0) << r.output;
+  }
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 4) << r.output;
+}
+
+// Issue 22: `parley persist --help` (any command's) exited 2 "unknown argument".
+TEST_F(CliTest, EveryCommandPrintsItsUsageOnStdoutForHelp) {
+  const std::string out = dir_ + "/stdout";
+  for (const std::string cmd : {"serve", "token", "check-config", "persist", "reload", "verify-data", "version"}) {
+    for (const std::string flag : {"--help", "-h"}) {
+      auto r = run_parley(cmd + " " + flag + " >" + out);
+      EXPECT_EQ(r.exit_code, 0) << cmd << " " << flag << ": " << r.output;
+      EXPECT_EQ(r.output, "") << cmd << " " << flag << ": stderr must stay empty";
+      std::ifstream f(out);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      EXPECT_EQ(text.rfind("usage:\n  parley " + cmd, 0), 0u) << cmd << " " << flag << ": " << text;
+    }
+  }
+  for (const std::string flag : {"--help", "-h", "help"}) {
+    auto r = run_parley(flag + " >" + out);
+    EXPECT_EQ(r.exit_code, 0) << flag << ": " << r.output;
+    std::ifstream f(out);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (const char* cmd : {"serve", "token", "check-config", "persist", "reload", "verify-data", "version"}) {
+      EXPECT_NE(text.find(std::string("  parley ") + cmd), std::string::npos) << flag << ": " << text;
+    }
+  }
+  // Still a usage error without a command.
+  EXPECT_EQ(run_parley("").exit_code, 2);
+}
+
+// One version of the build (CMake's project) and one of the protocol.
+TEST_F(CliTest, VersionNamesTheBuildAndTheProtocol) {
+  auto r = run_parley("version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, std::string("parley ") + PARLEY_PROJECT_VERSION + " (protocol v1)\n");
+  EXPECT_EQ(run_parley("--version").output, r.output);
 }
 
 TEST_F(CliTest, CheckConfigWithoutAFileExits2) {

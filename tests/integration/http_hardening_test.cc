@@ -119,6 +119,22 @@ TEST_F(HttpHardeningTest, UnknownPathIsAnsweredBeforeTheBodyIsSent) {
   EXPECT_EQ(head->status, 404);
 }
 
+// One 404 body for every path nothing serves (net::not_found, issue 22): the
+// HTTP API's, the admin API's when it is off, a WebSocket upgrade's.
+TEST_F(HttpHardeningTest, EveryUnknownPathHasTheOneNotFoundBody) {
+  constexpr std::string_view kBody = R"({"code":"bad_request","msg":"not found"})";
+  for (const char* path : {"/nope", "/v1/nope", "/admin", "/admin/api/stats"}) {
+    const HttpResult r = http_request(port(), "GET", path);
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(r.body, kBody) << path;
+  }
+  auto c = RawWs::connect(port());
+  auto head = c->http(RawWs::upgrade_request("/elsewhere"), 3s);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->status, 404);
+  EXPECT_EQ(head->body, kBody);
+}
+
 TEST_F(HttpHardeningTest, BodyOnAPathWithoutAuthIsNotRead) {
   // /healthz and /metrics need no key, so they take no body either.
   auto c = RawWs::connect(port());

@@ -268,6 +268,22 @@ TEST(ReloadTest, KeysThatNeedARestartAreReportedNotApplied) {
   EXPECT_EQ(json_str(err, "msg"), "namespace has no upstream") << err;
 }
 
+// Issue 22: a [valkey] or [postgres] change (on a node whose store is embedded,
+// where they are not even read) used to be "changed none" with nothing listed.
+TEST(ReloadTest, StoreSectionChangesAreReportedAsRestartRequired) {
+  ServerProcess server(spec_with_tenants(default_tenants_toml(), admin_extra()));
+  server.start();
+  server.write_config(spec_with_tenants(
+      default_tenants_toml() + "[valkey]\nnodes = [\"127.0.0.1:7000\"]\npartitions = 8\n"
+                               "[postgres]\nurl = \"postgresql://127.0.0.1/x\"\n",
+      admin_extra()));
+  auto direct = http_request(server.http_port(), "POST", "/admin/api/reload", "", kAdminKey);
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  EXPECT_EQ(json_raw(direct.body, "restart_required"),
+            R"(["valkey.nodes","valkey.partitions","postgres.url"])")
+      << direct.body;
+}
+
 // The tenant "gone" is removed while tenant "demo" carries a publishing load:
 // gone's clients get bye (tenant_removed) and close 4001; demo's are not
 // disturbed and receive every message exactly once, in order.
