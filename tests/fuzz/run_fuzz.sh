@@ -24,8 +24,12 @@ for f in "$root"/src/protocol/*.cc "$root"/src/common/*.cc; do
   [[ "$f" == *_test.cc || "$f" == *_bench.cc ]] || sources+=("$f")
 done
 
+# protocol/version.cc takes the version CMake gives it; read the same line.
+version="$(sed -n 's/^project(parley VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
+[[ -n "$version" ]] || { echo "no project version in CMakeLists.txt" >&2; exit 1; }
+
 echo "building $build/fuzz_decoder"
-nice "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+nice "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer -DPARLEY_VERSION="\"$version\"" \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$root/src" "${sources[@]}" "$root/tests/fuzz/fuzz_decoder.cc" \
   -lsimdjson -lcrypto -o "$build/fuzz_decoder"
