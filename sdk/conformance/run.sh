@@ -56,19 +56,49 @@ for f in $(cd "$here/scenarios" && ls *.test.mjs); do
 done
 [[ ${#files[@]} -gt 0 ]] || { echo "sdk_conformance: no scenario matches ${filters[*]}" >&2; exit 2; }
 
+# Every process a scenario file starts (node, its drivers, their children, the
+# servers) inherits this marker; after the file, any still running is killed by
+# its pid and named. Drivers run in process groups of their own (so a scenario
+# can kill one driver's whole tree), which a timeout's group kill misses.
+run_mark="sdk-conformance-$$-$RANDOM$RANDOM"
+sweep() {
+  local left=() env pid
+  # grep -z: environ is NUL-separated; one grep over every process.
+  for env in $(grep -lzxF "SDK_RUN_MARK=$run_mark" /proc/[0-9]*/environ 2>/dev/null); do
+    pid="${env#/proc/}"; pid="${pid%/environ}"
+    left+=("$pid $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)")
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  if [[ ${#left[@]} -gt 0 ]]; then
+    echo "sdk_conformance: $1 left ${#left[@]} process(es) running; killed:"
+    printf '  %s\n' "${left[@]}"
+  fi
+}
+trap 'sweep "run.sh (interrupted)"' EXIT
+
+# A file's scenarios each have a 30 s deadline of their own (lib/world.mjs);
+# this bound is for a harness that cannot reach its own (a spinning process).
+FILE_TIMEOUT_S="${SDK_FILE_TIMEOUT_S:-75}"
+
 echo "sdk_conformance: driver \"$driver\" over $transport, ${#files[@]} scenario file(s)"
 status=0
 failed=()
 start=$SECONDS
 for f in "${files[@]}"; do
   t0=$SECONDS
-  # Bounded: a file that hangs fails instead of holding ctest to its timeout.
-  if timeout --kill-after=5 120 node --test --test-reporter=spec "$here/scenarios/$f"; then
+  rc=0
+  SDK_RUN_MARK="$run_mark" timeout --kill-after=5 "$FILE_TIMEOUT_S" \
+    node --test --test-reporter=spec "$here/scenarios/$f" || rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    echo "sdk_conformance: $f did not finish within ${FILE_TIMEOUT_S} s (the harness process was killed)"
+  fi
+  sweep "$f"
+  if [[ $rc -eq 0 ]]; then
     echo "sdk_conformance: PASS $f ($((SECONDS - t0)) s)"
   else
     status=1
     failed+=("$f")
-    echo "sdk_conformance: FAIL $f ($((SECONDS - t0)) s)"
+    echo "sdk_conformance: FAIL $f ($((SECONDS - t0)) s, exit $rc)"
   fi
 done
 echo "sdk_conformance: $(( ${#files[@]} - ${#failed[@]} ))/${#files[@]} passed in $((SECONDS - start)) s${failed:+; failed: ${failed[*]}}"

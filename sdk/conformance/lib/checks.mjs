@@ -44,10 +44,11 @@ export async function awaitPublished(d, ch, n, start = 0, timeoutMs = 20000) {
 /**
  * Every publish i = start…start+n−1 on `ch` resolved exactly once, with an
  * ack (none failed); one seq per client id and one id per seq; with
- * `inOrder`, seqs rise in call order. Returns the acks indexed by i − start.
+ * `inOrder`, seqs rise in call order. No publish of `ch` failed but those
+ * whose i is in `failing` (made to fail on purpose). Returns the acks indexed by i − start.
  */
-export function assertPublished(d, ch, n, { start = 0, inOrder = true } = {}) {
-  const failed = d.all({ ev: 'publish_failed', ch });
+export function assertPublished(d, ch, n, { start = 0, inOrder = true, failing = [] } = {}) {
+  const failed = d.all((e) => e.ev === 'publish_failed' && e.ch === ch && !failing.includes(e.i));
   assert.deepEqual(failed, [], `${d.name}: publishes on ${ch} failed`);
   const acks = d.all({ ev: 'published', ch }).filter((e) => e.i >= start && e.i < start + n);
   const byI = new Map();

@@ -32,11 +32,22 @@ export class Driver {
     this.stderr = '';
     this.waiters = new Set();
     this.exited = null;
+    // A process group of its own (detached), so `kill()` ends whatever the
+    // driver started too; if the harness itself dies the driver reads EOF on
+    // stdin and exits (DRIVER.md), and run.sh sweeps what is left.
     this.proc = spawn('/bin/sh', ['-c', `exec ${cmd}`], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: process.env,
+      detached: true,
     });
-    this.exit = new Promise((r) => this.proc.on('exit', (code, signal) => r((this.exited = { code, signal }))));
+    Driver.live.add(this);
+    this.exit = new Promise((r) => this.proc.on('exit', (code, signal) => {
+      this.exited = { code, signal };
+      // What the driver started may outlive it: its group goes with it.
+      this.kill();
+      Driver.live.delete(this);
+      r(this.exited);
+    }));
     this.proc.stdin.on('error', () => {}); // a driver that died; its exit says why
     this.proc.stderr.on('data', (d) => {
       this.stderr = (this.stderr + d.toString()).slice(-STDERR_KEPT);
@@ -154,14 +165,41 @@ export class Driver {
       `--- its stderr (tail)\n${this.stderr.slice(-4000)}`;
   }
 
-  /** Asks the driver to exit; kills it after 3 s. */
-  async stop() {
+  /** SIGKILL to the driver's whole process group (a no-op once it is gone). */
+  kill() {
+    try {
+      process.kill(-this.proc.pid, 'SIGKILL');
+    } catch {
+      // ESRCH: the group is gone already
+    }
+  }
+
+  /** Asks the driver to exit; kills its process group after `graceMs`. */
+  async stop(graceMs = 3000) {
     if (this.exited) return this.exited;
     this.send({ cmd: 'exit' });
     this.proc.stdin.end();
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000);
+    const timer = setTimeout(() => {
+      this.killedAfterMs = graceMs;
+      this.kill();
+    }, graceMs);
     const r = await this.exit;
     clearTimeout(timer);
     return r;
   }
+}
+
+/** Every driver started and not yet exited (killed with the harness). */
+Driver.live = new Set();
+
+// A harness that exits (normally, on an uncaught error or on run.sh's
+// timeout's SIGTERM) takes its drivers' process groups with it.
+process.on('exit', () => {
+  for (const d of Driver.live) d.kill();
+});
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  process.on(sig, () => {
+    console.error(`harness: ${sig}: killing ${Driver.live.size} driver process group(s)`);
+    process.exit(1);
+  });
 }

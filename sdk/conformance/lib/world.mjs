@@ -5,7 +5,7 @@
 // the servers' logs to a failure, and tears everything down.
 //
 // Runs on the harness's Node event loop.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { ParleyServer, demoTenant, token } from './server.mjs';
 import { FaultProxy } from './proxy.mjs';
 import { Driver } from './driver.mjs';
@@ -66,9 +66,10 @@ export class World {
 
   /**
    * A connected client: its own proxy in front of `server` and a driver that
-   * connected through it as `user` (welcome seen). Options go into `connect`.
+   * connected through it as `user` (welcome seen, unless `awaitOpen` is
+   * false). Options go into `connect`.
    */
-  async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false } = {}) {
+  async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false, awaitOpen = true } = {}) {
     const proxy = direct ? null : await this.proxy(server);
     const d = await this.driver(user);
     const url = direct
@@ -77,7 +78,7 @@ export class World {
     const cmd = { cmd: 'connect', url, token: tok ?? token(user), reconnect };
     if (heartbeatMs !== undefined) cmd.heartbeatMs = heartbeatMs;
     d.send(cmd);
-    await d.next({ ev: 'open' }, { what: `${user}'s first open` });
+    if (awaitOpen) await d.next({ ev: 'open' }, { what: `${user}'s first open` });
     d.proxy = proxy;
     d.user = user;
     return d;
@@ -125,21 +126,69 @@ export class World {
   }
 }
 
-/** A node:test test with a fresh World; a failure carries the World's diagnostics. */
+// How long a World's teardown may take (drivers are given 3 s to exit, then
+// killed): past it the scenario fails and whatever is left is killed.
+const DISPOSE_MS = 10000;
+
+// Once every scenario of the file ran, whatever still runs 5 s later would
+// keep the file's process from exiting: name it and fail the file instead of
+// hanging until run.sh's per-file timeout.
+after(() => {
+  setTimeout(() => {
+    console.error(`harness: still running 5 s after the last scenario: ${process.getActiveResourcesInfo().join(', ')}; exiting`);
+    process.exit(1);
+  }, 5000).unref();
+});
+
+function within(promise, ms, onLate) {
+  let timer;
+  const late = new Promise((resolveP) => {
+    timer = setTimeout(() => resolveP(onLate()), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A node:test test with a fresh World; a failure carries the World's
+ * diagnostics. The scenario's own deadline (`timeoutMs`) kills every
+ * driver's process group and fails with what each one was doing, rather
+ * than leaving node:test's timeout to abandon a World still running (its
+ * drivers and servers would then keep the file's process alive until
+ * run.sh's per-file timeout).
+ */
 export function scenario(name, fn, { timeoutMs = 30000 } = {}) {
-  test(name, { timeout: timeoutMs }, async () => {
+  test(name, { timeout: timeoutMs + DISPOSE_MS + 5000 }, async () => {
     const w = new World();
+    let timer;
+    const deadline = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        const running = w.drivers.filter((d) => !d.exited).map((d) => `${d.name} (pid ${d.proc.pid})`);
+        reject(new Error(`scenario "${name}" did not finish within ${timeoutMs} ms; ` +
+          `killing the process groups of the drivers still running: ${running.join(', ') || 'none'}`));
+      }, timeoutMs);
+    });
+    let failure = null;
     try {
-      await fn(w);
+      await Promise.race([fn(w), deadline]);
     } catch (err) {
-      // A new error: node's reporter prints an AssertionError's own message only.
-      throw new Error(`${err.message}\n${w.diagnostics()}`, { cause: err });
+      failure = err;
     } finally {
-      await w.dispose();
-      // Whatever still runs 5 s later keeps this file's process from exiting.
-      setTimeout(() => {
-        console.error(`harness: still running after "${name}": ${process.getActiveResourcesInfo().join(', ')}`);
-      }, 5000).unref();
+      clearTimeout(timer);
     }
+    if (failure) {
+      // Diagnostics first (the drivers' events as they were), then the kill.
+      const diag = w.diagnostics();
+      for (const d of w.drivers) d.kill();
+      failure = new Error(`${failure.message}\n${diag}`, { cause: failure });
+    }
+    let stuck = null;
+    await within(w.dispose(), DISPOSE_MS, () => {
+      stuck = `the teardown of "${name}" did not finish within ${DISPOSE_MS} ms ` +
+        `(drivers: ${w.drivers.map((d) => `${d.name} ${JSON.stringify(d.exited)}`).join(', ')}); killed what was left`;
+      for (const d of w.drivers) d.kill();
+      for (const s of w.servers) s.proc?.kill('SIGKILL');
+    });
+    if (failure) throw failure;
+    if (stuck) throw new Error(stuck);
   });
 }

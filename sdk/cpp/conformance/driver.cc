@@ -178,7 +178,8 @@ class Driver {
       emit({{"ev", "presence"}, {"ch", p.ch}, {"join", p.join}, {"leave", p.leave}});
     });
     ch.on_joined([](const parley::Joined& j) {
-      emit({{"ev", "joined"}, {"ch", j.ch}, {"seq", j.seq}, {"recovered", j.recovered}, {"epoch", j.epoch}});
+      emit({{"ev", "joined"}, {"ch", j.ch}, {"seq", j.seq}, {"recovered", j.recovered}, {"epoch", j.epoch},
+            {"members", j.members}});
     });
     ch.on_gap([](const parley::Gap& g) { emit({{"ev", "gap"}, {"ch", g.ch}, {"from", g.from}, {"to", g.to}}); });
     ch.on_reset([](const parley::Reset& r) {

@@ -187,7 +187,7 @@ internal sealed class Driver
         if (_wired.Add(name))
         {
             ch.Joined += j => Emit(Ev("joined").Set("ch", j.Channel).Set("seq", j.Seq).Set("recovered", j.Recovered)
-                .Set("epoch", j.Epoch));
+                .Set("epoch", j.Epoch).Set("members", Strings(j.Members)));
             ch.MessageReceived += m => Emit(Ev("msg").Set("ch", m.Channel).Set("seq", m.Seq).Set("from", m.From)
                 .Set("id", m.Id).Set("body", m.Body));
             ch.StateReceived += s => Emit(Ev("state").Set("ch", s.Channel).Set("from", s.From).Set("key", s.Key)

@@ -121,6 +121,32 @@ namespace Parley.Tests
             Assert.AreEqual(ErrorCodes.Unauthorized, ((ParleyException)task.Exception.GetBaseException()).Code);
         }
 
+        [Test]
+        public void AHelloOverTheQuotaOnATransportWithoutCloseCodesIs4008AndRetriedWithBackoff()
+        {
+            // Raw TCP: a tenant at max_connections answers the hello with quota_exceeded and closes.
+            var rig = new Rig(o => o.Reconnect = new ReconnectOptions { MinMs = 100, MaxMs = 1000, Factor = 2 });
+            rig.Client.Connect();
+            for (int attempt = 0; attempt < 3; attempt++)
+            {
+                rig.T.Open();
+                rig.Poll();
+                rig.T.Deliver("{\"op\":\"error\",\"rid\":" + rig.T.Last("hello")["rid"] +
+                              ",\"code\":\"quota_exceeded\",\"msg\":\"tenant connection limit reached\"}");
+                rig.T.Drop(1006, "connection closed");
+                rig.Poll();
+                var d = rig.Disconnects[attempt];
+                Assert.AreEqual(4008, d.Code);
+                Assert.IsTrue(d.WillReconnect);
+                // Attempt k waits within [cap/2, cap], cap = min(maxMs, minMs * factor^k).
+                long cap = Math.Min(1000, 100L << attempt);
+                Assert.GreaterOrEqual(d.DelayMs, cap / 2, "attempt " + attempt);
+                Assert.LessOrEqual(d.DelayMs, cap, "attempt " + attempt);
+                rig.Advance(d.DelayMs);
+                Assert.AreEqual(attempt + 2, rig.Transports.Count, "one new attempt per delay, not a loop");
+            }
+        }
+
         [TestCase("slow_consumer", 4010, true)]
         [TestCase("tenant_removed", 4001, false)]
         [TestCase("draining", 1006, true)]

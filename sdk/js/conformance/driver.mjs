@@ -25,7 +25,8 @@ function channel(name) {
   ch.on('msg', (m) => out({ ev: 'msg', ch: name, seq: m.seq, from: m.from, id: m.id, body: m.body }));
   ch.on('state', (s) => out({ ev: 'state', ch: name, from: s.from, key: s.key, body: s.body }));
   ch.on('presence', (p) => out({ ev: 'presence', ch: name, join: p.join, leave: p.leave }));
-  ch.on('joined', (j) => out({ ev: 'joined', ch: name, seq: j.seq, recovered: j.recovered, epoch: j.epoch ?? 1 }));
+  ch.on('joined', (j) => out({ ev: 'joined', ch: name, seq: j.seq, recovered: j.recovered, epoch: j.epoch ?? 1,
+    members: j.members }));
   ch.on('gap', (g) => out({ ev: 'gap', ch: name, from: g.from, to: g.to }));
   ch.on('reset', (r) => out({ ev: 'reset', ch: name, lastSeq: r.lastSeq, seq: r.seq }));
   ch.on('error', (e) => out({ ev: 'error', ch: name, code: e.code, msg: e.message }));

@@ -45,6 +45,7 @@ namespace Parley
 
         private const int CloseUnauthorized = 4001;
         private const int CloseBadVersion = 4002;
+        private const int CloseQuotaExceeded = 4008;
         private const int CloseSlowConsumer = 4010;
 
         private readonly ClientOptions _opts;
@@ -685,6 +686,7 @@ namespace Parley
             {
                 if (_state == ClientState.Connecting && _helloRefusal == ErrorCodes.Unauthorized) code = CloseUnauthorized;
                 else if (_state == ClientState.Connecting && _helloRefusal == ErrorCodes.BadRequest) code = CloseBadVersion;
+                else if (_state == ClientState.Connecting && _helloRefusal == ErrorCodes.QuotaExceeded) code = CloseQuotaExceeded;
                 else if (_byeCode == "slow_consumer") code = CloseSlowConsumer;
                 else if (_byeCode == "tenant_removed") code = CloseUnauthorized;
             }
