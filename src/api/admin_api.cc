@@ -46,7 +46,7 @@ void write_histogram(JsonWriter& w, std::string_view name, const metrics::Metric
 
 }  // namespace
 
-AdminApi::AdminApi(AdminOptions opts, session::TenantRegistry& tenants, hub::Hub& hub,
+AdminApi::AdminApi(AdminOptions opts, TenantRegistry& tenants, hub::Hub& hub,
                    hub::Stores stores, metrics::Metrics& metrics, const std::atomic<bool>& draining)
     : opts_(std::move(opts)),
       tenants_(tenants),
@@ -153,7 +153,7 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
   w.end_object();
 
   w.key("tenants").begin_array();
-  tenants_.for_each([&w](const session::TenantRuntime& t) {
+  tenants_.for_each([&w](const TenantRuntime& t) {
     w.begin_object()
         .field("id", t.id)
         .field_unum("connections", t.connections.load(std::memory_order_relaxed))

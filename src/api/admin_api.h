@@ -22,7 +22,7 @@
 #include "hub/hub.h"
 #include "metrics/metrics.h"
 #include "net/http_session.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 
 namespace parley::api {
 
@@ -38,7 +38,7 @@ struct AdminOptions {
 
 class AdminApi {
  public:
-  AdminApi(AdminOptions opts, session::TenantRegistry& tenants, hub::Hub& hub,
+  AdminApi(AdminOptions opts, TenantRegistry& tenants, hub::Hub& hub,
            hub::Stores stores, metrics::Metrics& metrics, const std::atomic<bool>& draining);
 
   static bool is_admin_path(std::string_view path) {
@@ -54,7 +54,7 @@ class AdminApi {
   std::string stats_json(const std::vector<hub::ChannelStat>& busiest, double interval_s) const;
 
   AdminOptions opts_;
-  session::TenantRegistry& tenants_;
+  TenantRegistry& tenants_;
   hub::Hub& hub_;
   hub::Stores stores_;
   metrics::Metrics& metrics_;

@@ -106,7 +106,7 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
   return std::nullopt;
 }
 
-HttpApi::HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
+HttpApi::HttpApi(TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
                  hub::Stores stores, metrics::Metrics& metrics)
     : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
 
@@ -114,7 +114,7 @@ void HttpApi::enable_admin(AdminOptions opts) {
   admin_ = std::make_unique<AdminApi>(std::move(opts), tenants_, hub_, stores_, metrics_, draining_);
 }
 
-const session::TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& req) const {
+const TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& req) const {
   const std::string_view auth = req[http::field::authorization];
   constexpr std::string_view kBearer = "Bearer ";
   if (auth.substr(0, kBearer.size()) != kBearer) return nullptr;
@@ -138,7 +138,7 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
                      path.starts_with(kBoardsPath);
   if (!known) return net::not_found();
-  const session::TenantRuntime* t = tenant_of(req);
+  const TenantRuntime* t = tenant_of(req);
   if (!t) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
     return error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"});
@@ -205,7 +205,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
                      path.starts_with(kBoardsPath);
   if (!known) return respond(net::not_found());
 
-  const session::TenantRuntime* t = tenant_of(req);
+  const TenantRuntime* t = tenant_of(req);
   if (!t) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
     return respond(error_response(Error{ErrorCode::kUnauthorized, "missing or unknown api key"}));
@@ -225,16 +225,16 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
 }
 
-void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+void HttpApi::publish(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                       Respond respond) {
   const int64_t arrived = steady_ns();
   if (protocol::is_api_batch(req.body())) return publish_batch(t, req, loop, std::move(respond));
   auto parsed = parse_post(req.body(), protocol::ApiPostKind::kPublish, t.config().max_message_bytes);
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& f = std::get<protocol::ApiPost>(parsed);
-  if (int wait = const_cast<session::TenantRuntime&>(t).publish_bucket.take(arrived)) {
+  if (int wait = const_cast<TenantRuntime&>(t).publish_bucket.take(arrived)) {
     metrics_.local().reject(ErrorCode::kRateLimited);
-    const_cast<session::TenantRuntime&>(t).reject(ErrorCode::kRateLimited);
+    const_cast<TenantRuntime&>(t).reject(ErrorCode::kRateLimited);
     return respond(error_response(Error{ErrorCode::kRateLimited, "publish rate exceeded", wait}));
   }
   hub::PublishRequest p;
@@ -245,7 +245,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
   p.body = std::move(f.body);
   p.arrived_ns = arrived;
   p.reply_loop = loop;
-  auto* rt = const_cast<session::TenantRuntime*>(&t);
+  auto* rt = const_cast<TenantRuntime*>(&t);
   p.done = [respond = std::move(respond), rt, this](hub::PublishOutcome out) {
     if (!out.status) {
       metrics_.local().reject(out.status.error().code);
@@ -264,7 +264,7 @@ void HttpApi::publish(const session::TenantRuntime& t, const net::HttpRequest& r
 // connection's pipelined pubs are: messages of one channel get seqs in that order.
 // Each element takes its own token from the tenant's publish rate and gets its own
 // answer ({"seq","dup"} or an error object) in its slot.
-void HttpApi::publish_batch(const session::TenantRuntime& t, const net::HttpRequest& req,
+void HttpApi::publish_batch(const TenantRuntime& t, const net::HttpRequest& req,
                             unsigned loop, Respond respond) {
   const int64_t arrived = steady_ns();
   protocol::DecodeLimits limits;
@@ -273,7 +273,7 @@ void HttpApi::publish_batch(const session::TenantRuntime& t, const net::HttpRequ
   if (auto* e = std::get_if<Error>(&parsed)) return respond(error_response(*e));
   auto& posts = std::get<std::vector<protocol::ApiPost>>(parsed);
   auto answer = std::make_shared<BatchAnswer>(posts.size(), std::move(respond));
-  auto* rt = const_cast<session::TenantRuntime*>(&t);
+  auto* rt = const_cast<TenantRuntime*>(&t);
   for (size_t i = 0; i < posts.size(); ++i) {
     if (int wait = rt->publish_bucket.take(arrived)) {
       metrics_.local().reject(ErrorCode::kRateLimited);
@@ -306,7 +306,7 @@ void HttpApi::publish_batch(const session::TenantRuntime& t, const net::HttpRequ
 
 // Each element is sent as a single /v1/send would be; its slot answers
 // {"delivered":N} (or bad_request for a malformed conn id).
-void HttpApi::send_batch(const session::TenantRuntime& t, const net::HttpRequest& req,
+void HttpApi::send_batch(const TenantRuntime& t, const net::HttpRequest& req,
                          unsigned loop, Respond respond) {
   protocol::DecodeLimits limits;
   limits.max_message_bytes = t.config().max_message_bytes;
@@ -338,7 +338,7 @@ void HttpApi::send_batch(const session::TenantRuntime& t, const net::HttpRequest
   }
 }
 
-void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+void HttpApi::send(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                    Respond respond) {
   if (protocol::is_api_batch(req.body())) return send_batch(t, req, loop, std::move(respond));
   auto parsed = parse_post(req.body(), protocol::ApiPostKind::kSend, t.config().max_message_bytes);
@@ -360,7 +360,7 @@ void HttpApi::send(const session::TenantRuntime& t, const net::HttpRequest& req,
   gateway_.send_direct_to_conn(&t, *conn, std::move(f.body), loop, std::move(answer));
 }
 
-void HttpApi::history(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+void HttpApi::history(const TenantRuntime& t, std::string_view query, unsigned loop,
                       Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
@@ -393,7 +393,7 @@ void HttpApi::history(const session::TenantRuntime& t, std::string_view query, u
   hub_.history(std::move(h));
 }
 
-void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+void HttpApi::presence(const TenantRuntime& t, std::string_view query, unsigned loop,
                        Respond respond) {
   auto ch = query_param(query, "ch");
   if (!ch || !protocol::is_valid_channel(*ch)) return respond(bad("bad channel name"));
@@ -407,11 +407,11 @@ void HttpApi::presence(const session::TenantRuntime& t, std::string_view query, 
   });
 }
 
-void HttpApi::emit(const session::TenantRuntime& t, std::string_view topic,
+void HttpApi::emit(const TenantRuntime& t, std::string_view topic,
                    const net::HttpRequest& req, unsigned loop, Respond respond) {
   const int64_t arrived = steady_ns();
   const TenantConfig& cfg = t.config();
-  auto* rt = const_cast<session::TenantRuntime*>(&t);
+  auto* rt = const_cast<TenantRuntime*>(&t);
   auto fail = [&](const Error& e) {
     metrics_.local().reject(e.code);
     rt->reject(e.code);
@@ -464,7 +464,7 @@ void HttpApi::emit(const session::TenantRuntime& t, std::string_view topic,
   gateway_.events()->emit(std::move(e));
 }
 
-void HttpApi::board(const session::TenantRuntime& t, std::string_view name, std::string_view query,
+void HttpApi::board(const TenantRuntime& t, std::string_view name, std::string_view query,
                     unsigned loop, Respond respond) {
   const TenantConfig& cfg = t.config();
   auto it = cfg.leaderboards.find(name);

@@ -10,7 +10,7 @@
 #include "api/admin_api.h"
 #include "metrics/metrics.h"
 #include "session/gateway.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
 
@@ -18,7 +18,7 @@ namespace parley::api {
 
 class HttpApi final : public net::HttpHandler {
  public:
-  HttpApi(session::TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
+  HttpApi(TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
           hub::Stores stores, metrics::Metrics& metrics);
 
   // Routes and authenticates from the header alone: a body is read only for
@@ -37,29 +37,29 @@ class HttpApi final : public net::HttpHandler {
  private:
   using Respond = std::function<void(net::HttpResponse)>;
   // The tenant whose API key the Authorization header carries, or nullptr.
-  const session::TenantRuntime* tenant_of(const net::HttpRequestHeader& req) const;
-  void publish(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  const TenantRuntime* tenant_of(const net::HttpRequestHeader& req) const;
+  void publish(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                Respond respond);
-  void send(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  void send(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
             Respond respond);
   // Batched bodies (protocol-notes.md): a JSON array of single bodies, one
   // answer slot each, in order.
-  void publish_batch(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  void publish_batch(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                      Respond respond);
-  void send_batch(const session::TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
+  void send_batch(const TenantRuntime& t, const net::HttpRequest& req, unsigned loop,
                   Respond respond);
-  void history(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+  void history(const TenantRuntime& t, std::string_view query, unsigned loop,
                Respond respond);
-  void presence(const session::TenantRuntime& t, std::string_view query, unsigned loop,
+  void presence(const TenantRuntime& t, std::string_view query, unsigned loop,
                 Respond respond);
   // POST /v1/events/<topic> and GET /v1/leaderboards/<board> (PROTOCOL.md
   // "Event streams and leaderboards"), through the gateway's event service.
-  void emit(const session::TenantRuntime& t, std::string_view topic, const net::HttpRequest& req,
+  void emit(const TenantRuntime& t, std::string_view topic, const net::HttpRequest& req,
             unsigned loop, Respond respond);
-  void board(const session::TenantRuntime& t, std::string_view name, std::string_view query,
+  void board(const TenantRuntime& t, std::string_view name, std::string_view query,
              unsigned loop, Respond respond);
 
-  session::TenantRegistry& tenants_;
+  TenantRegistry& tenants_;
   hub::Hub& hub_;
   session::Gateway& gateway_;
   hub::Stores stores_;

@@ -143,8 +143,8 @@ void Engine::unwatch_board(const TenantConfig* tenant, const std::string& board,
   });
 }
 
-void Engine::start(const session::TenantRegistry& tenants) {
-  tenants.for_each([this](const session::TenantRuntime& t) {
+void Engine::start(const TenantRegistry& tenants) {
+  tenants.for_each([this](const TenantRuntime& t) {
     const TenantConfig* cfg = &t.config();
     for (const auto& [name, bc] : cfg->leaderboards) on_topic(cfg, bc.topic, [](Topic&) {});
   });

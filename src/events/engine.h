@@ -20,7 +20,7 @@
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "session/event_service.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 #include "store/store.h"
 
 namespace parley::events {
@@ -47,7 +47,7 @@ class Engine final : public session::EventService {
   // Creates, on their loops, every topic that feeds a leaderboard, so that the
   // boards are rebuilt and pushed from the start. After the loops started.
   // The configs are the registry's snapshots, which live as long as it.
-  void start(const session::TenantRegistry& tenants);
+  void start(const TenantRegistry& tenants);
 
   unsigned loop_of(std::string_view tenant, std::string_view topic) const;
 

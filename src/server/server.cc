@@ -183,14 +183,14 @@ void Server::create_loops() {
 
 void Server::create_services() {
   const hub::Stores stores{durable_.get(), ephemeral_.get()};
-  tenants_ = std::make_unique<session::TenantRegistry>(config_.tenants);
+  tenants_ = std::make_unique<TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100, idle_ms(),
                                                       config_.valkey.fanout_gap_ms,
                                                       config_.valkey.presence_ttl_ms});
   // Only when some namespace has an upstream; the URLs were checked in start().
   auto api_key_of = [t = tenants_.get()](std::string_view id) {
-    const session::TenantRuntime* rt = t->find(id);
+    const TenantRuntime* rt = t->find(id);
     return rt ? rt->config().api_key : std::string();
   };
   if (auto f = upstream::Forwarder::create(*loops_, *hub_, *metrics_, config_.tenants, {},
@@ -234,12 +234,12 @@ void Server::register_metrics() {
   using metrics::Scraped;
   using Samples = std::vector<metrics::Metrics::Sample>;
   metrics_->set_source(Scraped::connections, [this](Samples& out) {
-    tenants_->for_each([&out](const session::TenantRuntime& t) {
+    tenants_->for_each([&out](const TenantRuntime& t) {
       out.push_back({t.id, static_cast<int64_t>(t.connections.load(std::memory_order_relaxed))});
     });
   });
   metrics_->set_source(Scraped::messages, [this](Samples& out) {
-    tenants_->for_each([&out](const session::TenantRuntime& t) {
+    tenants_->for_each([&out](const TenantRuntime& t) {
       out.push_back({t.id, static_cast<int64_t>(t.messages.load(std::memory_order_relaxed))});
     });
   });
@@ -251,7 +251,7 @@ void Server::register_metrics() {
     }
     // The tenants as configured now (a reload may add topics): the registry's
     // snapshots, never config_, which the reload thread rewrites.
-    tenants_->for_each([&](const session::TenantRuntime& rt) {
+    tenants_->for_each([&](const TenantRuntime& rt) {
       for (const auto& [name, topic] : rt.config().topics) {
         const std::string label = rt.id + "/" + name;
         auto it = committed.find(label);
@@ -558,7 +558,7 @@ ReloadOutcome Server::reload() {
   const int64_t now = wall_ms();
   if (Status s = tenants_->check(plan.next.tenants, now); !s) return refuse(s.error());
 
-  session::TenantChanges changes = tenants_->apply(plan.next.tenants, now);
+  TenantChanges changes = tenants_->apply(plan.next.tenants, now);
   // The replaced index is freed once every loop has finished the task it was
   // in (a lookup never spans tasks).
   runtime::run_on_every_loop(*loops_, nullptr, [retired = std::move(changes.retired)] {});
@@ -569,7 +569,7 @@ ReloadOutcome Server::reload() {
     config_.log_level = plan.next.log_level;
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
   }
-  for (session::TenantRuntime* rt : changes.removed_runtimes) {
+  for (TenantRuntime* rt : changes.removed_runtimes) {
     auto told = std::make_shared<std::promise<size_t>>();
     auto got = told->get_future();
     gateway_->close_tenant(rt, [told](size_t n) { told->set_value(n); });

@@ -25,7 +25,7 @@
 #include "api/http_api.h"
 #include "metrics/metrics.h"
 #include "session/gateway.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 #include "events/engine.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
@@ -122,7 +122,7 @@ class Server {
   store::valkey::ValkeyStore* valkey_ = nullptr;  // durable_, when it is the valkey store
   std::unique_ptr<runtime::LoopGroup> loops_;
   std::unique_ptr<metrics::Metrics> metrics_;
-  std::unique_ptr<session::TenantRegistry> tenants_;
+  std::unique_ptr<TenantRegistry> tenants_;
   std::unique_ptr<hub::Hub> hub_;
   std::unique_ptr<events::Engine> events_;  // topics, groups, leaderboards (on the durable store)
   std::unique_ptr<upstream::Forwarder> forwarder_;  // only when a namespace has an upstream

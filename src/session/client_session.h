@@ -23,11 +23,14 @@
 #include "protocol/client_op.h"
 #include "session/event_service.h"
 
+namespace parley {
+struct TenantRuntime;
+struct TenantSnapshot;
+}  // namespace parley
+
 namespace parley::session {
 
 class Gateway;
-struct TenantRuntime;
-struct TenantSnapshot;
 
 class ClientSession final : public net::ConnectionHandler,
                             public hub::Subscriber,

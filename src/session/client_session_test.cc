@@ -22,7 +22,7 @@
 #include "net/stream_connection.h"
 #include "runtime/loop_group.h"
 #include "session/gateway.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 #include "store/manual_store.h"
 #include "support/client.h"
 

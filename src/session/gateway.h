@@ -14,7 +14,7 @@
 
 #include "metrics/metrics.h"
 #include "session/event_service.h"
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/connection.h"
 #include "runtime/gate.h"

@@ -1,6 +1,6 @@
 // A tenant (one game) as configured: its keys, limits and namespaces.
 // Immutable once published: a reload publishes a new one beside it
-// (session/tenant_registry.h), so every thread may read one without a lock.
+// (tenant/tenant_registry.h), so every thread may read one without a lock.
 #pragma once
 
 #include <cstdint>

@@ -31,7 +31,7 @@
 #include "common/status.h"
 #include "tenant/tenant_config.h"
 
-namespace parley::session {
+namespace parley {
 
 // A tenant as one reload (or the start) published it.
 struct TenantSnapshot {
@@ -145,4 +145,4 @@ class TenantRegistry {
   std::atomic<const Directory*> dir_{nullptr};
 };
 
-}  // namespace parley::session
+}  // namespace parley

@@ -1,8 +1,8 @@
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 
 #include <gtest/gtest.h>
 
-namespace parley::session {
+namespace parley {
 namespace {
 
 TenantConfig tenant(const std::string& id, const std::string& key, uint32_t overlap_s = 0) {
@@ -113,4 +113,4 @@ TEST(TenantRegistry, OriginsFollowTheConfiguredTenants) {
 }
 
 }  // namespace
-}  // namespace parley::session
+}  // namespace parley

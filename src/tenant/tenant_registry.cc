@@ -1,11 +1,11 @@
-#include "session/tenant_registry.h"
+#include "tenant/tenant_registry.h"
 
 #include <openssl/crypto.h>
 
 #include <algorithm>
 #include <limits>
 
-namespace parley::session {
+namespace parley {
 
 namespace {
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
@@ -151,4 +151,4 @@ TenantChanges TenantRegistry::apply(const Tenants& next, int64_t now_ms) {
   return out;
 }
 
-}  // namespace parley::session
+}  // namespace parley
