@@ -141,6 +141,72 @@ TEST(EmbeddedStore, TrimmingResumesAfterReopen) {
   EXPECT_EQ(seqs_of(*held), seq_range(601 - held->size(), 600));
 }
 
+// After a power loss with fsync = never (or an accepted data loss) a channel
+// continues above the store's seq ceiling, which may be millions of seqs above
+// a quiet channel's last one (the ceiling is the busiest channel's). Retention
+// counts messages: the 10 messages below such a jump stay until `history` newer
+// ones push them out, before and after a reopen (gap records); a trim drops the
+// gap records below what it keeps.
+TEST(EmbeddedStore, RetentionCountsMessagesNotSeqsAcrossAJump) {
+  TempDir dir;
+  constexpr uint32_t kLimit = 100;  // trims once history_max_held(100) = 164 are held
+  const int64_t now = wall_ms();
+  const ChannelKey quiet{"demo", "chat:quiet"};
+  auto count_gaps = [&](const std::string& path) {
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Options o;
+    EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(o, path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    const std::string prefix = channel_prefix(kGapTag, quiet);
+    int n = 0;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
+    return n;
+  };
+  {
+    auto store = open_or_die(dir.sub("db"));
+    ASSERT_NE(store, nullptr);
+    for (uint64_t s = 1; s <= 10; ++s) {
+      ASSERT_TRUE(append_sync(*store, make_req(quiet, make_msg(s, now), kLimit)));
+    }
+    // The jump: 5,000,000 seqs, then 100 more messages (110 held, none trimmed).
+    for (uint64_t s = 5'000'001; s <= 5'000'100; ++s) {
+      ASSERT_TRUE(append_sync(*store, make_req(quiet, make_msg(s, now), kLimit)));
+    }
+    auto held = read_after_sync(*store, quiet, 0, 1000);
+    ASSERT_TRUE(held);
+    std::vector<uint64_t> want = seq_range(1, 10);
+    for (uint64_t s : seq_range(5'000'001, 5'000'100)) want.push_back(s);
+    EXPECT_EQ(seqs_of(*held), want);
+  }
+  EXPECT_EQ(count_gaps(dir.sub("db")), 1);
+  {
+    // A second jump after a reopen (the committer learns the first gap from its
+    // record), then enough to trim: what is kept is the latest 100 messages,
+    // counted over both gaps.
+    auto store = open_or_die(dir.sub("db"));
+    ASSERT_NE(store, nullptr);
+    for (uint64_t s = 9'000'001; s <= 9'000'050; ++s) {
+      ASSERT_TRUE(append_sync(*store, make_req(quiet, make_msg(s, now), kLimit)));
+    }
+    auto held = read_after_sync(*store, quiet, 0, 1000);
+    ASSERT_TRUE(held);
+    EXPECT_EQ(held->size(), 160u);  // below 164: nothing trimmed yet
+    EXPECT_EQ(held->front().seq, 1u);
+    for (uint64_t s = 9'000'051; s <= 9'000'055; ++s) {
+      ASSERT_TRUE(append_sync(*store, make_req(quiet, make_msg(s, now), kLimit)));
+    }
+    held = read_after_sync(*store, quiet, 0, 1000);
+    ASSERT_TRUE(held);
+    // 165 held: trimmed to the latest 100 = the last 45 before the second jump
+    // and the 55 after it; the first gap's record went with the trim.
+    std::vector<uint64_t> want = seq_range(5'000'056, 5'000'100);
+    for (uint64_t s : seq_range(9'000'001, 9'000'055)) want.push_back(s);
+    EXPECT_EQ(seqs_of(*held), want);
+  }
+  EXPECT_EQ(count_gaps(dir.sub("db")), 1);
+}
+
 // The memtable links each channel's next message in next to its previous one
 // (insert hints per channel prefix) while trims add range tombstones to the
 // same memtable: Debian's RocksDB shares those hints between the two skiplists,

@@ -289,27 +289,68 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
     s = wb.Put(dkey_buf_, value_buf_);
   }
 
-  if (ch->oldest_seq == 0) ch->oldest_seq = msg.seq;
+  if (ch->oldest_seq == 0) {
+    ch->oldest_seq = msg.seq;
+  } else if (s.ok() && msg.seq > ch->last_seq + 1) {
+    // A jump (the hub continues above the store's seq ceiling after a loss): the
+    // skipped seqs are recorded, in this message's batch, so that retention does
+    // not count them (record_codec.h "gap").
+    const ChannelState::Gap gap{ch->last_seq + 1, msg.seq - 1};
+    std::string gkey = key.substr(0, prefix_len);
+    gkey[0] = kGapTag;
+    append_seq(gkey, gap.first);
+    std::string gval;
+    encode_gap_value(gap.last, gval);
+    s = wb.Put(gkey, gval);
+    ch->gaps.push_back(gap);
+    ch->gap_seqs += gap.last - gap.first + 1;
+  }
   ch->last_seq = msg.seq;
   ch->last_write_ms = now_ms_;
-  // Seqs are gap-free, so last - oldest + 1 is the number held.
-  if (s.ok() && ch->last_seq - ch->oldest_seq + 1 > history_max_held(p.req.history_limit)) {
-    uint64_t new_oldest = ch->last_seq - history_keep(p.req.history_limit) + 1;
-    // One range tombstone per trim step, in the same batch as the append. It
-    // starts at the bare channel prefix (nothing is stored below oldest_seq, so
-    // it deletes the same messages): a begin key without a seq is never in the
-    // memtable insert-hint domain (embedded_store.cc, ChannelOfSeqKey).
-    std::string begin = key.substr(0, prefix_len);
-    std::string end = key.substr(0, prefix_len);
-    append_seq(end, new_oldest);
-    s = wb.DeleteRange(begin, end);
-    ch->oldest_seq = new_oldest;
+  if (s.ok()) {
+    s = trim(*ch, prefix_len, history_keep(p.req.history_limit),
+             history_max_held(p.req.history_limit), wb);
   }
   if (!s.ok()) {
     refuse("cannot build a write batch", s.ToString());
     return false;
   }
   return true;
+}
+
+rocksdb::Status GroupCommitter::trim(ChannelState& ch, size_t prefix_len, uint64_t keep,
+                                     uint64_t max_held, rocksdb::WriteBatch& wb) {
+  // Seqs are gap-free but for the recorded gaps: this is the number held.
+  if (ch.last_seq - ch.oldest_seq + 1 - ch.gap_seqs <= max_held) return rocksdb::Status::OK();
+  // The seq of the keep-th newest message: down from the last one, over the gaps.
+  uint64_t need = keep, top = ch.last_seq;
+  size_t above = ch.gaps.size();  // gaps [above, size) lie above what is dropped
+  while (above > 0 && top - ch.gaps[above - 1].last < need) {
+    need -= top - ch.gaps[above - 1].last;
+    top = ch.gaps[above - 1].first - 1;
+    --above;
+  }
+  const uint64_t new_oldest = top - need + 1;
+  const std::string& key = key_buf_;
+  // One range tombstone per trim step, in the same batch as the append. It
+  // starts at the bare channel prefix (nothing is stored below oldest_seq, so
+  // it deletes the same messages): a begin key without a seq is never in the
+  // memtable insert-hint domain (embedded_store.cc, ChannelOfSeqKey).
+  std::string begin = key.substr(0, prefix_len);
+  std::string end = key.substr(0, prefix_len);
+  append_seq(end, new_oldest);
+  rocksdb::Status s = wb.DeleteRange(begin, end);
+  // The gaps below go with the messages around them.
+  for (size_t i = 0; i < above && s.ok(); ++i) {
+    std::string gkey = key.substr(0, prefix_len);
+    gkey[0] = kGapTag;
+    append_seq(gkey, ch.gaps[i].first);
+    s = wb.Delete(gkey);
+    ch.gap_seqs -= ch.gaps[i].last - ch.gaps[i].first + 1;
+  }
+  ch.gaps.erase(ch.gaps.begin(), ch.gaps.begin() + static_cast<std::ptrdiff_t>(above));
+  ch.oldest_seq = new_oldest;
+  return s;
 }
 
 GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& msg_prefix) {
@@ -337,6 +378,33 @@ GroupCommitter::ChannelState* GroupCommitter::channel_state(const std::string& m
   if (!iter->status().ok()) {
     refuse("store read failed", iter->status().ToString());
     return nullptr;
+  }
+  if (st.oldest_seq != 0) {
+    // Its gaps (usually none: one seek).
+    std::string gprefix = msg_prefix;
+    gprefix[0] = kGapTag;
+    std::string gupper = prefix_upper_bound(gprefix);
+    rocksdb::Slice glo(gprefix), ghi(gupper);
+    rocksdb::ReadOptions gro;
+    gro.iterate_lower_bound = &glo;
+    gro.iterate_upper_bound = &ghi;
+    std::unique_ptr<rocksdb::Iterator> gaps(hooks_.db()->NewIterator(gro));
+    for (gaps->SeekToFirst(); gaps->Valid(); gaps->Next()) {
+      ChannelState::Gap g{};
+      std::string_view k(gaps->key().data(), gaps->key().size());
+      std::string_view v(gaps->value().data(), gaps->value().size());
+      // Only gaps strictly inside the stored range count (a malformed one counts
+      // as messages: retention then keeps fewer, never more than it says).
+      if (parse_message_seq(k, gprefix.size(), g.first) && decode_gap_value(v, g.last) &&
+          g.first > st.oldest_seq && g.first <= g.last && g.last < st.last_seq) {
+        st.gaps.push_back(g);
+        st.gap_seqs += g.last - g.first + 1;
+      }
+    }
+    if (!gaps->status().ok()) {
+      refuse("store read failed", gaps->status().ToString());
+      return nullptr;
+    }
   }
   tracked_.store(channels_.size() + 1, std::memory_order_relaxed);
   return &channels_.emplace(msg_prefix, st).first->second;

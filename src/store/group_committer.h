@@ -46,6 +46,7 @@
 
 namespace rocksdb {
 class DB;
+class Status;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -98,9 +99,19 @@ class GroupCommitter {
   // What the writer knows of a channel's stored messages, for trimming and for
   // rejecting stale seqs. Loaded from the DB on the channel's first append.
   struct ChannelState {
+    struct Gap {
+      uint64_t first, last;  // seqs inside [oldest_seq, last_seq] that hold no message
+    };
     uint64_t oldest_seq = 0;  // 0: no message stored
     uint64_t last_seq = 0;
     int64_t last_write_ms = 0;  // steady clock
+    // Oldest first; empty unless the channel jumped its seqs (a power loss with
+    // fsync = never, an accepted data loss: record_codec.h "gap"). Retention counts
+    // the messages held, last - oldest + 1 - gap_seqs, not the seq distance: a
+    // quiet channel continuing 5,000,000 seqs above its last one kept none of its
+    // history at its next trim.
+    std::vector<Gap> gaps;
+    uint64_t gap_seqs = 0;
   };
 
   void run();
@@ -118,6 +129,10 @@ class GroupCommitter {
   // Adds one append to `wb`; false when the store must fail.
   bool add(Pending& p, rocksdb::WriteBatch& wb);
   ChannelState* channel_state(const std::string& msg_prefix);
+  // Trims `ch` (key_buf_ holds its message prefix, `prefix_len` long) to the
+  // latest `keep` messages when more than `max_held` are held.
+  rocksdb::Status trim(ChannelState& ch, size_t prefix_len, uint64_t keep, uint64_t max_held,
+                       rocksdb::WriteBatch& wb);
   // Forgets the channels not written for channel_idle_ms_.
   void evict_idle(int64_t now_ms);
 

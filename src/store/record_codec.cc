@@ -145,6 +145,17 @@ bool decode_message_value(std::string_view in, StoredMessage& msg) {
          in.empty();
 }
 
+void encode_gap_value(uint64_t last_seq, std::string& out) {
+  out.clear();
+  put_fixed64(out, last_seq);
+}
+
+bool decode_gap_value(std::string_view value, uint64_t& last_seq) {
+  if (value.size() != 8) return false;
+  last_seq = get_fixed64(value.data());
+  return true;
+}
+
 void encode_dedupe_value(const DedupeValue& v, std::string& out) {
   out.clear();
   put_fixed64(out, v.seq);

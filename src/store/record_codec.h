@@ -19,6 +19,13 @@
 //            ("a", "b\0c") and ("a\0b", "c") share a record. Still read (split at the
 //            first \0, right for every sender without a \0) and expired by the
 //            compaction filter and by recovery; never written any more.
+//   gap:     'g' tenant \0 channel \0 be64(first seq) -> le64(last seq): a run of seqs
+//            inside the channel's stored range that holds no message, written in the
+//            batch of the message that jumped over it (after a power loss with
+//            fsync = never, or a start that accepted data loss, a channel continues
+//            above the store's seq ceiling). Retention counts messages, not seq
+//            distance: the committer subtracts the gaps (group_committer.h), and a
+//            trim deletes the gaps below what it keeps. Earlier builds ignore them.
 // Tenant and channel names never contain \0 (validated upstream; asserted).
 //
 // Values are little-endian fixed-width integers and varint-length-prefixed strings.
@@ -43,6 +50,7 @@ inline constexpr char kDedupeTags[] = {kLegacyDedupeTag, kIdDedupeTag, kDedupeTa
 inline bool is_dedupe_tag(char tag) {
   return tag == kDedupeTag || tag == kIdDedupeTag || tag == kLegacyDedupeTag;
 }
+inline constexpr char kGapTag = 'g';
 // One key, rewritten by the store's write probe when it recovers from a failed write.
 inline constexpr char kProbeTag = 'x';
 
@@ -71,6 +79,10 @@ bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, s
 // Message value: format byte, ts, from, id, body. seq lives in the key.
 void encode_message_value(const StoredMessage& msg, std::string& out);
 bool decode_message_value(std::string_view value, StoredMessage& msg);
+
+// Gap value: the last seq of the run (the first is in the key).
+void encode_gap_value(uint64_t last_seq, std::string& out);
+bool decode_gap_value(std::string_view value, uint64_t& last_seq);
 
 struct DedupeValue {
   uint64_t seq = 0;
