@@ -36,7 +36,11 @@ int run_verify_data(const std::vector<std::string>& args) {
   // Tables are self-describing (format, compression, checksum type): RocksDB's
   // default options read the store's.
   const rocksdb::Options options;
-  const store::CheckResult tables = store::check_tables(dir, options, UINT64_MAX);
+  // Only the tables the database holds: an interrupted flush or compaction leaves
+  // files it never took in (RocksDB deletes them at its next open).
+  const auto live = store::live_tables(dir);
+  const store::CheckResult tables =
+      store::check_tables(dir, options, UINT64_MAX, live ? &*live : nullptr);
   const store::CheckResult wals = store::check_wals(dir);
   for (const auto& d : tables.damaged) print_damage(d);
   for (const auto& d : wals.damaged) print_damage(d);

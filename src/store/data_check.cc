@@ -10,6 +10,8 @@
 #include <optional>
 
 #include <rocksdb/convenience.h>
+#include <rocksdb/db.h>
+#include <rocksdb/metadata.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <rocksdb/sst_file_reader.h>
@@ -219,11 +221,41 @@ std::string channel_of_key(std::string_view key) {
   return out;
 }
 
+std::vector<std::string> table_names(const std::vector<rocksdb::LiveFileMetaData>& files) {
+  std::vector<std::string> out;
+  for (const auto& f : files) {
+    // RocksDB names them "/000012.sst" (relative to db_path).
+    out.push_back(fs::path(f.name).filename().string());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> live_tables(const std::string& dir) {
+  rocksdb::Options o;
+  // Replays (in memory) what it can of the WALs: the live tables come from the
+  // MANIFEST, whatever a WAL holds.
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  o.info_log_level = rocksdb::InfoLogLevel::HEADER_LEVEL;
+  // A look at the MANIFEST only: no table opened (a damaged one must not fail
+  // the look; checking it is the caller's job), no check that each exists.
+  o.max_open_files = 16;
+  o.paranoid_checks = false;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(o, dir, &raw).ok()) return std::nullopt;
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  return table_names(files);
+}
+
 CheckResult check_tables(const std::string& dir, const rocksdb::Options& options,
-                         uint64_t budget_bytes) {
+                         uint64_t budget_bytes, const std::vector<std::string>* live) {
   CheckResult result;
   const rocksdb::EnvOptions env_options(options);
   for (const auto& path : files_of(dir, ".sst")) {
+    if (live && std::find(live->begin(), live->end(), path.filename().string()) == live->end()) {
+      continue;
+    }
     std::error_code ec;
     const uint64_t size = fs::file_size(path, ec);
     if (ec) continue;  // deleted by a compaction since it was listed

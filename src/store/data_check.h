@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace rocksdb {
+struct LiveFileMetaData;
 struct Options;
 }
 
@@ -41,9 +43,18 @@ struct CheckResult {
 
 // The table files of `dir`, newest first, while the bytes checked stay within
 // `budget_bytes` (UINT64_MAX: all). `options` as the store opens the database
-// (its table format and compression).
+// (its table format and compression). With `live` (file names, e.g.
+// "000012.sst"), only those: a table a flush or compaction is still writing, or
+// one a power loss cut short before the database took it in, is in the folder
+// but no part of the data (issue 26: such 0-byte files were reported damaged).
 CheckResult check_tables(const std::string& dir, const rocksdb::Options& options,
-                         uint64_t budget_bytes);
+                         uint64_t budget_bytes, const std::vector<std::string>* live = nullptr);
+// The table files the database of `dir` (not open elsewhere for writing, or
+// open: a read-only look) holds, by name; nullopt when it cannot be opened
+// even read-only (then every table in the folder is checked).
+std::optional<std::vector<std::string>> live_tables(const std::string& dir);
+// Names ("000012.sst") of a database's live files as RocksDB lists them.
+std::vector<std::string> table_names(const std::vector<rocksdb::LiveFileMetaData>& files);
 // Every WAL (*.log) of `dir`, record by record.
 CheckResult check_wals(const std::string& dir);
 

@@ -744,7 +744,15 @@ void EmbeddedStore::verify_at_start() {
   const rocksdb::Options o = make_options(filter_.get(), env_, logger_,
                                           rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords,
                                           nullptr);
-  const CheckResult r = check_tables(opts_.dir, o, opts_.verify_bytes);
+  std::vector<std::string> live;
+  {
+    std::shared_lock lock(db_mu_);
+    if (!db_) return;
+    std::vector<rocksdb::LiveFileMetaData> files;
+    db_->GetLiveFilesMetaData(&files);
+    live = table_names(files);
+  }
+  const CheckResult r = check_tables(opts_.dir, o, opts_.verify_bytes, &live);
   for (const auto& d : r.damaged) note_damage(d.file, d.what, d.channels);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
