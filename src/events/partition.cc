@@ -405,6 +405,12 @@ void Partition::read_page(uint64_t id, Cursor& c) {
         }
         c.paced = false;
         c.next = std::max(c.next, earliest());
+        // Nothing is held from `from` up to the first event the store has: trimmed,
+        // or offsets a start after a data loss skipped (the partition continues
+        // above the store's ceiling). Without this a reader stayed at the skipped
+        // offsets for good, reading the same page again and again (issue 26).
+        const uint64_t first_held = r->empty() ? cut + 1 : std::min(r->front().seq, cut + 1);
+        c.next = std::max(c.next, first_held);
         return pump_now(id, c);
       }
       std::string frame;
@@ -412,10 +418,12 @@ void Partition::read_page(uint64_t id, Cursor& c) {
       size_t k = 0;
       for (auto& m : *r) {
         // A page is bounded by bytes too: what is left is read again next time.
-        if (m.seq > cut || m.seq != c.next || frame.size() > kFrameBytes) break;
+        // Above c.next only past offsets skipped after a data loss: nothing is
+        // held between (trims take the oldest only).
+        if (m.seq > cut || m.seq < c.next || frame.size() > kFrameBytes) break;
         if (k++) frame.push_back(',');
         frame += encode_item(m.seq, m.ts_ms, m.from, m.id, m.body);
-        ++c.next;
+        c.next = m.seq + 1;
       }
       frame += "]}";
       loops_.run_on(sink->loop(), [this, sink, id, frame = std::move(frame)]() mutable {

@@ -321,6 +321,67 @@ TEST(CorruptionTest, ADamagedTableIsFoundAtStartWhileIntactChannelsGoOn) {
   EXPECT_EQ(json_int(c->expect("ack"), "seq"), 1);
 }
 
+// A start that announces a data loss (here: a new boot id after an unclean stop
+// with fsync = never, what a power loss is to the store) moves every channel and
+// partition above the store's seq ceiling, up to 65,536 past the last seq
+// (issue 26). What was held below the jump stays: a channel's history counts
+// messages, not seqs (10 held, history 1000: all 10 kept past the jump), and a
+// tail from the earliest offset reads across the skipped offsets (it stayed at
+// them for good before).
+TEST(CorruptionTest, AfterAnAnnouncedLossHistoryAndTailsGoOnAcrossTheSkippedSeqs) {
+  const std::string boot = std::filesystem::temp_directory_path() /
+                           ("parley-boot-" + std::to_string(::getpid()));
+  { std::ofstream(boot) << "boot-one\n"; }
+  ::setenv("PARLEY_BOOT_ID_PATH", boot.c_str(), 1);
+  ServerSpec sp = spec_with_tenants(default_tenants_toml(
+      "publish_per_sec = 0\npublish_per_conn_sec = 0\n\n[tenants.demo.topics.gap]\npartitions = 1\n"));
+  sp.server_extra = "fsync = \"never\"";
+  ServerProcess server(sp);
+  server.start();
+  auto emit = [&](Client& c, int rid, const std::string& id) {
+    c.send(R"({"op":"emit","rid":)" + std::to_string(rid) +
+           R"(,"topic":"gap","events":[{"key":"k","type":"t","id":")" + id + R"(","body":1}]})");
+    return c.expect("emitted");
+  };
+  {
+    auto c = connect_as(server.http_port(), "pub");
+    ASSERT_EQ(op_of(c->join("chat:quiet")), "joined");
+    ASSERT_EQ(publish_n(*c, "chat:quiet", 10).size(), 10u);
+    for (int i = 1; i <= 5; ++i) emit(*c, i, "before-" + std::to_string(i));
+  }
+  server.kill9();
+  { std::ofstream(boot) << "boot-two\n"; }  // the machine restarted
+  server.start();
+  ::unsetenv("PARLEY_BOOT_ID_PATH");
+  std::filesystem::remove(boot);
+  EXPECT_EQ(metric_value(server.http_port(), "parley_store_data_loss_accepted"), 1);
+  auto c = connect_as(server.http_port(), "pub2");
+  const std::string joined = c->join("chat:quiet");
+  c->send(pub_frame("chat:quiet", "after", "1"));
+  const std::string ack = c->expect("ack");
+  EXPECT_GT(json_int(ack, "seq").value_or(0), 65'536) << ack;
+  const std::string emitted = emit(*c, 9, "after-1");
+  const auto history = http_history_all(server.http_port(), "chat:quiet");
+  EXPECT_EQ(history.size(), 11u) << joined;
+  if (!history.empty()) EXPECT_EQ(json_int(history.front(), "seq").value_or(0), 1);
+  // Every event, the 5 below the skipped offsets and the one above, in order.
+  auto t = connect_as(server.http_port(), "tail");
+  t->send(R"({"op":"tail","rid":1,"topic":"gap","from":"earliest"})");
+  t->expect("tailing");
+  std::vector<std::string> ids;
+  while (ids.size() < 6) {
+    auto o = t->next(5s);
+    if (!o) break;
+    if (op_of(*o) != "events") continue;
+    for (const auto& ev : json_array_items(json_raw(*o, "evs").value_or(""))) {
+      ids.push_back(json_str(ev, "id").value_or(""));
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"before-1", "before-2", "before-3", "before-4",
+                                           "before-5", "after-1"}))
+      << emitted;
+}
+
 // A table file the database never took in (a flush or compaction cut off by a
 // crash or power loss leaves a short or empty one; issue 26's power-loss runs
 // found 0-byte ones) is no damage: verify-data and the check at start look only
