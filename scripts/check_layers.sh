@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Lower layers first. A folder may include itself and any folder before it.
-layers=(common protocol auth tenant runtime store metrics net hub session events cluster persist upstream api server)
+layers=(common protocol auth tenant runtime store metrics net hub events session cluster persist upstream api server)
 
 rank() {
   local i

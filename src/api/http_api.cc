@@ -439,14 +439,14 @@ void HttpApi::emit(const TenantRuntime& t, std::string_view topic,
   if (int wait = rt->events_bucket.take(arrived, static_cast<uint32_t>(op.events.size()))) {
     return fail(Error{ErrorCode::kRateLimited, "event rate exceeded", wait});
   }
-  session::EmitRequest e;
+  events::EmitRequest e;
   e.tenant = &cfg;
   e.topic = std::string(topic);
   e.from = std::string(protocol::kServerUser);
   e.events = std::move(op.events);
   e.arrived_ns = arrived;
   e.reply_loop = loop;
-  e.done = [respond = std::move(respond), rt, this](session::EmitOutcome out) {
+  e.done = [respond = std::move(respond), rt, this](events::EmitOutcome out) {
     if (!out.status) {
       metrics_.local().reject(out.status.error().code);
       rt->reject(out.status.error().code);
@@ -471,7 +471,7 @@ void HttpApi::board(const TenantRuntime& t, std::string_view name, std::string_v
   if (it == cfg.leaderboards.end() || !gateway_.events()) {
     return respond(error_response(Error{ErrorCode::kNotFound, "unknown board"}));
   }
-  session::RankRequest r;
+  events::RankRequest r;
   r.tenant = &cfg;
   r.board = std::string(name);
   r.top = it->second.top;
@@ -490,10 +490,10 @@ void HttpApi::board(const TenantRuntime& t, std::string_view name, std::string_v
     r.round = std::move(*round);
   }
   r.reply_loop = loop;
-  r.done = [respond = std::move(respond)](Status st, std::vector<session::RankEntry> top,
-                                          std::vector<session::RankEntry> entries) {
+  r.done = [respond = std::move(respond)](Status st, std::vector<events::RankEntry> top,
+                                          std::vector<events::RankEntry> entries) {
     if (!st) return respond(error_response(st.error()));
-    auto list = [](const std::vector<session::RankEntry>& in, std::string& out) {
+    auto list = [](const std::vector<events::RankEntry>& in, std::string& out) {
       std::vector<protocol::RankView> v;
       for (const auto& e : in) v.push_back({e.member, e.score, e.rank});
       protocol::append_rank_list(out, v);

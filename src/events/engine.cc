@@ -85,31 +85,31 @@ void Engine::on_topic(const TenantConfig* tenant, const std::string& name, Fn&& 
                 [this, tenant, name, fn = std::forward<Fn>(fn)]() mutable { fn(topic(*tenant, name)); });
 }
 
-void Engine::emit(session::EmitRequest req) {
+void Engine::emit(EmitRequest req) {
   const TenantConfig* t = req.tenant;
   const std::string name = req.topic;
   on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.emit(std::move(req)); });
 }
 
-void Engine::tail(session::TailRequest req) {
+void Engine::tail(TailRequest req) {
   const TenantConfig* t = req.tenant;
   const std::string name = req.topic;
   on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.tail(std::move(req)); });
 }
 
-void Engine::consume(session::ConsumeRequest req) {
+void Engine::consume(ConsumeRequest req) {
   const TenantConfig* t = req.tenant;
   const std::string name = req.topic;
   on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.consume(std::move(req)); });
 }
 
-void Engine::commit(session::CommitRequest req) {
+void Engine::commit(CommitRequest req) {
   const TenantConfig* t = req.tenant;
   const std::string name = req.topic;
   on_topic(t, name, [req = std::move(req)](Topic& tp) mutable { tp.commit(std::move(req)); });
 }
 
-void Engine::rank(session::RankRequest req) {
+void Engine::rank(RankRequest req) {
   auto bit = req.tenant->leaderboards.find(req.board);
   PARLEY_CHECK(bit != req.tenant->leaderboards.end());  // checked by the caller
   const TenantConfig* t = req.tenant;
@@ -124,7 +124,7 @@ void Engine::rank(session::RankRequest req) {
 }
 
 void Engine::watch_board(const TenantConfig* tenant, const std::string& board,
-                         const std::string& round, std::weak_ptr<session::EventSink> sink,
+                         const std::string& round, std::weak_ptr<EventSink> sink,
                          uint64_t conn, const std::string& user) {
   auto bit = tenant->leaderboards.find(board);
   if (bit == tenant->leaderboards.end()) return;

@@ -1,6 +1,6 @@
 // The event pipeline (PROTOCOL.md "Event streams and leaderboards"): each
 // configured topic lives on one loop (a hash of tenant + topic) as a Topic,
-// created there on first use. Implements session::EventService by posting each
+// created there on first use. Implements EventService by posting each
 // request to its topic's loop; the topic answers on the request's reply loop.
 //
 // Any thread calls in. Topics are created, used and destroyed only on their
@@ -19,27 +19,27 @@
 #include "events/topic_stats.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 #include "tenant/tenant_registry.h"
 #include "store/store.h"
 
 namespace parley::events {
 
-class Engine final : public session::EventService {
+class Engine final : public EventService {
  public:
   Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics);
   ~Engine() override;
 
-  void emit(session::EmitRequest req) override;
-  void tail(session::TailRequest req) override;
-  void consume(session::ConsumeRequest req) override;
-  void commit(session::CommitRequest req) override;
-  void rank(session::RankRequest req) override;
+  void emit(EmitRequest req) override;
+  void tail(TailRequest req) override;
+  void consume(ConsumeRequest req) override;
+  void commit(CommitRequest req) override;
+  void rank(RankRequest req) override;
   void leave(const TenantConfig* tenant, const std::string& topic, const std::string& group,
              uint64_t conn, unsigned reply_loop, std::function<void()> done) override;
   void disconnect(const TenantConfig* tenant, const std::string& topic, uint64_t conn) override;
   void watch_board(const TenantConfig* tenant, const std::string& board, const std::string& round,
-                   std::weak_ptr<session::EventSink> sink, uint64_t conn,
+                   std::weak_ptr<EventSink> sink, uint64_t conn,
                    const std::string& user) override;
   void unwatch_board(const TenantConfig* tenant, const std::string& board,
                      const std::string& round, uint64_t conn) override;

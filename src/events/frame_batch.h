@@ -21,7 +21,7 @@
 #include "common/clock.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 
 namespace parley::events {
 
@@ -29,7 +29,7 @@ class FrameBatch {
  public:
   // `oldest_ns`: when the frame's oldest event was committed (the dispatch
   // stage histogram measures from it to the frame's queueing).
-  void add(std::shared_ptr<session::EventSink> sink, std::string frame, int64_t oldest_ns) {
+  void add(std::shared_ptr<EventSink> sink, std::string frame, int64_t oldest_ns) {
     auto [it, fresh] = index_.try_emplace(sink.get(), outs_.size());
     if (fresh) outs_.push_back(Out{std::move(sink), {}, {}});
     Out& o = outs_[it->second];
@@ -54,12 +54,12 @@ class FrameBatch {
 
  private:
   struct Out {
-    std::shared_ptr<session::EventSink> sink;
+    std::shared_ptr<EventSink> sink;
     std::vector<std::string> frames;
     std::vector<int64_t> oldest_ns;
   };
   std::vector<Out> outs_;
-  std::unordered_map<const session::EventSink*, size_t> index_;
+  std::unordered_map<const EventSink*, size_t> index_;
 };
 
 }  // namespace parley::events

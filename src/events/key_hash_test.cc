@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "session/event_service.h"
+#include "events/event_service.h"
 
 namespace parley::events {
 namespace {
@@ -25,9 +25,9 @@ TEST(KeyHash, AnUnknownRecordIsNotGuessed) {
 // The example: a client following PROTOCOL.md puts player-1 in
 // partition 2 of 16; the old basis put it in 4.
 TEST(KeyHash, TheSpecSeedGivesTheProtocolsPartitions) {
-  EXPECT_EQ(session::partition_of("player-1", 16, seed_of(KeyHash::kSpec)), 2u);
-  EXPECT_EQ(session::partition_of("player-1", 16), 2u);
-  EXPECT_EQ(session::partition_of("player-1", 16, seed_of(KeyHash::kLegacy)), 4u);
+  EXPECT_EQ(partition_of("player-1", 16, seed_of(KeyHash::kSpec)), 2u);
+  EXPECT_EQ(partition_of("player-1", 16), 2u);
+  EXPECT_EQ(partition_of("player-1", 16, seed_of(KeyHash::kLegacy)), 4u);
 }
 
 }  // namespace

@@ -209,13 +209,13 @@ void Leaderboard::finish_rebuild() {
   for (auto& r : ranks) rank(std::move(r));
 }
 
-void Leaderboard::rank(session::RankRequest req) {
+void Leaderboard::rank(RankRequest req) {
   if (rebuilding_) {
     held_ranks_.push_back(std::move(req));
     return;
   }
-  auto answer = [this, &req](Status st, std::vector<session::RankEntry> top,
-                             std::vector<session::RankEntry> entries) {
+  auto answer = [this, &req](Status st, std::vector<RankEntry> top,
+                             std::vector<RankEntry> entries) {
     loops_.run_on(req.reply_loop, [done = std::move(req.done), st = std::move(st),
                                    top = std::move(top), entries = std::move(entries)]() mutable {
       done(std::move(st), std::move(top), std::move(entries));
@@ -225,8 +225,8 @@ void Leaderboard::rank(session::RankRequest req) {
     return answer(Error{ErrorCode::kBadRequest, "this board has rounds: round is required"}, {}, {});
   }
   const Round* r = find_round(has_rounds() ? *req.round : std::string());
-  std::vector<session::RankEntry> top, entries;
-  auto copy = [](const std::vector<BoardEntry>& in, std::vector<session::RankEntry>& out) {
+  std::vector<RankEntry> top, entries;
+  auto copy = [](const std::vector<BoardEntry>& in, std::vector<RankEntry>& out) {
     for (const auto& e : in) out.push_back({std::string(e.member), e.score, e.rank});
   };
   if (r) {
@@ -236,7 +236,7 @@ void Leaderboard::rank(session::RankRequest req) {
   answer(Status::ok(), std::move(top), std::move(entries));
 }
 
-void Leaderboard::watch(const std::string& round, std::weak_ptr<session::EventSink> sink,
+void Leaderboard::watch(const std::string& round, std::weak_ptr<EventSink> sink,
                         uint64_t conn, std::string user) {
   watchers_[round][conn] = Watcher{std::move(sink), std::move(user), true};
 }

@@ -25,7 +25,7 @@
 #include "events/order_board.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 #include "tenant/tenant_config.h"
 
 namespace parley::events {
@@ -57,9 +57,9 @@ class Leaderboard {
   bool rebuilding() const { return rebuilding_; }
   void reset() { rounds_.clear(); }
 
-  void rank(session::RankRequest req);
+  void rank(RankRequest req);
   // A connection joined (left) channel lb:NAME[:ROUND].
-  void watch(const std::string& round, std::weak_ptr<session::EventSink> sink, uint64_t conn,
+  void watch(const std::string& round, std::weak_ptr<EventSink> sink, uint64_t conn,
              std::string user);
   void unwatch(const std::string& round, uint64_t conn);
 
@@ -73,7 +73,7 @@ class Leaderboard {
 
  private:
   struct Watcher {
-    std::weak_ptr<session::EventSink> sink;
+    std::weak_ptr<EventSink> sink;
     std::string user;
     bool fresh = true;  // joined since the last push: gets the board even unchanged
   };
@@ -99,7 +99,7 @@ class Leaderboard {
   std::map<std::string, std::map<uint64_t, Watcher>, std::less<>> watchers_;  // by round
   bool rebuilding_ = false;
   std::vector<std::pair<std::string, std::string>> held_;  // (type, body) while rebuilding
-  std::vector<session::RankRequest> held_ranks_;
+  std::vector<RankRequest> held_ranks_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point next_push_;
   uint64_t touches_ = 0;

@@ -314,7 +314,7 @@ void Partition::commit_stored(const store::StoredMessage& m) {
   if (on_committed_) on_committed_(m.seq);
 }
 
-uint64_t Partition::open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next,
+uint64_t Partition::open_cursor(std::weak_ptr<EventSink> sink, uint64_t next,
                                 std::string group) {
   const uint64_t id = next_cursor_++;
   cursors_.emplace(id, Cursor{std::move(sink), next, std::move(group), false});

@@ -31,7 +31,7 @@
 #include "protocol/client_op.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 #include "store/dedupe_table.h"
 #include "store/log_follower.h"
 #include "store/store.h"
@@ -99,7 +99,7 @@ class Partition {
 
   // Cursors: a reader starting at `next` (earliest() <= next <= committed()+1).
   // `group` is written into its frames (a group member's). Returns its id.
-  uint64_t open_cursor(std::weak_ptr<session::EventSink> sink, uint64_t next, std::string group);
+  uint64_t open_cursor(std::weak_ptr<EventSink> sink, uint64_t next, std::string group);
   void close_cursor(uint64_t id);
   // Adds to `out` what each cursor has not had yet (the topic calls it after
   // commits, once per loop iteration or per tick, and posts `out`).
@@ -116,7 +116,7 @@ class Partition {
 
  private:
   struct Cursor {
-    std::weak_ptr<session::EventSink> sink;
+    std::weak_ptr<EventSink> sink;
     uint64_t next = 1;
     std::string group;
     bool paced = false;  // a store page is being read or written out

@@ -246,7 +246,7 @@ void Topic::pump() {
   out.post(loops_, metrics_);
 }
 
-void Topic::send_to(const std::weak_ptr<session::EventSink>& sink, std::string frame) {
+void Topic::send_to(const std::weak_ptr<EventSink>& sink, std::string frame) {
   auto s = sink.lock();
   if (!s) return;
   loops_.run_on(s->loop(), [s, frame = std::move(frame)]() mutable {
@@ -260,31 +260,31 @@ namespace {
 
 // An emit waiting for its events, on the topic's loop.
 struct EmitState {
-  session::EmitOutcome out;
+  EmitOutcome out;
   size_t remaining = 0;
   std::vector<size_t> copy_of;  // an id repeated within the emit: the first's index
   unsigned reply_loop = 0;
-  std::function<void(session::EmitOutcome)> done;
+  std::function<void(EmitOutcome)> done;
 };
 
 }  // namespace
 
-void Topic::emit(session::EmitRequest req) {
+void Topic::emit(EmitRequest req) {
   when_ready([this, req = std::move(req)]() mutable { run_emit(std::move(req)); });
 }
 
-void Topic::run_emit(session::EmitRequest req) {
-  auto reply = [this](unsigned loop, std::function<void(session::EmitOutcome)> done,
-                      session::EmitOutcome out) {
+void Topic::run_emit(EmitRequest req) {
+  auto reply = [this](unsigned loop, std::function<void(EmitOutcome)> done,
+                      EmitOutcome out) {
     loops_.run_on(loop, [done = std::move(done), out = std::move(out)]() mutable {
       done(std::move(out));
     });
   };
-  if (!ready()) return reply(req.reply_loop, std::move(req.done), session::EmitOutcome::failed(kStoreDown));
+  if (!ready()) return reply(req.reply_loop, std::move(req.done), EmitOutcome::failed(kStoreDown));
   const size_t n = req.events.size();
   if (inflight_ + n > kTopicInflightLimit) {
     return reply(req.reply_loop, std::move(req.done),
-                 session::EmitOutcome::failed(
+                 EmitOutcome::failed(
                      Error{ErrorCode::kBackpressure, "topic append queue full", 100}));
   }
   auto state = std::make_shared<EmitState>();
@@ -338,7 +338,7 @@ void Topic::run_emit(session::EmitRequest req) {
   for (size_t i = 0; i < n; ++i) {
     if (state->copy_of[i] != SIZE_MAX) continue;
     auto& e = req.events[i];
-    const uint32_t p = session::partition_of(e.key, partitions(), seed_of(*key_hash_));
+    const uint32_t p = partition_of(e.key, partitions(), seed_of(*key_hash_));
     state->out.offs[i].first = p;
     parts_[p]->append(req.from, e, now, [this, state, i, finish, arrived = req.arrived_ns](const Landing& l) {
       --inflight_;
@@ -358,21 +358,21 @@ void Topic::run_emit(session::EmitRequest req) {
 
 // ---- tail -------------------------------------------------------------------
 
-void Topic::tail(session::TailRequest req) {
+void Topic::tail(TailRequest req) {
   when_ready([this, req = std::move(req)]() mutable { run_tail(std::move(req)); });
 }
 
-void Topic::run_tail(session::TailRequest req) {
-  session::StartOutcome out;
-  auto reply = [this, &req](session::StartOutcome out) {
+void Topic::run_tail(TailRequest req) {
+  StartOutcome out;
+  auto reply = [this, &req](StartOutcome out) {
     loops_.run_on(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
       done(std::move(out));
     });
   };
-  if (!ready()) return reply(session::StartOutcome::failed(kStoreDown));
+  if (!ready()) return reply(StartOutcome::failed(kStoreDown));
   std::vector<uint32_t> which;
   if (req.p) {
-    if (*req.p >= partitions()) return reply(session::StartOutcome::failed(Error{ErrorCode::kNotFound, "unknown partition"}));
+    if (*req.p >= partitions()) return reply(StartOutcome::failed(Error{ErrorCode::kNotFound, "unknown partition"}));
     which.push_back(*req.p);
   } else {
     for (uint32_t p = 0; p < partitions(); ++p) which.push_back(p);
@@ -386,7 +386,7 @@ void Topic::run_tail(session::TailRequest req) {
       next = part.earliest();
     } else if (req.from == protocol::TailFrom::kOffset) {
       if (req.from_off < part.earliest() || req.from_off > latest) {
-        auto bad = session::StartOutcome::failed(
+        auto bad = StartOutcome::failed(
             Error{ErrorCode::kOutOfRange, "offset outside what the partition holds"});
         bad.range = OffsetRange{p, part.earliest(), latest};
         return reply(std::move(bad));
@@ -596,18 +596,18 @@ void Topic::renew_groups() {
   if (any) arm_group_renewal();
 }
 
-void Topic::consume(session::ConsumeRequest req) {
+void Topic::consume(ConsumeRequest req) {
   when_ready([this, req = std::move(req)]() mutable {
-    auto reply = [this](session::ConsumeRequest& req, session::StartOutcome out) {
+    auto reply = [this](ConsumeRequest& req, StartOutcome out) {
       loops_.run_on(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
         done(std::move(out));
       });
     };
-    if (!ready()) return reply(req, session::StartOutcome::failed(kStoreDown));
+    if (!ready()) return reply(req, StartOutcome::failed(kStoreDown));
     Group* g = find_group(req.group);
     if (!g) {
       if (groups_.size() >= kMaxGroupsPerTopic) {
-        return reply(req, session::StartOutcome::failed(
+        return reply(req, StartOutcome::failed(
                               Error{ErrorCode::kQuotaExceeded, "too many groups on this topic"}));
       }
       auto fresh = std::make_unique<Group>();
@@ -617,9 +617,9 @@ void Topic::consume(session::ConsumeRequest req) {
       g = groups_.emplace(req.group, std::move(fresh)).first->second.get();
     }
     hold_group(*g, [this, g, req = std::move(req), reply](Status held) mutable {
-    if (!held) return reply(req, session::StartOutcome::failed(held.error()));
+    if (!held) return reply(req, StartOutcome::failed(held.error()));
     load_group(*g, [this, g, req = std::move(req), reply]() mutable {
-      if (!g->loaded) return reply(req, session::StartOutcome::failed(kStoreDown));
+      if (!g->loaded) return reply(req, StartOutcome::failed(kStoreDown));
       auto mine = [&]() -> Member* {
         for (auto& m : g->members) {
           if (m.conn == req.conn) return &m;
@@ -634,7 +634,7 @@ void Topic::consume(session::ConsumeRequest req) {
         rebalance(*g, req.conn);
         m = mine();
       }
-      session::StartOutcome out;
+      StartOutcome out;
       out.gen = g->gen;
       for (uint32_t p : m->parts) out.parts.push_back({p, next_of(*g, p)});
       reply(req, std::move(out));
@@ -644,8 +644,8 @@ void Topic::consume(session::ConsumeRequest req) {
   });
 }
 
-void Topic::commit(session::CommitRequest req) {
-  auto reply = [this](session::CommitRequest& req, Status st, std::optional<OffsetRange> range = {}) {
+void Topic::commit(CommitRequest req) {
+  auto reply = [this](CommitRequest& req, Status st, std::optional<OffsetRange> range = {}) {
     loops_.run_on(req.reply_loop, [done = std::move(req.done), st = std::move(st), range]() mutable {
       done(std::move(st), range);
     });
@@ -675,7 +675,7 @@ void Topic::commit(session::CommitRequest req) {
   });
 }
 
-void Topic::write_commit(Group& g, session::CommitRequest req) {
+void Topic::write_commit(Group& g, CommitRequest req) {
   g.committed[req.p] = req.off;
   stats_->set_group_offset(g.name, req.p, req.off);
   // A record holds every partition's offset: while one is being written, the
@@ -686,12 +686,12 @@ void Topic::write_commit(Group& g, session::CommitRequest req) {
     g.queued.push_back(std::move(req));
     return;
   }
-  std::vector<session::CommitRequest> reqs;
+  std::vector<CommitRequest> reqs;
   reqs.push_back(std::move(req));
   write_commits(g, std::move(reqs));
 }
 
-void Topic::write_commits(Group& g, std::vector<session::CommitRequest> reqs) {
+void Topic::write_commits(Group& g, std::vector<CommitRequest> reqs) {
   g.writing = true;
   store::AppendRequest a{g.log,
                          store::StoredMessage{++g.log_seq, wall_ms(), "server", {},

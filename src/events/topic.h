@@ -27,7 +27,7 @@
 #include "events/topic_stats.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
 
@@ -43,10 +43,10 @@ class Topic {
   Topic(const Topic&) = delete;
   Topic& operator=(const Topic&) = delete;
 
-  void emit(session::EmitRequest req);
-  void tail(session::TailRequest req);
-  void consume(session::ConsumeRequest req);
-  void commit(session::CommitRequest req);
+  void emit(EmitRequest req);
+  void tail(TailRequest req);
+  void consume(ConsumeRequest req);
+  void commit(CommitRequest req);
   void leave(const std::string& group, uint64_t conn, unsigned reply_loop,
              std::function<void()> done);
   void disconnect(uint64_t conn);
@@ -66,7 +66,7 @@ class Topic {
  private:
   struct Member {
     uint64_t conn = 0;
-    std::weak_ptr<session::EventSink> sink;
+    std::weak_ptr<EventSink> sink;
     std::vector<uint32_t> parts;
     std::vector<uint64_t> cursors;  // one per part
   };
@@ -83,7 +83,7 @@ class Topic {
     // meanwhile are answered by the next write, whose record holds every
     // partition's offset (write_commit).
     bool writing = false;
-    std::vector<session::CommitRequest> queued;
+    std::vector<CommitRequest> queued;
     // Shared store: this node holds the group (Store::claim on the commit log's
     // key) while it has members here; a node that does not is refused.
     bool held = false, claiming = false;
@@ -93,8 +93,8 @@ class Topic {
     std::vector<uint64_t> cursors;  // per partition; 0: not tailed
   };
 
-  void run_emit(session::EmitRequest req);
-  void run_tail(session::TailRequest req);
+  void run_emit(EmitRequest req);
+  void run_tail(TailRequest req);
   void recovered_one();
   // Once every partition is recovered and the key hash is known (or failed to
   // load), runs what waits for readiness.
@@ -114,15 +114,15 @@ class Topic {
   // and then `assigned`.
   void rebalance(Group& g, uint64_t quiet);
   void remove_member(Group& g, uint64_t conn);
-  void write_commit(Group& g, session::CommitRequest req);
-  void write_commits(Group& g, std::vector<session::CommitRequest> reqs);
+  void write_commit(Group& g, CommitRequest req);
+  void write_commits(Group& g, std::vector<CommitRequest> reqs);
   // Shared store: takes the group for this node (then(ok)), or says which error
   // to answer (another node holds it: unavailable). Held groups are renewed
   // every kGroupHoldMs / 3 and released when their last member here leaves.
   void hold_group(Group& g, std::function<void(Status)> then);
   void arm_group_renewal();
   void renew_groups();
-  void send_to(const std::weak_ptr<session::EventSink>& sink, std::string frame);
+  void send_to(const std::weak_ptr<EventSink>& sink, std::string frame);
 
   unsigned loop_;
   runtime::LoopGroup& loops_;

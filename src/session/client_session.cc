@@ -177,7 +177,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
   if (wait > 0) {
     return reply_error(op.rid, Error{ErrorCode::kRateLimited, "event rate exceeded", wait});
   }
-  EmitRequest req;
+  events::EmitRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.from = user_;
@@ -185,7 +185,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
   req.arrived_ns = arrived_ns;
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic,
-              arrived_ns](EmitOutcome out) {
+              arrived_ns](events::EmitOutcome out) {
     if (!out.status) return self->reply_error(rid, out.status.error());
     std::string frame;
     protocol::encode_emitted(frame, rid, topic, out.offs, out.dup);
@@ -201,16 +201,16 @@ void ClientSession::on_tail(protocol::ClientOp& op) {
     return fail(op.rid, ErrorCode::kNotFound, "unknown partition");
   }
   if (!tails(op.topic)) rare().topics.push_back(op.topic);
-  TailRequest req;
+  events::TailRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.p = op.p;
   req.from = op.from;
   req.from_off = op.from_off;
-  req.sink = std::static_pointer_cast<EventSink>(shared_from_this());
+  req.sink = std::static_pointer_cast<events::EventSink>(shared_from_this());
   req.conn = conn_id_;
   req.reply_loop = loop();
-  req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic](StartOutcome out) {
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic](events::StartOutcome out) {
     if (self->closed_) return;
     if (!out.status) return self->reply_event_error(rid, out.status.error(), out.range);
     std::vector<std::pair<uint32_t, uint64_t>> parts;
@@ -224,15 +224,15 @@ void ClientSession::on_tail(protocol::ClientOp& op) {
 
 void ClientSession::on_consume(protocol::ClientOp& op) {
   if (!tails(op.topic)) rare().topics.push_back(op.topic);
-  ConsumeRequest req;
+  events::ConsumeRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.group = op.group;
-  req.sink = std::static_pointer_cast<EventSink>(shared_from_this());
+  req.sink = std::static_pointer_cast<events::EventSink>(shared_from_this());
   req.conn = conn_id_;
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(op.rid), topic = op.topic,
-              group = op.group](StartOutcome out) {
+              group = op.group](events::StartOutcome out) {
     if (self->closed_) return;
     if (!out.status) return self->reply_event_error(rid, out.status.error(), out.range);
     std::vector<std::pair<uint32_t, uint64_t>> parts;
@@ -245,7 +245,7 @@ void ClientSession::on_consume(protocol::ClientOp& op) {
 }
 
 void ClientSession::on_commit(protocol::ClientOp& op) {
-  CommitRequest req;
+  events::CommitRequest req;
   req.tenant = &tenant_->config();
   req.topic = op.topic;
   req.group = op.group;
@@ -268,7 +268,7 @@ void ClientSession::on_commit(protocol::ClientOp& op) {
 }
 
 void ClientSession::on_rank(protocol::ClientOp& op) {
-  RankRequest req;
+  events::RankRequest req;
   req.tenant = &tenant_->config();
   req.board = op.board;
   req.member = op.member;
@@ -276,7 +276,7 @@ void ClientSession::on_rank(protocol::ClientOp& op) {
   req.round = op.round;
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(op.rid), board = op.board,
-              round = op.round](Status st, std::vector<RankEntry>, std::vector<RankEntry> entries) {
+              round = op.round](Status st, std::vector<events::RankEntry>, std::vector<events::RankEntry> entries) {
     if (self->closed_) return;
     if (!st) return self->reply_error(rid, st.error());
     std::vector<protocol::RankView> views;
@@ -310,7 +310,7 @@ void ClientSession::watch_board(const std::string& ch) {
   if (!b) return;
   rare().boards.push_back(*b);
   gw_.events()->watch_board(&tenant_->config(), b->first, b->second,
-                            std::static_pointer_cast<EventSink>(shared_from_this()), conn_id_, user_);
+                            std::static_pointer_cast<events::EventSink>(shared_from_this()), conn_id_, user_);
 }
 
 void ClientSession::unwatch_board(const std::string& ch) {

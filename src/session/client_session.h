@@ -21,7 +21,7 @@
 #include "hub/upstream_sink.h"
 #include "net/connection.h"
 #include "protocol/client_op.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 
 namespace parley {
 struct TenantRuntime;
@@ -34,7 +34,7 @@ class Gateway;
 
 class ClientSession final : public net::ConnectionHandler,
                             public hub::Subscriber,
-                            public EventSink,
+                            public events::EventSink,
                             public std::enable_shared_from_this<ClientSession> {
  public:
   ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn, uint64_t conn_id,

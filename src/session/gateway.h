@@ -13,7 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "metrics/metrics.h"
-#include "session/event_service.h"
+#include "events/event_service.h"
 #include "tenant/tenant_registry.h"
 #include "hub/hub.h"
 #include "net/connection.h"
@@ -88,8 +88,8 @@ class Gateway {
   TenantRegistry& tenants() { return tenants_; }
   hub::Hub& hub() { return hub_; }
   // The event pipeline; null until the server sets it (before the loops start).
-  EventService* events() { return events_; }
-  void set_events(EventService* events) { events_ = events; }
+  events::EventService* events() { return events_; }
+  void set_events(events::EventService* events) { events_ = events; }
   metrics::Metrics& metrics() { return metrics_; }
   const GatewayOptions& options() const { return opts_; }
   void on_authenticated(ClientSession& s);
@@ -115,7 +115,7 @@ class Gateway {
   runtime::LoopGroup& loops_;
   TenantRegistry& tenants_;
   hub::Hub& hub_;
-  EventService* events_ = nullptr;
+  events::EventService* events_ = nullptr;
   hub::Stores stores_;
   metrics::Metrics& metrics_;
   GatewayOptions opts_;

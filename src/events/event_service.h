@@ -1,8 +1,8 @@
 // What a session needs from the event pipeline (PROTOCOL.md "Event streams and
-// leaderboards"). Declared here, below events/ in the layer order, so that the
-// session reaches the pipeline without including it: events::Engine implements
-// EventService, ClientSession implements EventSink, and the Server hands the
-// engine to the Gateway.
+// leaderboards"), and what the pipeline needs from a connection: Engine
+// implements EventService, session::ClientSession implements EventSink (events/
+// sits below session/ and never includes it), and the Server hands the engine
+// to the Gateway.
 //
 // Any thread may call an EventService; each `done` runs on the request's
 // reply_loop. An EventSink is called on its own loop only.
@@ -22,7 +22,7 @@
 #include "protocol/client_op.h"
 #include "tenant/tenant_config.h"
 
-namespace parley::session {
+namespace parley::events {
 
 // A connection that receives `events`, `assigned`, `revoked` and `board` frames.
 // Every frame for one connection is posted from the one loop that owns the topic
@@ -169,4 +169,4 @@ inline uint32_t partition_of(std::string_view key, uint32_t partitions,
   return static_cast<uint32_t>(fnv1a_64(key, seed) % partitions);
 }
 
-}  // namespace parley::session
+}  // namespace parley::events
