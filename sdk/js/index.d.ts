@@ -77,6 +77,13 @@ export interface ClientOptions {
   retryJitter?: number;
   /** Attempts of one request or publish on retryable errors (default 50). */
   maxRetryAttempts?: number;
+  /**
+   * Per channel, messages newer than a hole held while history fills it
+   * (default 10,000). Over it the newest held is dropped and read from
+   * history once the hole is filled, never reported as a gap while history
+   * still has it.
+   */
+  maxRepairBuffer?: number;
   /** Prefix of generated publish ids (default: 8 random chars and '-'). */
   idPrefix?: string;
   /** Source of randomness for jitter and ids (tests). */

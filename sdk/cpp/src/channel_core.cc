@@ -62,6 +62,8 @@ void ChannelCore::leave() {
   fail_everything(Error{"left", "left " + name_});
   ups_.clear();
   buffer_.clear();
+  dropped_high_ = -1;
+  failed_pages_ = 0;
   if (was_member && client_.is_open()) {
     client_.request({{"op", "leave"}, {"ch", name_}}, false, [](Result<Json>) {});
   }
@@ -117,6 +119,8 @@ void ChannelCore::on_joined_reply(Json& obj) {
     // The channel's log is behind what was delivered (a non-durable namespace
     // after a server restart): its seqs start over.
     buffer_.clear();
+    dropped_high_ = -1;
+    failed_pages_ = 0;
     repair_gen_++;
     repairing_ = false;
     last_seq_ = seq;
@@ -280,9 +284,21 @@ void ChannelCore::hold(Message m) {
   if (m.seq <= last_seq_) return;
   const int64_t seq = m.seq;
   buffer_.emplace(seq, std::move(m));
-  // Over the cap the newest goes: a later repair reads it from history again,
-  // where dropping the oldest would report seqs history still has as a gap.
-  if (buffer_.size() > kMaxRepairBuffer) buffer_.erase(std::prev(buffer_.end()));
+  // Over the cap the newest goes and the repair reads it from history once
+  // what is held is delivered (dropped_high_), where dropping the oldest
+  // would report seqs history still has as a gap.
+  if (buffer_.size() > std::max<std::size_t>(1, client_.options().max_repair_buffer)) {
+    auto newest = std::prev(buffer_.end());
+    dropped_high_ = std::max(dropped_high_, newest->first);
+    buffer_.erase(newest);
+  }
+}
+
+// The first seq past the hole being filled: the oldest held, or past the
+// newest dropped once nothing is held; last_seq_ + 1 when there is no hole.
+int64_t ChannelCore::repair_bound() const {
+  if (!buffer_.empty()) return buffer_.begin()->first;
+  return std::max(last_seq_, dropped_high_) + 1;
 }
 
 // Fills the hole between the last delivered seq and the first held message
@@ -296,13 +312,15 @@ void ChannelCore::repair_step() {
       buffer_.erase(buffer_.begin());
       deliver(m);
     }
-    if (buffer_.empty() || !want_) {
+    if (repair_bound() == last_seq_ + 1 || !want_) {
       repairing_ = false;
+      dropped_high_ = -1;
+      failed_pages_ = 0;
       return;
     }
     break;
   }
-  const int64_t first = buffer_.begin()->first;
+  const int64_t first = repair_bound();
   HistoryQuery q;
   q.after = last_seq_;
   q.limit = std::min(kHistoryPage, first - last_seq_ - 1);
@@ -320,23 +338,51 @@ void ChannelCore::on_repair_page(Result<std::vector<Message>> page, uint64_t gen
     repairing_ = false;
     return;
   }
-  // The page joins what is held (all of it: a page that starts late can reach
-  // past the first held seq), and what is held may have gained earlier seqs
-  // while the page was read (a resume after a reconnect): only what neither
-  // holds is a gap.
+  if (!page.ok() && ++failed_pages_ < kMaxFailedPages) {
+    // A read that failed (timed out, refused) is not history's answer: what
+    // it asked for may still be there. Asked again; a gap only after
+    // kMaxFailedPages failures in a row.
+    client_.later(client_.retry_delay(Json::object()), [this, gen] {
+      if (gen == repair_gen_ && repairing_ && want_) repair_step();
+    });
+    return;
+  }
+  failed_pages_ = 0;
+  // Only what neither the page nor what is held covers is a gap: the page
+  // may start late (history trimmed), may reach past the first held seq, and
+  // what is held may have gained earlier seqs while the page was read (a
+  // resume after a reconnect).
   std::vector<Message> msgs;
   if (page.ok()) msgs = std::move(page.value());
+  // Only what is past what was delivered: a page of seqs already delivered is
+  // history having nothing after ours (asking again would loop).
+  msgs.erase(std::remove_if(msgs.begin(), msgs.end(), [this](const Message& m) { return m.seq <= last_seq_; }),
+             msgs.end());
   const int64_t oldest = msgs.empty() ? INT64_MAX : msgs.front().seq;
-  for (auto& h : msgs) hold(std::move(h));
   const int64_t next = last_seq_ + 1;
-  const int64_t held = buffer_.empty() ? next : buffer_.begin()->first;
-  if (held > next) {
+  const int64_t to = std::min(oldest, repair_bound()) - 1;
+  if (to >= next) {
     // History answered from a later seq, or with nothing after ours.
-    const int64_t to = std::min(oldest, held) - 1;
     client_.emit([this, g = Gap{name_, next, to}] {
       if (on_gap) on_gap(g);
     });
     last_seq_ = to;
+  }
+  // The page in order: what continues the stream is delivered at once (with
+  // what is held behind it), so a page is never cut down to the buffer's
+  // size; only what lies past a hole is held.
+  for (auto& h : msgs) {
+    while (!buffer_.empty() && buffer_.begin()->first <= last_seq_) buffer_.erase(buffer_.begin());
+    if (h.seq == last_seq_ + 1) {
+      deliver(h);
+      while (!buffer_.empty() && buffer_.begin()->first == last_seq_ + 1) {
+        Message m = std::move(buffer_.begin()->second);
+        buffer_.erase(buffer_.begin());
+        deliver(m);
+      }
+    } else {
+      hold(std::move(h));
+    }
   }
   repair_step();
 }

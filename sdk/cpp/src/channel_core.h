@@ -59,9 +59,9 @@ class RidMemory {
 
 class ChannelCore {
  public:
-  static constexpr std::size_t kMaxRepairBuffer = 10000;  // msgs held while a gap is repaired
   static constexpr std::size_t kMaxUpQueue = 10000;       // `up`s held while not joined
   static constexpr int64_t kHistoryPage = 1000;           // PROTOCOL.md caps history at 1000
+  static constexpr int kMaxFailedPages = 3;               // failed repair reads in a row before a gap
 
   ChannelCore(ClientCore& client, std::string name);
 
@@ -124,6 +124,7 @@ class ChannelCore {
   void deliver(Message& m);
   void hold(Message m);
   void repair_step();
+  int64_t repair_bound() const;
   void on_repair_page(Result<std::vector<Message>> page, uint64_t gen);
   void pump();
   void on_publish_error(const PublishPtr& p, const Json& err);
@@ -148,6 +149,8 @@ class ChannelCore {
   bool repairing_ = false;
   uint64_t repair_gen_ = 0;  // a repair's history reply after a leave / reset is ignored
   std::map<int64_t, Message> buffer_;  // msgs newer than a gap, by seq
+  int64_t dropped_high_ = -1;
+  int failed_pages_ = 0;  // repair reads failed in a row  // the newest seq dropped from a full buffer_, read from history later
 };
 
 /// A history / msg object into a Message; false when its seq is not an integer.

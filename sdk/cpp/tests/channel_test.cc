@@ -125,6 +125,126 @@ TEST_F(ChannelTest, WhatHistoryNoLongerHasIsReportedOnceAsAGap) {
   EXPECT_EQ(seqs, range(3990, 4002));
 }
 
+// A full repair buffer drops the newest held, not the oldest, and reads the
+// dropped ones from history once the hole is filled: on a channel that goes
+// quiet too (no later message comes to reveal them), and with no gap.
+TEST(ChannelRepairBuffer, AFullBufferDropsTheNewestAndReadsItFromHistoryLater) {
+  Harness h([](ClientOptions& o) { o.max_repair_buffer = 5; });
+  Channel ch = h.client->channel("chat:a");
+  std::vector<int64_t> seqs;
+  std::vector<Gap> gaps;
+  ch.on_msg([&](const Message& m) { seqs.push_back(m.seq); });
+  ch.on_gap([&](const Gap& g) { gaps.push_back(g); });
+  ch.join();
+  h.welcome();
+  h.joined("chat:a", 10);
+  auto deliver = [&](int64_t from, int64_t to) {
+    Json batch = Json::array();
+    for (int64_t s = from; s <= to; s++) batch.push_back(Harness::msg("chat:a", s));
+    h.t->frame(batch);
+    h.poll();
+  };
+  auto answer = [&](const Json& q, int64_t from, int64_t to) {
+    Json msgs = Json::array();
+    for (int64_t s = from; s <= to; s++) msgs.push_back(Harness::msg("chat:a", s));
+    h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"}, {"msgs", msgs}});
+    h.poll();
+  };
+  deliver(15, 15);  // a hole: 11..14
+  auto hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 1u);
+  deliver(16, 30);  // held while the page is read: 15..19 kept, 20..30 dropped
+  answer(hist[0], 11, 14);
+  EXPECT_EQ(seqs, ChannelTest::range(11, 19));
+  hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 2u) << "the dropped ones are read from history without a later message";
+  EXPECT_EQ(hist[1]["after"], 19);
+  EXPECT_EQ(hist[1]["limit"], 11);
+  answer(hist[1], 20, 30);  // more than the buffer holds: delivered, not cut down to it
+  EXPECT_EQ(seqs, ChannelTest::range(11, 30));
+  EXPECT_TRUE(gaps.empty());
+  EXPECT_EQ(h.t->sent("history").size(), 2u);
+  deliver(31, 31);  // live again, at once
+  EXPECT_EQ(seqs.back(), 31);
+}
+
+// A repair read that fails (here: no answer within request_timeout_ms) is
+// not history saying the seqs are gone: it is asked again, and a gap is
+// reported only after three failures in a row.
+TEST_F(ChannelTest, AFailedRepairReadIsAskedAgainNotAGap) {
+  joined_at(10);
+  deliver(15, 15);  // a hole: 11..14
+  ASSERT_EQ(h.t->sent("history").size(), 1u);
+  h.advance(30000 + 200);  // the read times out, then the retry delay
+  auto hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 2u) << "asked again";
+  EXPECT_TRUE(gaps.empty());
+  EXPECT_EQ(hist[1]["after"], 10);
+  Json msgs = Json::array({Harness::msg("chat:a", 11), Harness::msg("chat:a", 12), Harness::msg("chat:a", 13),
+                           Harness::msg("chat:a", 14)});
+  h.t->frame({{"op", "history"}, {"rid", hist[1]["rid"]}, {"ch", "chat:a"}, {"msgs", msgs}});
+  h.poll();
+  EXPECT_EQ(seqs, range(11, 15));
+  EXPECT_TRUE(gaps.empty());
+  // Three failures in a row: then it is a gap.
+  deliver(20, 20);
+  for (int i = 0; i < 3; i++) h.advance(30000 + 200);
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].from, 16);
+  EXPECT_EQ(gaps[0].to, 19);
+  EXPECT_EQ(seqs.back(), 20);
+}
+
+// A server answering a repair read with seqs already delivered: that is
+// history having nothing after ours, a gap, not a read to ask again forever.
+TEST_F(ChannelTest, AHistoryPageThatMovesNothingForwardEndsAsAGapInsteadOfALoop) {
+  joined_at(10);
+  deliver(11, 11);
+  deliver(15, 15);
+  auto hist = h.t->sent("history");
+  ASSERT_EQ(hist.size(), 1u);
+  h.t->frame({{"op", "history"}, {"rid", hist[0]["rid"]}, {"ch", "chat:a"},
+              {"msgs", Json::array({Harness::msg("chat:a", 10), Harness::msg("chat:a", 11)})}});
+  h.poll();
+  EXPECT_EQ(h.t->sent("history").size(), 1u) << "asked again for what it will not get";
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].from, 12);
+  EXPECT_EQ(gaps[0].to, 14);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{11, 15}));
+}
+
+// What history no longer has of the dropped ones is a gap, and only that.
+TEST(ChannelRepairBuffer, DroppedSeqsHistoryLostAreAGap) {
+  Harness h([](ClientOptions& o) { o.max_repair_buffer = 3; });
+  Channel ch = h.client->channel("chat:a");
+  std::vector<int64_t> seqs;
+  std::vector<Gap> gaps;
+  ch.on_msg([&](const Message& m) { seqs.push_back(m.seq); });
+  ch.on_gap([&](const Gap& g) { gaps.push_back(g); });
+  ch.join();
+  h.welcome();
+  h.joined("chat:a", 0);
+  Json batch = Json::array();
+  for (int64_t s = 3; s <= 10; s++) batch.push_back(Harness::msg("chat:a", s));
+  h.t->frame(batch);  // hole 1..2; 3..5 held, 6..10 dropped
+  h.poll();
+  auto q = h.t->sent("history")[0];
+  h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"},
+              {"msgs", Json::array({Harness::msg("chat:a", 1), Harness::msg("chat:a", 2)})}});
+  h.poll();
+  EXPECT_EQ(seqs, ChannelTest::range(1, 5));
+  // History was trimmed meanwhile: it starts at 8.
+  q = h.t->sent("history")[1];
+  EXPECT_EQ(q["after"], 5);
+  h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"},
+              {"msgs", Json::array({Harness::msg("chat:a", 8), Harness::msg("chat:a", 9), Harness::msg("chat:a", 10)})}});
+  h.poll();
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].from, 6);
+  EXPECT_EQ(gaps[0].to, 7);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 3, 4, 5, 8, 9, 10}));
+}
+
 TEST_F(ChannelTest, APageThatStartsLateJoinsWhatIsHeld) {
   joined_at(10);
   deliver(15, 15);

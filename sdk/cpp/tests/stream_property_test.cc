@@ -25,7 +25,10 @@ struct World {
   std::set<int64_t> answered;  // history rids answered
   bool ok = true;
 
-  explicit World(unsigned seed) : rng(seed) {
+  int64_t max_sent = 0;  // the newest seq any frame carried to the client
+
+  explicit World(unsigned seed, std::size_t repair_buffer = 10000)
+      : h([repair_buffer](ClientOptions& o) { o.max_repair_buffer = repair_buffer; }), rng(seed) {
     ch.on_msg([this](const Message& m) { delivered.push_back(m.seq); });
     ch.on_gap([this](const Gap& g) {
       gaps.push_back(g);
@@ -44,6 +47,7 @@ struct World {
                 {"recovered", since + 1 >= kept_from}});
     Json batch = Json::array();
     for (int64_t s = std::max(since + 1, kept_from); s <= latest; s++) batch.push_back(Harness::msg("chat:p", s));
+    if (!batch.empty()) max_sent = std::max(max_sent, latest);
     if (!batch.empty()) h.t->frame(batch);
     h.poll();
   }
@@ -72,6 +76,7 @@ struct World {
           ++latest;
           if (pick(10) == 0) continue;  // a hole
           batch.push_back(Harness::msg("chat:p", latest));
+          max_sent = latest;
           if (pick(10) == 0) batch.push_back(Harness::msg("chat:p", std::max<int64_t>(1, latest - pick(30))));
         }
         if (batch.size() > 1 && pick(4) == 0) std::swap(batch[0], batch[batch.size() - 1]);
@@ -95,15 +100,20 @@ struct World {
   }
 };
 
-TEST(StreamProperty, EachSeqOnceInOrderAndGapsOnlyForWhatHistoryLost) {
-  for (unsigned seed = 1; seed <= 150; seed++) {
-    World w(seed);
+// Each seed: 250 random steps, then every repair answered; whatever came,
+// strictly rising seqs, each once, gaps only for what history lost, and
+// everything up to the newest seq the client was sent delivered or in a gap
+// (a repair buffer that dropped its newest reads them back, also on a
+// channel gone quiet).
+void run_seeds(std::size_t repair_buffer, unsigned seeds) {
+  for (unsigned seed = 1; seed <= seeds; seed++) {
+    World w(seed, repair_buffer);
     w.ch.join();
     w.h.welcome();
     w.join_answer();
     for (int i = 0; i < 250; i++) w.step();
-    for (int i = 0; i < 20; i++) w.answer_history();  // let every repair finish
-    SCOPED_TRACE("seed " + std::to_string(seed));
+    for (int i = 0; i < 40; i++) w.answer_history();  // let every repair finish
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", repair buffer " + std::to_string(repair_buffer));
     ASSERT_TRUE(w.ok) << "a gap covered seqs history still had";
     ASSERT_TRUE(std::is_sorted(w.delivered.begin(), w.delivered.end()));
     ASSERT_EQ(std::adjacent_find(w.delivered.begin(), w.delivered.end()), w.delivered.end()) << "a seq twice";
@@ -114,9 +124,16 @@ TEST(StreamProperty, EachSeqOnceInOrderAndGapsOnlyForWhatHistoryLost) {
     }
     if (!w.delivered.empty()) {
       ASSERT_EQ(static_cast<int64_t>(seen.size()), *seen.rbegin() - *seen.begin() + 1) << "a seq lost unreported";
+      ASSERT_GE(*seen.rbegin(), w.max_sent) << "seqs the client was sent never delivered nor reported";
     }
   }
 }
+
+TEST(StreamProperty, EachSeqOnceInOrderAndGapsOnlyForWhatHistoryLost) { run_seeds(10000, 150); }
+
+// A repair buffer of 4: nearly every repair overflows it (and takes many
+// more reads, some of them timing out across drops).
+TEST(StreamProperty, AFullRepairBufferLosesNothingHistoryHas) { run_seeds(4, 60); }
 
 }  // namespace
 }  // namespace parley::testing

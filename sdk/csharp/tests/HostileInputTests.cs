@@ -73,6 +73,95 @@ namespace Parley.Tests
             CollectionAssert.AreEqual(new long[] { 11, 15 }, seqs);
         }
 
+        private static JsonValue Page(JsonValue request, long from, long to)
+        {
+            var msgs = JsonValue.Array();
+            for (long s = from; s <= to; s++) msgs.Add(Rig.Msg("chat:a", s));
+            return JsonValue.Object().Set("op", "history").Set("rid", request["rid"]).Set("ch", "chat:a").Set("msgs", msgs);
+        }
+
+        private static List<long> Range(long from, long to)
+        {
+            var list = new List<long>();
+            for (long s = from; s <= to; s++) list.Add(s);
+            return list;
+        }
+
+        // The C++ SDK's rule: a full repair buffer drops the newest held, never the oldest,
+        // and reads it from history once the hole is filled, also on a channel gone quiet;
+        // a page is not cut down to the buffer's size.
+        [Test]
+        public void AFullRepairBufferDropsTheNewestAndReadsItFromHistoryLater()
+        {
+            var rig = new Rig(o => o.MaxRepairBuffer = 5);
+            var ch = rig.Client.Channel("chat:a");
+            var seqs = new List<long>();
+            var gaps = new List<GapInfo>();
+            ch.MessageReceived += m => seqs.Add(m.Seq);
+            ch.Gap += g => gaps.Add(g);
+            ch.Join();
+            rig.Welcome();
+            rig.Joined("chat:a", 10);
+            rig.T.Deliver(Rig.Msg("chat:a", 15)); // a hole: 11..14
+            rig.Poll();
+            var h = rig.T.Last("history");
+            var batch = JsonValue.Array();
+            for (long s = 16; s <= 30; s++) batch.Add(Rig.Msg("chat:a", s));
+            rig.T.Deliver(batch); // 15..19 held, 20..30 dropped
+            rig.Poll();
+            rig.T.Deliver(Page(h, 11, 14));
+            rig.Poll();
+            CollectionAssert.AreEqual(Range(11, 19), seqs);
+            Assert.AreEqual(2, rig.T.Ops("history").Count, "the dropped ones are read without a later message");
+            var h2 = rig.T.Last("history");
+            long after, limit;
+            Assert.IsTrue(h2.TryGetLong("after", out after));
+            Assert.IsTrue(h2.TryGetLong("limit", out limit));
+            Assert.AreEqual(19, after);
+            Assert.AreEqual(11, limit);
+            rig.T.Deliver(Page(h2, 20, 30));
+            rig.Poll();
+            CollectionAssert.AreEqual(Range(11, 30), seqs);
+            Assert.IsEmpty(gaps);
+            Assert.AreEqual(2, rig.T.Ops("history").Count);
+        }
+
+        [Test]
+        public void AFailedRepairReadIsAskedAgainAndAGapOnlyAfterThreeInARow()
+        {
+            var rig = new Rig();
+            var ch = rig.Client.Channel("chat:a");
+            var seqs = new List<long>();
+            var gaps = new List<GapInfo>();
+            ch.MessageReceived += m => seqs.Add(m.Seq);
+            ch.Gap += g => gaps.Add(g);
+            ch.Join();
+            rig.Welcome();
+            rig.Joined("chat:a", 10);
+            rig.T.Deliver(Rig.Msg("chat:a", 15)); // a hole: 11..14
+            rig.Poll();
+            rig.ErrorFor(rig.T.Last("history"), "internal");
+            rig.Poll();
+            rig.Advance(200);
+            Assert.AreEqual(2, rig.T.Ops("history").Count, "asked again");
+            Assert.IsEmpty(gaps);
+            rig.T.Deliver(Page(rig.T.Last("history"), 11, 14));
+            rig.Poll();
+            CollectionAssert.AreEqual(Range(11, 15), seqs);
+            rig.T.Deliver(Rig.Msg("chat:a", 20)); // a hole: 16..19, and every read fails
+            rig.Poll();
+            for (int k = 0; k < 3; k++)
+            {
+                rig.ErrorFor(rig.T.Last("history"), "internal");
+                rig.Poll();
+                rig.Advance(200);
+            }
+            Assert.AreEqual(1, gaps.Count);
+            Assert.AreEqual(16, gaps[0].From);
+            Assert.AreEqual(19, gaps[0].To);
+            Assert.AreEqual(20, seqs[seqs.Count - 1]);
+        }
+
         [Test]
         public void CancelledTimersDoNotPileUp()
         {

@@ -47,11 +47,31 @@ namespace Parley.Tests
                               totalGaps + " gaps over 100 seeds");
         }
 
-        private static Tuple<long, long, long> RunSeed(int seed)
+        // A repair buffer of 4 (the C++ SDK's rule: over the cap the newest held is dropped
+        // and read from history once the hole is filled): nearly every repair overflows it.
+        // History keeps everything here, so nothing may be reported as a gap at all.
+        [Test]
+        public void AFullRepairBufferLosesNothingHistoryHas()
+        {
+            long totalDelivered = 0, totalRepairs = 0;
+            for (int seed = 1; seed <= 60; seed++)
+            {
+                var r = RunSeed(seed, 4, int.MaxValue);
+                Assert.AreEqual(0, r.Item2, "seed " + seed + ": a gap while history kept everything");
+                totalDelivered += r.Item1;
+                totalRepairs += r.Item3;
+            }
+            Assert.Greater(totalRepairs, 1000, "history repairs");
+            Console.WriteLine("stream property, repair buffer 4: " + totalDelivered + " msgs, " + totalRepairs +
+                              " history repairs over 60 seeds");
+        }
+
+        private static Tuple<long, long, long> RunSeed(int seed, int repairBuffer = 10000, int keep = 0)
         {
             var rnd = new Random(seed);
-            var rig = new Rig(o => o.Random = new Random(seed));
+            var rig = new Rig(o => { o.Random = new Random(seed); o.MaxRepairBuffer = repairBuffer; });
             var m = new Model { Keep = 20 + rnd.Next(200) };
+            if (keep > 0) m.Keep = keep;
             var ch = rig.Client.Channel(Ch);
             var delivered = new List<long>();
             var gaps = new List<GapInfo>();

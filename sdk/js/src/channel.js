@@ -10,10 +10,10 @@
 import { Emitter } from './emitter.js';
 import { ParleyError, RETRYABLE_CODES } from './errors.js';
 
-const MAX_REPAIR_BUFFER = 10000; // msgs held while a gap is being repaired
 const MAX_UP_QUEUE = 10000; // `up`s held while not joined
 const MAX_TRACKED_RIDS = 1024; // fire-and-forget rids remembered for their errors
 const HISTORY_PAGE = 1000; // PROTOCOL.md caps history at 1000 per request
+const MAX_FAILED_PAGES = 3; // failed repair reads in a row before a gap
 
 function remember(map, rid, value) {
   map.set(rid, value);
@@ -35,7 +35,9 @@ export class Channel extends Emitter {
   #ups = []; // bodies waiting for a joined channel
   #upRids = new Map(); // rid -> body
   #repairing = false;
-  #buffer = []; // msgs newer than a gap, held until it is repaired
+  #repairGen = 0; // a repair's page after a leave or reset is ignored
+  #buffer = []; // msgs newer than a gap, held until it is repaired, by seq, each once
+  #droppedHigh = -1; // the newest seq dropped from a full #buffer, read from history later
 
   constructor(client, name) {
     super();
@@ -94,7 +96,7 @@ export class Channel extends Emitter {
     for (const e of this.#publishes.splice(0)) this.#settle(e, null, err);
     this.#clearStates();
     this.#ups = [];
-    this.#buffer = [];
+    this.#forgetRepair();
     if (wasMember && this.#client.isOpen) {
       await this.#client.request({ op: 'leave', ch: this.#name }, { retry: false }).catch(() => {});
     }
@@ -292,7 +294,7 @@ export class Channel extends Emitter {
     } else if (obj.seq < prev) {
       // The channel's log is behind what was delivered (e.g. a non-durable
       // namespace after a server restart): its seqs start over.
-      this.#buffer = [];
+      this.#forgetRepair();
       this.#lastSeq = obj.seq;
       this.emit('reset', { ch: this.#name, lastSeq: prev, seq: obj.seq });
     }
@@ -349,54 +351,123 @@ export class Channel extends Emitter {
     this.#repair();
   }
 
+  // Keeps `m` (newer than what was delivered) in seq order, once. Over the
+  // cap the newest goes and is read from history once what is held is
+  // delivered (#droppedHigh); dropping the oldest would report seqs history
+  // still has as a gap.
   #hold(m) {
-    this.#buffer.push(m);
-    if (this.#buffer.length > MAX_REPAIR_BUFFER) this.#buffer.shift();
+    if (m.seq <= this.#lastSeq) return;
+    const buf = this.#buffer;
+    let lo = 0;
+    let hi = buf.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (buf[mid].seq < m.seq) lo = mid + 1;
+      else hi = mid;
+    }
+    if (buf[lo]?.seq === m.seq) return;
+    buf.splice(lo, 0, m);
+    if (buf.length > Math.max(1, this.#client.options.maxRepairBuffer)) {
+      this.#droppedHigh = Math.max(this.#droppedHigh, buf.pop().seq);
+    }
+  }
+
+  // The first seq past the hole being filled: the oldest held, or past the
+  // newest dropped once nothing is held; lastSeq + 1 when there is no hole.
+  #bound() {
+    if (this.#buffer.length) return this.#buffer[0].seq;
+    return Math.max(this.#lastSeq, this.#droppedHigh) + 1;
+  }
+
+  // Drops what was delivered from the held messages and delivers what now
+  // continues the stream.
+  #drain() {
+    const buf = this.#buffer;
+    let k = 0;
+    while (k < buf.length && buf[k].seq <= this.#lastSeq) k++;
+    while (k < buf.length && buf[k].seq === this.#lastSeq + 1) {
+      this.#lastSeq = buf[k].seq;
+      this.emit('msg', buf[k]);
+      k++;
+    }
+    if (k) buf.splice(0, k);
+  }
+
+  // A leave or a reset: what is held is stale, and a repair in flight ends
+  // when its page comes back (a new one may start meanwhile).
+  #forgetRepair() {
+    this.#buffer = [];
+    this.#droppedHigh = -1;
+    this.#repairGen++;
+    this.#repairing = false;
   }
 
   // Fills the hole between the last delivered seq and the first held message
-  // from history; what history no longer has is reported as a `gap`.
+  // (or the newest dropped) from history; what history no longer has is
+  // reported as a `gap`.
   async #repair() {
     this.#repairing = true;
+    const gen = this.#repairGen;
+    let failures = 0;
     try {
       for (;;) {
-        this.#buffer.sort((a, b) => a.seq - b.seq);
-        while (this.#buffer.length && this.#buffer[0].seq <= this.#lastSeq) this.#buffer.shift();
-        while (this.#buffer.length && this.#buffer[0].seq === this.#lastSeq + 1) {
-          const m = this.#buffer.shift();
-          this.#lastSeq = m.seq;
-          this.emit('msg', m);
-          while (this.#buffer.length && this.#buffer[0].seq <= this.#lastSeq) this.#buffer.shift();
+        this.#drain();
+        const bound = this.#bound();
+        if (bound === this.#lastSeq + 1 || !this.#want) {
+          this.#droppedHigh = -1;
+          return;
         }
-        if (!this.#buffer.length || !this.#want) return;
         let msgs = [];
+        let failed = false;
         try {
           msgs = await this.history({
             after: this.#lastSeq,
-            limit: Math.min(HISTORY_PAGE, this.#buffer[0].seq - this.#lastSeq - 1),
+            limit: Math.min(HISTORY_PAGE, bound - this.#lastSeq - 1),
           });
         } catch (err) {
           if (err.code === 'closed' || err.code === 'left') return;
+          failed = true;
         }
-        if (!this.#want) return;
-        // The page joins what is held (all of it: a page that starts late can
-        // reach past the first held seq), and the buffer may have gained
-        // earlier seqs while the page was read (a resume after a reconnect):
-        // only what neither holds is a gap.
-        for (const h of msgs) if (Number.isInteger(h.seq) && h.seq > this.#lastSeq) this.#hold(h);
-        this.#buffer.sort((a, b) => a.seq - b.seq);
+        if (!this.#want || gen !== this.#repairGen) return;
+        if (failed && ++failures < MAX_FAILED_PAGES) {
+          // A read that failed (timed out, refused) is not history's answer:
+          // what it asked for may still be there. Asked again; a gap only
+          // after MAX_FAILED_PAGES failures in a row.
+          await new Promise((r) => this.#client.later(this.#client.retryDelay(null), r));
+          if (!this.#want || gen !== this.#repairGen) return;
+          continue;
+        }
+        failures = 0;
+        // Only what is past what was delivered: a page of seqs already
+        // delivered is history having nothing after ours (asking again would loop).
+        msgs = (Array.isArray(msgs) ? msgs : []).filter((h) => Number.isInteger(h?.seq) && h.seq > this.#lastSeq)
+          .sort((a, b) => a.seq - b.seq);
+        // Only what neither the page nor what is held covers is a gap: the
+        // page may start late (history trimmed), may reach past the first
+        // held seq, and what is held may have gained earlier seqs while the
+        // page was read (a resume after a reconnect).
         const next = this.#lastSeq + 1;
-        const held = this.#buffer.length ? this.#buffer[0].seq : next;
-        if (held > next) {
-          // History answered from a later seq, or with nothing after ours.
-          const oldest = msgs.length ? msgs[0].seq : held;
-          const to = Math.min(oldest, held) - 1;
+        const oldest = msgs.length ? msgs[0].seq : Infinity;
+        const to = Math.min(oldest, this.#bound()) - 1;
+        if (to >= next) {
           this.emit('gap', { ch: this.#name, from: next, to });
           this.#lastSeq = to;
         }
+        // The page in order: what continues the stream is delivered at once
+        // (with what is held behind it), so a page is never cut down to the
+        // buffer's size; only what lies past a hole is held.
+        for (const h of msgs) {
+          if (h.seq === this.#lastSeq + 1) {
+            this.#lastSeq = h.seq;
+            this.emit('msg', h);
+            this.#drain();
+          } else {
+            this.#hold(h);
+          }
+        }
       }
     } finally {
-      this.#repairing = false;
+      if (gen === this.#repairGen) this.#repairing = false;
     }
   }
 

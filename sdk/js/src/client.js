@@ -21,6 +21,7 @@ const DEFAULTS = {
   stateMinIntervalMs: 0,
   retryJitter: 0.25,
   maxRetryAttempts: 50,
+  maxRepairBuffer: 10000,
 };
 
 // Close codes after which reconnecting with the same credentials is pointless.

@@ -16,8 +16,8 @@ function scripted() {
   return net;
 }
 
-async function joined(net) {
-  const client = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket });
+async function joined(net, opts = {}) {
+  const client = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket, ...opts });
   const ch = client.channel(CH);
   const got = [];
   const gaps = [];
@@ -58,5 +58,91 @@ test('a history page reaching past the first held seq fills the holes after it',
   assert.deepEqual(gaps, [[4, 7]]);
   assert.deepEqual(got, [8, 9, 10, 11, 12, 13, 14]);
   assert.equal(net.requests.length, 0, 'no second page: the first covered the later hole');
+  client.close();
+});
+
+const page = (net, req, from, to) => {
+  const msgs = [];
+  for (let s = from; s <= to; s++) msgs.push(net.msg(s));
+  net.sock.push({ op: 'history', rid: req.rid, ch: CH, msgs });
+};
+const seqs = (a, b) => Array.from({ length: b - a + 1 }, (_, k) => a + k);
+
+// The C++ SDK's rule (sdk/cpp channel_core.cc): over the cap the newest held
+// is dropped, never the oldest, and read from history once the hole is
+// filled, also on a channel that goes quiet; a page is not cut to the cap.
+test('a full repair buffer drops the newest and reads it from history later, with no gap', async () => {
+  const net = scripted();
+  const { client, got, gaps } = await joined(net, { maxRepairBuffer: 5 });
+  net.sock.push(net.msg(15)); // a hole: 4..14
+  const h = await net.request();
+  assert.deepEqual([h.after, h.limit], [3, 11]);
+  net.sock.push(seqs(16, 40).map(net.msg)); // 15..19 held, 20..40 dropped
+  await settle();
+  page(net, h, 4, 14);
+  const h2 = await net.request();
+  assert.deepEqual(got, seqs(4, 19));
+  assert.deepEqual([h2.after, h2.limit], [19, 21], 'the dropped ones are asked for without a later message');
+  page(net, h2, 20, 40); // more than the buffer holds: all delivered
+  await settle();
+  assert.deepEqual(got, seqs(4, 40));
+  assert.deepEqual(gaps, []);
+  assert.equal(net.requests.length, 0);
+  net.sock.push(net.msg(41)); // live again, at once
+  await settle();
+  assert.equal(got.at(-1), 41);
+  client.close();
+});
+
+test('of the dropped ones, only what history lost is a gap', async () => {
+  const net = scripted();
+  const { client, got, gaps } = await joined(net, { maxRepairBuffer: 3 });
+  net.sock.push(seqs(6, 13).map(net.msg)); // hole 4..5; 6..8 held, 9..13 dropped
+  const h = await net.request();
+  page(net, h, 4, 5);
+  const h2 = await net.request();
+  assert.deepEqual(got, seqs(4, 8));
+  assert.equal(h2.after, 8);
+  page(net, h2, 11, 13); // history was trimmed to 11
+  await settle();
+  assert.deepEqual(gaps, [[9, 10]]);
+  assert.deepEqual(got, [...seqs(4, 8), 11, 12, 13]);
+  client.close();
+});
+
+test('a failed repair read is asked again, and a gap only after three in a row', async () => {
+  const net = scripted();
+  const { client, got, gaps } = await joined(net);
+  net.sock.push(net.msg(8)); // a hole: 4..7
+  const h = await net.request();
+  net.sock.push({ op: 'error', rid: h.rid, code: 'internal', msg: 'history read failed' });
+  const h2 = await net.request();
+  assert.deepEqual([h2.after, h2.limit], [3, 4], 'asked again');
+  assert.deepEqual(gaps, []);
+  page(net, h2, 4, 7);
+  await settle();
+  assert.deepEqual(got, seqs(4, 8));
+  net.sock.push(net.msg(12)); // a hole: 9..11, and every read fails
+  for (let k = 0; k < 3; k++) {
+    const q = await net.request();
+    net.sock.push({ op: 'error', rid: q.rid, code: 'internal', msg: 'history read failed' });
+  }
+  await settle();
+  await settle();
+  assert.deepEqual(gaps, [[9, 11]]);
+  assert.deepEqual(got, [...seqs(4, 8), 12]);
+  client.close();
+});
+
+test('a page of seqs already delivered is a gap, not a read asked again forever', async () => {
+  const net = scripted();
+  const { client, got, gaps } = await joined(net);
+  net.sock.push([net.msg(4), net.msg(8)]); // a hole: 5..7
+  const h = await net.request();
+  net.sock.push({ op: 'history', rid: h.rid, ch: CH, msgs: [net.msg(3), net.msg(4)] });
+  await settle();
+  assert.deepEqual(gaps, [[5, 7]]);
+  assert.deepEqual(got, [4, 8]);
+  assert.equal(net.requests.length, 0, 'not asked again');
   client.close();
 });

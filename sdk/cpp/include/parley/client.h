@@ -64,6 +64,10 @@ struct ClientOptions {
   /// client pings; after two plus min(period, 5 s) it drops the connection.
   int64_t heartbeat_ms = 0;
   std::size_t max_queued_publishes = 100000;  ///< per channel; beyond: `queue_full`
+  /// Per channel: messages newer than a hole held while history fills it.
+  /// Over it the newest held is dropped and read from history once the hole
+  /// is filled (never reported as a gap while history still has it).
+  std::size_t max_repair_buffer = 10000;
   std::string id_prefix;  ///< prefix of generated publish ids; default 8 random chars and '-'
 
   /// Required: make_default_transport() (parley/default_transport.h, in

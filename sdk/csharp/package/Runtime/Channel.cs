@@ -16,10 +16,10 @@ namespace Parley
     /// <summary>One channel of a <see cref="ParleyClient"/>; get it with <see cref="ParleyClient.Channel"/>.</summary>
     public sealed class Channel
     {
-        private const int MaxRepairBuffer = 10000; // msgs held while a gap is being repaired
         private const int MaxUpQueue = 10000;      // `up`s held while not joined
         private const int MaxTrackedRids = 1024;   // fire-and-forget rids remembered for their errors
         private const int HistoryPage = 1000;      // PROTOCOL.md caps history at 1000 per request
+        private const int MaxFailedPages = 3;      // failed repair reads in a row before a gap
 
         private enum Status { Idle, Joining, Joined }
         private enum PubState { Queued, InFlight, Waiting, Done }
@@ -61,7 +61,11 @@ namespace Parley
         private readonly Queue<JsonValue> _ups = new Queue<JsonValue>();
         private readonly BoundedMap<JsonValue> _upRids = new BoundedMap<JsonValue>(MaxTrackedRids);
         private bool _repairing;
-        private readonly List<JsonValue> _buffer = new List<JsonValue>(); // msgs newer than a gap
+        private int _repairGen;     // a repair's page after a leave or reset is ignored
+        private int _failedPages;   // repair reads failed in a row
+        private long _droppedHigh = -1; // the newest seq dropped from a full _buffer, read from history later
+        // Msgs newer than a hole, held until it is filled: in seq order, each once.
+        private readonly List<KeyValuePair<long, JsonValue>> _buffer = new List<KeyValuePair<long, JsonValue>>();
 
         internal Channel(ParleyClient client, string name)
         {
@@ -131,7 +135,7 @@ namespace Parley
             foreach (var e in new List<PublishEntry>(_publishes)) Settle(e, null, err);
             ClearStates();
             _ups.Clear();
-            _buffer.Clear();
+            ForgetRepair();
             var tcs = new TaskCompletionSource<bool>();
             if (wasMember && _client.IsOpen)
                 _client.StartRequest(JsonValue.Object().Set("op", "leave").Set("ch", _name), false,
@@ -379,7 +383,7 @@ namespace Parley
             {
                 // The channel's log is behind what was delivered (e.g. a non-durable
                 // namespace after a server restart): its seqs start over.
-                _buffer.Clear();
+                ForgetRepair();
                 _lastSeq = seq;
                 _client.Emit(Reset, new ResetInfo { Channel = _name, LastSeq = prev.Value, Seq = seq });
             }
@@ -457,10 +461,27 @@ namespace Parley
             if (handler != null) _client.Emit(handler, Message.FromFrame(m));
         }
 
+        // Keeps m (newer than what was delivered) in seq order, once. Over the cap the newest
+        // goes and is read from history once what is held is delivered (_droppedHigh);
+        // dropping the oldest would report seqs history still has as a gap.
         private void Hold(JsonValue m)
         {
-            _buffer.Add(m);
-            if (_buffer.Count > MaxRepairBuffer) _buffer.RemoveAt(0);
+            long seq = SeqOf(m);
+            if (seq <= (_lastSeq ?? 0)) return;
+            int lo = 0, hi = _buffer.Count;
+            while (lo < hi)
+            {
+                int mid = (lo + hi) / 2;
+                if (_buffer[mid].Key < seq) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < _buffer.Count && _buffer[lo].Key == seq) return;
+            _buffer.Insert(lo, new KeyValuePair<long, JsonValue>(seq, m));
+            if (_buffer.Count > Math.Max(1, _client.Options.MaxRepairBuffer))
+            {
+                _droppedHigh = Math.Max(_droppedHigh, _buffer[_buffer.Count - 1].Key);
+                _buffer.RemoveAt(_buffer.Count - 1);
+            }
         }
 
         private static long SeqOf(JsonValue m)
@@ -470,76 +491,118 @@ namespace Parley
             return s;
         }
 
-        // Fills the hole between the last delivered seq and the first held message
-        // from history; what history no longer has is reported as a `gap`. One
-        // round per history reply; it ends when the buffer drains.
+        // The first seq past the hole being filled: the oldest held, or past the newest
+        // dropped once nothing is held; LastSeq + 1 when there is no hole.
+        private long Bound()
+        {
+            if (_buffer.Count > 0) return _buffer[0].Key;
+            return Math.Max(_lastSeq ?? 0, _droppedHigh) + 1;
+        }
+
+        // Drops what was delivered from the held messages and delivers what now continues the stream.
+        private void Drain()
+        {
+            int k = 0;
+            while (k < _buffer.Count && _buffer[k].Key <= (_lastSeq ?? 0)) k++;
+            while (k < _buffer.Count && _buffer[k].Key == (_lastSeq ?? 0) + 1)
+            {
+                Deliver(_buffer[k].Value, _buffer[k].Key);
+                k++;
+            }
+            if (k > 0) _buffer.RemoveRange(0, k);
+        }
+
+        // A leave or a reset: what is held is stale, and a repair in flight ends when its
+        // page comes back (a new one may start meanwhile).
+        private void ForgetRepair()
+        {
+            _buffer.Clear();
+            _droppedHigh = -1;
+            _failedPages = 0;
+            _repairGen++;
+            _repairing = false;
+        }
+
+        // Fills the hole between the last delivered seq and the first held message (or the
+        // newest dropped) from history; what history no longer has is reported as a `gap`.
+        // One round per history reply; it ends when nothing is held or dropped.
         private void Repair()
         {
             _repairing = true;
-            for (;;)
+            Drain();
+            long bound = Bound();
+            long last = _lastSeq ?? 0;
+            if (bound == last + 1 || !_want)
             {
-                _buffer.Sort((a, b) => SeqOf(a).CompareTo(SeqOf(b)));
-                DropDelivered();
-                while (_buffer.Count > 0 && SeqOf(_buffer[0]) == (_lastSeq ?? 0) + 1)
-                {
-                    var m = _buffer[0];
-                    _buffer.RemoveAt(0);
-                    Deliver(m, SeqOf(m));
-                    DropDelivered();
-                }
-                if (_buffer.Count == 0 || !_want) { _repairing = false; return; }
-                long first = SeqOf(_buffer[0]);
-                long last = _lastSeq ?? 0;
-                RequestHistory(last, null, (int)Math.Min(HistoryPage, first - last - 1),
-                    msgs => OnRepairPage(first, msgs),
-                    err =>
-                    {
-                        if (err.Code == ErrorCodes.Closed || err.Code == ErrorCodes.Left) { _repairing = false; return; }
-                        OnRepairPage(first, JsonValue.Array());
-                    });
+                _repairing = false;
+                _droppedHigh = -1;
+                _failedPages = 0;
                 return;
             }
+            int gen = _repairGen;
+            RequestHistory(last, null, (int)Math.Min(HistoryPage, bound - last - 1),
+                msgs =>
+                {
+                    if (gen == _repairGen) OnRepairPage(msgs);
+                },
+                err =>
+                {
+                    if (gen != _repairGen) return;
+                    if (err.Code == ErrorCodes.Closed || err.Code == ErrorCodes.Left) { _repairing = false; return; }
+                    if (!_want) { _repairing = false; return; }
+                    if (++_failedPages < MaxFailedPages)
+                    {
+                        // A read that failed (timed out, refused) is not history's answer: what
+                        // it asked for may still be there. Asked again; a gap only after
+                        // MaxFailedPages failures in a row.
+                        _client.Later(_client.RetryDelay(null), () =>
+                        {
+                            if (gen == _repairGen && _repairing && _want) Repair();
+                        });
+                        return;
+                    }
+                    OnRepairPage(JsonValue.Array());
+                });
         }
 
-        private void OnRepairPage(long first, JsonValue msgs)
+        private void OnRepairPage(JsonValue msgs)
         {
             if (!_want) { _repairing = false; return; }
-            // While the page was asked for, earlier seqs may have reached the buffer
-            // (a resume after a reconnect, a frame out of order): those are not
-            // missing, so the gap ends before the earliest seq held now.
-            _buffer.Sort((a, b) => SeqOf(a).CompareTo(SeqOf(b)));
-            DropDelivered();
-            long last = _lastSeq ?? 0;
-            long bound = _buffer.Count > 0 ? Math.Min(first, SeqOf(_buffer[0])) : first;
-            long oldest = msgs.Count > 0 ? SeqOf(msgs[0]) : bound;
-            if (oldest > last + 1 && bound > last + 1)
-            {
-                long to = Math.Min(oldest, bound) - 1;
-                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = to });
-                _lastSeq = to;
-            }
+            _failedPages = 0;
+            var page = new List<KeyValuePair<long, JsonValue>>();
             foreach (var h in msgs.Items)
             {
-                long s = SeqOf(h);
-                if (s == (_lastSeq ?? 0) + 1 && s < bound) Deliver(h, s);
-                else if (s > (_lastSeq ?? 0) && h.Type == JsonType.Object) Hold(h); // a later one: kept, not dropped
+                long s;
+                // Only what is past what was delivered: a page of seqs already delivered is
+                // history having nothing after ours (asking again would loop).
+                if (h != null && h.Type == JsonType.Object && h.TryGetLong("seq", out s) && s > (_lastSeq ?? 0))
+                    page.Add(new KeyValuePair<long, JsonValue>(s, h));
             }
-            if ((_lastSeq ?? 0) == last && bound > last + 1)
+            page.Sort((a, b) => a.Key.CompareTo(b.Key));
+            // Only what neither the page nor what is held covers is a gap: the page may start
+            // late (history trimmed), may reach past the first held seq, and what is held may
+            // have gained earlier seqs while the page was read (a resume after a reconnect).
+            long next = (_lastSeq ?? 0) + 1;
+            long oldest = page.Count > 0 ? page[0].Key : long.MaxValue;
+            long to = Math.Min(oldest, Bound()) - 1;
+            if (to >= next)
             {
-                // A page that moved nothing forward (history answered only seqs
-                // already delivered): asking again would loop, so the rest is a gap.
-                _client.Emit(Gap, new GapInfo { Channel = _name, From = last + 1, To = bound - 1 });
-                _lastSeq = bound - 1;
+                _client.Emit(Gap, new GapInfo { Channel = _name, From = next, To = to });
+                _lastSeq = to;
+            }
+            // The page in order: what continues the stream is delivered at once (with what is
+            // held behind it), so a page is never cut down to the buffer's size; only what
+            // lies past a hole is held.
+            foreach (var h in page)
+            {
+                if (h.Key == (_lastSeq ?? 0) + 1)
+                {
+                    Deliver(h.Value, h.Key);
+                    Drain();
+                }
+                else Hold(h.Value);
             }
             Repair();
-        }
-
-        private void DropDelivered()
-        {
-            long last = _lastSeq ?? 0;
-            int n = 0;
-            while (n < _buffer.Count && SeqOf(_buffer[n]) <= last) n++;
-            if (n > 0) _buffer.RemoveRange(0, n);
         }
 
         // ---- publishing ----

@@ -56,6 +56,13 @@ namespace Parley
         public int MaxRetryAttempts = 50;
 
         /// <summary>
+        /// Per channel, messages newer than a hole held while history fills it (default 10,000).
+        /// Over it the newest held is dropped and read from history once the hole is filled,
+        /// never reported as a gap while history still has it.
+        /// </summary>
+        public int MaxRepairBuffer = 10000;
+
+        /// <summary>
         /// Dead-connection detection period, ms; 0 (default): the welcome's heartbeat_ms.
         /// After a quiet period the client sends a ping; after two periods plus up to one more
         /// (at most 5 s) it drops the socket and reconnects.
