@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "events/board_channel.h"
 #include "protocol/encoder.h"
 
 namespace parley::events {
@@ -291,7 +292,7 @@ void Leaderboard::push_round(const std::string& key, const Round* r,
   std::string head;
   {
     JsonWriter w(head);
-    const std::string ch = "lb:" + name_ + (has_rounds() ? ":" + key : std::string());
+    const std::string ch = board_channel(name_, key);
     w.begin_object().field("op", "board").field("ch", ch).field("board", name_);
     if (has_rounds()) w.field("round", key);
     w.field_num("ts", wall_ms()).key("top");

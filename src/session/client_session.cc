@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/clock.h"
+#include "events/board_channel.h"
 #include "hub/history.h"
 #include "session/gateway.h"
 #include "protocol/decoder.h"
@@ -290,39 +291,25 @@ void ClientSession::on_rank(protocol::ClientOp& op) {
   gw_.events()->rank(std::move(req));
 }
 
-std::optional<std::pair<std::string, std::string>> ClientSession::board_of(
-    const std::string& ch) const {
-  constexpr std::string_view kPrefix = "lb:";
-  if (ch.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
-  const std::string rest = ch.substr(kPrefix.size());
-  const size_t colon = rest.find(':');
-  std::string board = rest.substr(0, colon);
-  std::string round = colon == std::string::npos ? std::string() : rest.substr(colon + 1);
-  auto it = tenant_->config().leaderboards.find(board);
-  if (it == tenant_->config().leaderboards.end()) return std::nullopt;
-  if (it->second.round.empty() != round.empty()) return std::nullopt;
-  return std::make_pair(std::move(board), std::move(round));
-}
-
 void ClientSession::watch_board(const std::string& ch) {
   if (!gw_.events()) return;
-  auto b = board_of(ch);
+  auto b = events::parse_board_channel(ch, tenant_->config());
   if (!b) return;
-  rare().boards.push_back(*b);
-  gw_.events()->watch_board(&tenant_->config(), b->first, b->second,
+  rare().boards.emplace_back(b->board, b->round);
+  gw_.events()->watch_board(&tenant_->config(), b->board, b->round,
                             std::static_pointer_cast<events::EventSink>(shared_from_this()), conn_id_, user_);
 }
 
 void ClientSession::unwatch_board(const std::string& ch) {
   if (!gw_.events()) return;
-  auto b = board_of(ch);
+  auto b = events::parse_board_channel(ch, tenant_->config());
   if (!b) return;
   if (!rare_) return;
   auto& boards = rare_->boards;
-  auto it = std::find(boards.begin(), boards.end(), *b);
+  auto it = std::find(boards.begin(), boards.end(), std::make_pair(b->board, b->round));
   if (it == boards.end()) return;
   boards.erase(it);
-  gw_.events()->unwatch_board(&tenant_->config(), b->first, b->second, conn_id_);
+  gw_.events()->unwatch_board(&tenant_->config(), b->board, b->round, conn_id_);
 }
 
 void ClientSession::deliver_event_frame(std::string frame, std::function<void()> written) {

@@ -178,9 +178,8 @@ class ClientSession final : public net::ConnectionHandler,
   }
   bool tails(const std::string& topic) const;
   std::unique_ptr<Rare> rare_;
-  // The (board, round) a channel name lb:BOARD[:ROUND] names, if BOARD is a
-  // configured leaderboard of the tenant (ROUND only on a board with rounds).
-  std::optional<std::pair<std::string, std::string>> board_of(const std::string& ch) const;
+  // A join (leave) of a board's channel (events/board_channel.h) watches
+  // (unwatches) the board; other channels are ignored.
   void watch_board(const std::string& ch);
   void unwatch_board(const std::string& ch);
   bool history_busy_ = false;
