@@ -5,6 +5,7 @@
 #include <random>
 
 #include "common/check.h"
+#include "events/topic_channel.h"
 #include "store/channel_id.h"
 
 namespace parley::events {
@@ -47,34 +48,26 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
 }
 
 Partition* Engine::partition_of_channel(const store::ChannelId& id) {
-  const size_t sep = id.channel.find('\x1f');
-  if (sep == std::string::npos || sep + 1 >= id.channel.size()) return nullptr;
-  uint32_t p = 0;
-  for (size_t i = sep + 1; i < id.channel.size(); ++i) {
-    const char c = id.channel[i];
-    if (c < '0' || c > '9' || i - sep > 6) return nullptr;  // a group's log or the snapshots
-    p = p * 10 + static_cast<uint32_t>(c - '0');
-  }
-  const std::string_view name(id.channel.data(), sep);
-  auto& table = topics_[loop_of(id.tenant, name)];
-  auto it = table.find(store::ChannelId::key_of(id.tenant, name));
-  if (it == table.end() || p >= it->second->partitions()) return nullptr;
-  return &it->second->partition(p);
+  const auto pc = parse_partition_channel(id.channel);
+  if (!pc) return nullptr;  // a group's log, the snapshots, the key hash
+  auto& table = topics_[loop_of(id.tenant, pc->topic)];
+  auto it = table.find(store::ChannelId::key_of(id.tenant, pc->topic));
+  if (it == table.end() || pc->p >= it->second->partitions()) return nullptr;
+  return &it->second->partition(pc->p);
 }
 
 void Engine::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
-  const size_t sep = id.channel.find('\x1f');
-  if (sep == std::string::npos) return;
-  loops_.run_on(loop_of(id.tenant, std::string_view(id.channel.data(), sep)),
-                [this, id, msg = std::move(msg)]() mutable {
-                  if (Partition* p = partition_of_channel(id)) p->on_feed(std::move(msg));
-                });
+  const auto topic = topic_of_channel(id.channel);
+  if (!topic) return;
+  loops_.run_on(loop_of(id.tenant, *topic), [this, id, msg = std::move(msg)]() mutable {
+    if (Partition* p = partition_of_channel(id)) p->on_feed(std::move(msg));
+  });
 }
 
 void Engine::on_resync(const store::ChannelId& id) {
-  const size_t sep = id.channel.find('\x1f');
-  if (sep == std::string::npos) return;
-  loops_.run_on(loop_of(id.tenant, std::string_view(id.channel.data(), sep)), [this, id] {
+  const auto topic = topic_of_channel(id.channel);
+  if (!topic) return;
+  loops_.run_on(loop_of(id.tenant, *topic), [this, id] {
     if (Partition* p = partition_of_channel(id)) p->on_resync();
   });
 }

@@ -10,6 +10,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "events/topic_channel.h"
 #include "protocol/encoder.h"
 
 namespace parley::events {
@@ -72,15 +73,15 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       stats_(std::move(stats)),
       metrics_(metrics),
       node_(std::move(node)) {
-  snap_id_ = store::ChannelId{tenant.id, name_ + "\x1fs"};
-  hash_id_ = store::ChannelId{tenant.id, name_ + "\x1fh"};
+  snap_id_ = store::ChannelId{tenant.id, snapshot_channel(name_)};
+  hash_id_ = store::ChannelId{tenant.id, key_hash_channel(name_)};
   box_ = std::make_unique<AppendBox>(loop, loops, [this](uint32_t p, store::AppendOutcome out) {
     parts_[p]->on_appended(std::move(out));
   });
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
-        loop, loops, store, store::ChannelId{tenant.id, name_ + '\x1f' + std::to_string(p)}, name_,
+        loop, loops, store, store::ChannelId{tenant.id, partition_channel(name_, p)}, name_,
         p, cfg, metrics);
     part->set_box(box_.get());
     part->set_on_committed([this, p](uint64_t off) {
@@ -612,7 +613,7 @@ void Topic::consume(ConsumeRequest req) {
       }
       auto fresh = std::make_unique<Group>();
       fresh->name = req.group;
-      fresh->log = store::ChannelId{tenant_.id, name_ + "\x1fg\x1f" + req.group};
+      fresh->log = store::ChannelId{tenant_.id, group_log_channel(name_, req.group)};
       fresh->committed.assign(partitions(), std::nullopt);
       g = groups_.emplace(req.group, std::move(fresh)).first->second.get();
     }
