@@ -8,6 +8,7 @@
 
 #include "server/cli.h"
 #include "store/data_check.h"
+#include "store/store_state.h"
 
 namespace parley::server {
 namespace {
@@ -48,7 +49,20 @@ int run_verify_data(const std::vector<std::string>& args) {
     std::cout << "torn tail " << f << ": its last record was cut short, as a crash leaves it "
                  "(never acknowledged); the next start drops it\n";
   }
-  const size_t damaged = tables.damaged.size() + wals.damaged.size();
+  // Channels an earlier start made unavailable (it dropped their WAL records
+  // after a damaged one; the dropped files are in damaged-wal-*/).
+  store::StoreStateFile state(dir);
+  const bool listed = state.load() && !state.data().damaged.empty();
+  if (listed) {
+    std::cout << "unavailable: " << state.data().damaged.size()
+              << " channels whose WAL records after a damaged one were dropped at a start "
+                 "(PARLEY-STATE)\n  channels: ";
+    for (size_t i = 0; i < state.data().damaged.size(); ++i) {
+      std::cout << (i ? ", " : "") << state.data().damaged[i];
+    }
+    std::cout << "\n";
+  }
+  const size_t damaged = tables.damaged.size() + wals.damaged.size() + (listed ? 1 : 0);
   std::cout << dir << ": " << tables.files_checked << " table files ("
             << tables.bytes_checked / 1024 << " KiB) and " << wals.files_checked << " WAL files ("
             << wals.bytes_checked / 1024 << " KiB) checked, " << damaged << " damaged\n";

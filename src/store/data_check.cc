@@ -139,7 +139,9 @@ void channels_of_batch(const std::string& rep, std::vector<std::string>& out) {
   (void)batch.Iterate(&keys);
 }
 
-void check_wal(const fs::path& path, CheckResult& result) {
+// `from_start`: every record's channels, as if the damage came before them (a
+// WAL after the damaged one, which a point-in-time recovery drops whole).
+void check_wal(const fs::path& path, CheckResult& result, bool from_start = false) {
   std::ifstream in(path, std::ios::binary);
   const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ++result.files_checked;
@@ -150,6 +152,7 @@ void check_wal(const fs::path& path, CheckResult& result) {
   auto damaged = [&](const std::string& what) {
     if (!damage) damage = DamagedFile{path.filename().string(), what, {}};
   };
+  if (from_start) damaged("after a damaged record");
   while (pos < data.size()) {
     const size_t left_in_block = kBlockSize - pos % kBlockSize;
     if (left_in_block < kHeaderSize) {
@@ -281,6 +284,29 @@ CheckResult check_wals(const std::string& dir) {
   CheckResult result;
   for (const auto& path : files_of(dir, ".log")) check_wal(path, result);
   return result;
+}
+
+WalLoss wal_loss(const std::string& dir) {
+  WalLoss loss;
+  auto files = files_of(dir, ".log");
+  std::reverse(files.begin(), files.end());  // oldest first: the order of replay
+  for (const auto& path : files) {
+    CheckResult r;
+    check_wal(path, r, loss.found);
+    if (r.damaged.empty()) continue;
+    if (!loss.found) {
+      loss.found = true;
+      loss.file = r.damaged.front().file;
+      loss.what = r.damaged.front().what;
+    }
+    loss.files.push_back(path.filename().string());
+    for (auto& ch : r.damaged.front().channels) {
+      if (std::find(loss.channels.begin(), loss.channels.end(), ch) == loss.channels.end()) {
+        loss.channels.push_back(std::move(ch));
+      }
+    }
+  }
+  return loss;
 }
 
 }  // namespace parley::store

@@ -58,6 +58,16 @@ std::vector<std::string> table_names(const std::vector<rocksdb::LiveFileMetaData
 // Every WAL (*.log) of `dir`, record by record.
 CheckResult check_wals(const std::string& dir);
 
+// What a point-in-time recovery of `dir` drops: everything from the first
+// damaged WAL record (oldest file first) to the end of the newest WAL.
+struct WalLoss {
+  bool found = false;               // false: no damaged WAL record
+  std::string file, what;           // the first damaged record's file and RocksDB-like words
+  std::vector<std::string> files;   // that file and every later WAL
+  std::vector<std::string> channels;  // "tenant/channel" written from the damage on
+};
+WalLoss wal_loss(const std::string& dir);
+
 // "tenant/channel" of a message or dedupe record's key, "" for other keys.
 std::string channel_of_key(std::string_view key);
 

@@ -306,6 +306,32 @@ class DamageListener final : public rocksdb::EventListener {
   EmbeddedStore* store_;
 };
 
+// Copies of the WAL files a point-in-time recovery is about to drop, in a
+// folder of their own beside the database (RocksDB ignores folders): what was
+// written after the damage stays on disk for inspection or salvage.
+Status keep_aside(const std::string& dir, const std::vector<std::string>& files) {
+  namespace fs = std::filesystem;
+  const fs::path aside = fs::path(dir) / ("damaged-wal-" + std::to_string(wall_ms()));
+  std::error_code ec;
+  fs::create_directories(aside, ec);
+  for (const auto& f : files) {
+    if (!ec) fs::copy_file(fs::path(dir) / f, aside / f, ec);
+    if (ec) break;
+    const int fd = ::open((aside / f).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
+  if (ec) {
+    return Error{ErrorCode::kUnavailable,
+                 "embedded store: cannot keep the damaged WAL files in " + aside.string() + ": " +
+                     ec.message()};
+  }
+  if (Status s = sync_dir(aside.string()); !s) return s;
+  return sync_dir(dir);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions& opts,
@@ -366,7 +392,30 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
   if (s.IsCorruption()) {
     spdlog::error("store: recovery of {} (after a {} stop) found damaged data: {}", opts.dir,
                   was_clean ? "clean" : "unclean", s.ToString());
-    if (!opts.accept_data_loss) {
+    const WalLoss dropped = opts.accept_data_loss ? WalLoss{} : wal_loss(opts.dir);
+    if (dropped.found && !dropped.channels.empty() &&
+        dropped.channels.size() + state.data().damaged.size() <= StoreStateFile::kMaxDamagedChannels) {
+      // A damaged WAL record: serve what is intact, not nothing. A point-in-time
+      // recovery keeps every record before it and drops it and everything after,
+      // so the channels written from there on may have lost acknowledged
+      // messages (with fsync = always too): they stay unavailable, listed in
+      // PARLEY-STATE before anything is dropped, until a start with
+      // accept_data_loss or a restore. Every other channel lost nothing and goes
+      // on at its seq and epoch. The dropped WAL files are kept aside.
+      if (Status kept = keep_aside(opts.dir, dropped.files); !kept) return kept.error();
+      auto& list = state.data().damaged;
+      for (const auto& ch : dropped.channels) {
+        if (std::find(list.begin(), list.end(), ch) == list.end()) list.push_back(ch);
+      }
+      if (Status saved = state.save(); !saved) return saved.error();
+      s = rocksdb::DB::Open(options(rocksdb::WALRecoveryMode::kPointInTimeRecovery), opts.dir, &raw);
+      if (s.ok()) {
+        spdlog::error("store: started without what followed a damaged WAL record ({} in {}); "
+                      "{} channels written from there on are unavailable until a start with "
+                      "accept_data_loss or a restore (docs/operations.md \"Damaged data\")",
+                      dropped.what, dropped.file, dropped.channels.size());
+      }
+    } else if (!opts.accept_data_loss) {
       return Error{ErrorCode::kInternal,
                    "embedded store: " + opts.dir + " holds damaged data (" + s.ToString() +
                        "). Refusing to start rather than lose acknowledged messages silently. "
@@ -374,20 +423,38 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
                        "[server] (or pass --accept-data-loss) for one start: messages past the "
                        "damage are dropped, the store's epoch goes up and every channel's seq "
                        "continues above any seq that may have been acknowledged"};
+    } else {
+      // The loss is on disk before the data is dropped: a crash between the two must
+      // not let a later start forget it (and reuse acknowledged seqs).
+      state.data().epoch += 1;
+      state.data().loss_floor = state.data().seq_ceiling;
+      state.data().damaged.clear();
+      if (Status saved = state.save(); !saved) return saved.error();
+      s = rocksdb::DB::Open(options(rocksdb::WALRecoveryMode::kPointInTimeRecovery), opts.dir, &raw);
+      if (s.ok()) {
+        store->loss_accepted_ = true;
+        spdlog::error(
+            "store: started with data loss accepted (accept_data_loss): what followed the damage "
+            "is gone; epoch is now {}, channels continue above seq {}",
+            state.data().epoch, state.data().loss_floor);
+      }
     }
-    // The loss is on disk before the data is dropped: a crash between the two must
-    // not let a later start forget it (and reuse acknowledged seqs).
+  } else if (s.ok() && opts.accept_data_loss && !state.data().damaged.empty()) {
+    // The operator accepts what an earlier start dropped behind a damaged WAL
+    // record: the channels it listed come back above the ceiling, as after any
+    // accepted loss.
     state.data().epoch += 1;
     state.data().loss_floor = state.data().seq_ceiling;
-    if (Status saved = state.save(); !saved) return saved.error();
-    s = rocksdb::DB::Open(options(rocksdb::WALRecoveryMode::kPointInTimeRecovery), opts.dir, &raw);
-    if (s.ok()) {
-      store->loss_accepted_ = true;
-      spdlog::error(
-          "store: started with data loss accepted (accept_data_loss): what followed the damage "
-          "is gone; epoch is now {}, channels continue above seq {}",
-          state.data().epoch, state.data().loss_floor);
+    const size_t n = state.data().damaged.size();
+    state.data().damaged.clear();
+    if (Status saved = state.save(); !saved) {
+      delete raw;
+      return saved.error();
     }
+    store->loss_accepted_ = true;
+    spdlog::warn("store: data loss accepted for the {} channels a damaged WAL record had made "
+                 "unavailable; epoch is now {}, channels continue above seq {}",
+                 n, state.data().epoch, state.data().loss_floor);
   }
   std::optional<Refusal> refusing;
   if (!s.ok() && !is_lock_error(s) && !s.IsCorruption()) {
@@ -419,6 +486,15 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
   store->db_.reset(raw);
   store->epoch_ = state.data().epoch;
   store->loss_floor_ = state.data().loss_floor;
+  if (const auto& listed = state.data().damaged; !listed.empty()) {
+    store->unavailable_.insert(listed.begin(), listed.end());
+    // Said at every start until resolved: /healthz store_damaged, the log.
+    std::vector<std::string> named(listed.begin(), listed.begin() + std::min<size_t>(listed.size(), 20));
+    if (listed.size() > named.size()) named.push_back("and " + std::to_string(listed.size() - named.size()) + " more");
+    store->note_damage("", std::to_string(listed.size()) +
+                               " channels unavailable: their WAL records after a damaged one were "
+                               "dropped (PARLEY-STATE lists them)", named);
+  }
   if (!store->read_only_) {
     // Until the next clean stop, a damaged WAL is damage, not a torn tail: say so
     // before anything is written.
@@ -602,9 +678,20 @@ void EmbeddedStore::read_before(const ChannelKey& key, uint64_t before, uint32_t
   });
 }
 
+bool EmbeddedStore::unavailable(const ChannelKey& key) const {
+  return !unavailable_.empty() && unavailable_.count(key.tenant + '/' + key.channel) != 0;
+}
+
+namespace {
+Error damaged_channel() {
+  return Error{ErrorCode::kUnavailable, "store data damaged", kRefusalRetryMs};
+}
+}  // namespace
+
 Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
                                                    int64_t dedupe_cutoff_ms) {
   check_may_block();
+  if (unavailable(key)) return damaged_channel();
   ChannelRecovery out;
   out.epoch = epoch_;
   std::shared_lock lock(db_mu_);
@@ -667,6 +754,7 @@ void EmbeddedStore::append_many(std::vector<std::pair<AppendRequest, AppendDone>
 Result<std::vector<StoredMessage>> EmbeddedStore::read_after_now(const ChannelKey& key,
                                                                  uint64_t after, uint32_t limit) {
   check_may_block();
+  if (unavailable(key)) return damaged_channel();
   std::vector<StoredMessage> out;
   if (limit == 0 || after == UINT64_MAX) return out;
   std::shared_lock lock(db_mu_);
@@ -684,6 +772,7 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_before_now(const ChannelK
                                                                   uint64_t before,
                                                                   uint32_t limit) {
   check_may_block();
+  if (unavailable(key)) return damaged_channel();
   std::vector<StoredMessage> out;
   if (limit == 0 || before == 0) return out;
   std::shared_lock lock(db_mu_);

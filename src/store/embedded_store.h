@@ -15,9 +15,12 @@
 //
 // Faults (docs/operations.md): a failed write makes the committer refuse appends and
 // retry recovery every second; a start on a disk too full to open for writing opens
-// read-only; a start whose recovery meets damaged data refuses unless
+// read-only; a start whose recovery meets a damaged WAL record drops it and what
+// follows (point-in-time recovery) and keeps the channels written from there on
+// unavailable (listed in StoreStateFile) until a start with
 // EmbeddedOptions::accept_data_loss, which bumps the epoch and raises seqs past the
-// ceiling kept in StoreStateFile.
+// ceiling kept in StoreStateFile; other damage at start refuses unless
+// accept_data_loss.
 //
 // Internal header: the server uses open_embedded_store() from store.h; tests use the
 // extra hooks here.
@@ -125,6 +128,11 @@ class EmbeddedStore final : public Store {
   std::atomic<uint32_t> damaged_count_{0};
   std::mutex damage_mu_;
   std::unordered_set<std::string> damaged_files_;  // bounded like unreadable_logged_
+
+  // "tenant/channel" of the channels a damaged WAL record made unavailable
+  // (StoreStateFile's `damaged`); constant after open.
+  std::unordered_set<std::string> unavailable_;
+  bool unavailable(const ChannelKey& key) const;
 
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_

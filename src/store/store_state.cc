@@ -74,6 +74,10 @@ Status StoreStateFile::load() {
       data_.boot = std::string(val);
       continue;
     }
+    if (key == "damaged") {
+      if (data_.damaged.size() < kMaxDamagedChannels) data_.damaged.emplace_back(val);
+      continue;
+    }
     uint64_t v = 0;
     if (!parse_u64(val, v)) break;
     if (key == "epoch" && v >= 1 && v <= UINT32_MAX) {
@@ -100,11 +104,12 @@ Status StoreStateFile::load() {
 }
 
 Status StoreStateFile::save() {
-  const std::string text =
+  std::string text =
       fmt::format("{}\nepoch {}\nseq_ceiling {}\nloss_floor {}\nclean {}\n", kHeader, data_.epoch,
                   data_.seq_ceiling, data_.loss_floor, data_.clean ? 1 : 0) +
       // Last: a build that does not know the key reads every line before it.
       (data_.boot.empty() ? std::string() : "boot " + data_.boot + "\n");
+  for (const auto& ch : data_.damaged) text += "damaged " + ch + "\n";
   const std::string tmp = path() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("create", tmp);

@@ -11,6 +11,9 @@
 //   boot         the machine's boot id at the last open: an unclean stop with
 //                another boot id since was a machine stop (a power loss), which
 //                with fsync = never may have lost acknowledged writes (issue 26)
+//   damaged      one line per channel ("tenant/channel") whose WAL records after a
+//                damaged one were dropped at a start: unavailable until a start
+//                with accept_data_loss (then epoch + 1, as any accepted loss)
 //
 // Threading: load() and save() run while the store opens or closes, reserve() on the
 // group committer's writer thread only; nothing else touches it.
@@ -18,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 
 #include "common/status.h"
@@ -34,6 +38,7 @@ struct StoreStateData {
   uint64_t loss_floor = 0;
   bool clean = false;
   std::string boot;  // "" when unknown (a file written before the key existed)
+  std::vector<std::string> damaged;  // "tenant/channel", at most kMaxDamagedChannels
 };
 
 class StoreStateFile {
@@ -42,6 +47,9 @@ class StoreStateFile {
   // the busiest channel apart, so a few per minute at most, never per message.
   static constexpr uint64_t kSeqLease = uint64_t{1} << 16;
   static constexpr const char* kFileName = "PARLEY-STATE";
+  // More channels than this behind a damaged WAL record: the start refuses, as
+  // without the list (the file stays small; such damage wants a restore).
+  static constexpr size_t kMaxDamagedChannels = 10000;
 
   explicit StoreStateFile(std::string dir) : dir_(std::move(dir)) {}
 

@@ -25,7 +25,7 @@ TEST(StoreStateFile, AMissingFileIsAFreshState) {
 TEST(StoreStateFile, SavesAndLoadsEveryField) {
   TempDir dir;
   StoreStateFile f(dir.path());
-  f.data() = StoreStateData{3, 70000, 65537, true, "5f1c-boot"};
+  f.data() = StoreStateData{3, 70000, 65537, true, "5f1c-boot", {"demo/log:a b", "t2/x"}};
   ASSERT_TRUE(f.save());
   StoreStateFile g(dir.path());
   ASSERT_TRUE(g.load());
@@ -34,6 +34,7 @@ TEST(StoreStateFile, SavesAndLoadsEveryField) {
   EXPECT_EQ(g.data().loss_floor, 65537u);
   EXPECT_TRUE(g.data().clean);
   EXPECT_EQ(g.data().boot, "5f1c-boot");
+  EXPECT_EQ(g.data().damaged, (std::vector<std::string>{"demo/log:a b", "t2/x"}));
 }
 
 TEST(StoreStateFile, AFileWrittenBeforeTheBootKeyLoadsWithoutOne) {
