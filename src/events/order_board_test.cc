@@ -117,5 +117,53 @@ TEST(OrderBoard, TiesShareTheBestRankAndAreOrderedByMember) {
   EXPECT_EQ(b.find("d")->rank, 1u);
 }
 
+// apply's answer decides whether a board is pushed: true only when the member
+// is new or its score moved.
+TEST(OrderBoard, ApplySaysWhetherTheScoreChanged) {
+  OrderBoard max(Agg::kMax, true), min(Agg::kMin, true), last(Agg::kLast, true);
+  for (OrderBoard* b : {&max, &min, &last}) EXPECT_TRUE(b->apply("a", 0)) << "a new member at 0";
+  EXPECT_TRUE(max.apply("a", 5));
+  EXPECT_FALSE(max.apply("a", 3));
+  EXPECT_EQ(max.find("a")->score, 5);
+  EXPECT_TRUE(min.apply("a", -2));
+  EXPECT_FALSE(min.apply("a", 4));
+  EXPECT_EQ(min.find("a")->score, -2);
+  EXPECT_FALSE(last.apply("a", 0));
+  EXPECT_TRUE(last.apply("a", 4));
+  EXPECT_TRUE(last.apply("a", 1));
+  EXPECT_EQ(last.find("a")->score, 1);
+}
+
+TEST(OrderBoard, AroundStopsAtEitherEnd) {
+  OrderBoard b(Agg::kSum, true);
+  for (int i = 1; i <= 5; ++i) b.apply("m" + std::to_string(i), i);  // m5 best
+  auto names = [](const std::vector<BoardEntry>& es) {
+    std::string out;
+    for (const auto& e : es) out += std::string(e.member) + ' ';
+    return out;
+  };
+  EXPECT_EQ(names(b.around("m5", 2)), "m5 m4 m3 ");
+  EXPECT_EQ(names(b.around("m1", 2)), "m3 m2 m1 ");
+  EXPECT_EQ(names(b.around("m3", 0)), "m3 ");
+  EXPECT_EQ(names(b.around("m3", 100)), "m5 m4 m3 m2 m1 ");
+  EXPECT_TRUE(b.top(0).empty());
+  EXPECT_EQ(b.top(100).size(), 5u);
+}
+
+// A tie that starts above the window keeps the tie's rank, not the position.
+TEST(OrderBoard, ATieCutByTheWindowKeepsItsRank) {
+  OrderBoard b(Agg::kSum, true);
+  b.apply("a", 9);
+  b.apply("b", 7);
+  b.apply("c", 7);
+  b.apply("d", 7);
+  const auto es = b.around("d", 1);
+  ASSERT_EQ(es.size(), 2u);
+  EXPECT_EQ(es[0].member, "c");
+  EXPECT_EQ(es[0].rank, 2u);
+  EXPECT_EQ(es[1].member, "d");
+  EXPECT_EQ(es[1].rank, 2u);
+}
+
 }  // namespace
 }  // namespace parley::events
