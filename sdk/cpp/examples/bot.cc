@@ -6,6 +6,7 @@
 //
 //   parley-cpp-bot --url ws://127.0.0.1:7700/v1/ws --token JWT --channel chat:bots
 //                  --count 100 --expect 200 [--timeout-ms 30000]   (one command line)
+//   wss://…: --ca-file PEM trusts that CA instead of the system's (a self-signed server).
 //
 // Exit status 0 when all of it happened before the timeout, 1 otherwise.
 #include <parley/client.h>
@@ -18,7 +19,7 @@
 #include <string>
 
 int main(int argc, char** argv) {
-  std::string url, token, channel = "chat:bots";
+  std::string url, token, channel = "chat:bots", ca_file;
   int64_t count = 10, expect = -1, timeout_ms = 30000;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -28,13 +29,14 @@ int main(int argc, char** argv) {
     else if (k == "--count") count = std::atoll(v.c_str());
     else if (k == "--expect") expect = std::atoll(v.c_str());
     else if (k == "--timeout-ms") timeout_ms = std::atoll(v.c_str());
+    else if (k == "--ca-file") ca_file = v;
     else {
       std::cerr << "bot: unknown option " << k << '\n';
       return 2;
     }
   }
   if (url.empty() || token.empty()) {
-    std::cerr << "usage: parley-cpp-bot --url URL --token JWT [--channel CH] [--count N] [--expect M]\n";
+    std::cerr << "usage: parley-cpp-bot --url URL --token JWT [--channel CH] [--count N] [--expect M] [--ca-file PEM]\n";
     return 2;
   }
   if (expect < 0) expect = count;
@@ -42,7 +44,9 @@ int main(int argc, char** argv) {
   parley::ClientOptions options;
   options.url = url;
   options.token = token;
-  options.transport = parley::make_default_transport();
+  parley::DefaultTransportOptions tls;
+  tls.tls_ca_file = ca_file;
+  options.transport = parley::make_default_transport(tls);
   parley::Client client(std::move(options));
 
   int64_t acked = 0, received = 0, last_seq = 0, own = 0;

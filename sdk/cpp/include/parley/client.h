@@ -40,7 +40,7 @@ struct ReconnectPolicy {
 };
 
 struct ClientOptions {
-  /// ws://host:port/v1/ws or tcp://host:port (default transport).
+  /// ws://host:port/v1/ws, wss://host:port/v1/ws or tcp://host:port (default transport).
   std::string url;
   /// A client JWT (PROTOCOL.md "Connecting"), used when token_provider is empty.
   std::string token;

@@ -60,7 +60,7 @@ struct ConnectOptions {
 class Transport {
  public:
   virtual ~Transport() = default;
-  /// Starts connecting to `url` (ws://host:port/path, tcp://host:port, or
+  /// Starts connecting to `url` (ws://host:port/path, wss://…, tcp://host:port, or
   /// whatever scheme the implementation knows). Returns null only when the
   /// transport cannot even try; an unknown scheme or a refused connection is
   /// reported through handler.on_closed from poll().

@@ -5,6 +5,10 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "tcp_session.h"
 #include "url.h"
@@ -34,7 +38,8 @@ class FailedSession final : public detail::Session {
 
 class DefaultTransport final : public Transport {
  public:
-  DefaultTransport() : io_(1), work_(net::make_work_guard(io_)) {}
+  explicit DefaultTransport(DefaultTransportOptions options)
+      : options_(std::move(options)), io_(1), work_(net::make_work_guard(io_)) {}
   ~DefaultTransport() override {
     work_.reset();
     io_.stop();
@@ -46,8 +51,18 @@ class DefaultTransport final : public Transport {
     std::shared_ptr<detail::Session> s;
     if (!parsed) {
       s = std::make_shared<FailedSession>(io_, handler, options,
-                                          "not a ws://host:port/path or tcp://host:port URL: " + url);
+                                          "not a ws://host:port/path, wss://host:port/path or tcp://host:port URL: " + url);
       s->start(detail::Url{});
+    } else if (parsed->scheme == "wss") {
+      std::string why;
+      auto tls = tls_context(why);
+      if (tls) {
+        s = detail::make_wss_session(io_, handler, options, std::move(tls));
+        s->start(*parsed);
+      } else {
+        s = std::make_shared<FailedSession>(io_, handler, options, why);
+        s->start(detail::Url{});
+      }
     } else {
       s = parsed->scheme == "ws" ? detail::make_ws_session(io_, handler, options)
                                  : detail::make_tcp_session(io_, handler, options);
@@ -63,12 +78,50 @@ class DefaultTransport final : public Transport {
   }
 
  private:
+  // Made at the first wss:// connect (a ws-only client never loads CAs) and
+  // kept: every TLS session shares its CA store.
+  std::shared_ptr<net::ssl::context> tls_context(std::string& why) {
+    if (tls_) return tls_;
+    boost::system::error_code ec;
+    auto ctx = std::make_shared<net::ssl::context>(net::ssl::context::tls_client);
+    ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1,
+                     ec);
+    if (!ec) ctx->set_verify_mode(net::ssl::verify_peer, ec);
+    if (ec) {
+      why = "TLS: " + ec.message();
+      return nullptr;
+    }
+    if (options_.tls_ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+      if (ec) why = "TLS: cannot load the system's CA certificates: " + ec.message();
+    } else {
+      std::FILE* f = std::fopen(options_.tls_ca_file.c_str(), "r");
+      if (!f) {
+        why = "TLS: cannot load the CA file " + options_.tls_ca_file + ": " + std::strerror(errno);
+        return nullptr;
+      }
+      std::fclose(f);
+      ctx->load_verify_file(options_.tls_ca_file, ec);
+      if (ec) why = "TLS: cannot load the CA file " + options_.tls_ca_file + ": no PEM certificate in it";
+    }
+    if (ec) return nullptr;
+    tls_ = std::move(ctx);
+    return tls_;
+  }
+
+  DefaultTransportOptions options_;
+  std::shared_ptr<net::ssl::context> tls_;
   net::io_context io_;
   net::executor_work_guard<net::io_context::executor_type> work_;
 };
 
 }  // namespace
 
-std::shared_ptr<Transport> make_default_transport() { return std::make_shared<DefaultTransport>(); }
+std::shared_ptr<Transport> make_default_transport() { return make_default_transport(DefaultTransportOptions{}); }
+
+std::shared_ptr<Transport> make_default_transport(const DefaultTransportOptions& options) {
+  return std::make_shared<DefaultTransport>(options);
+}
 
 }  // namespace parley

@@ -10,7 +10,7 @@ std::optional<Url> parse_url(const std::string& url) {
   if (sep == std::string::npos) return std::nullopt;
   u.scheme = url.substr(0, sep);
   for (auto& c : u.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (u.scheme != "ws" && u.scheme != "tcp") return std::nullopt;
+  if (u.scheme != "ws" && u.scheme != "wss" && u.scheme != "tcp") return std::nullopt;
   std::string rest = url.substr(sep + 3);
   const auto slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
@@ -33,7 +33,7 @@ std::optional<Url> parse_url(const std::string& url) {
   if (u.host.empty()) return std::nullopt;
   if (u.port.empty()) {
     if (u.scheme == "tcp") return std::nullopt;
-    u.port = "80";
+    u.port = u.scheme == "wss" ? "443" : "80";
   }
   if (u.port.size() > 5) return std::nullopt;
   for (char c : u.port) {

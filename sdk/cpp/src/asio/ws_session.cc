@@ -1,10 +1,17 @@
 #include "ws_session.h"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <chrono>
 #include <deque>
+#include <type_traits>
 
 #include "parley/version.h"
 
@@ -14,14 +21,29 @@ namespace {
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
+namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 
+// ws:// runs on a plain tcp_stream, wss:// on an OpenSSL stream over one.
+template <bool kTls>
+struct StreamOf {
+  using type = websocket::stream<beast::tcp_stream>;
+  static type make(net::io_context& io, ssl::context*) { return type(io); }
+};
+template <>
+struct StreamOf<true> {
+  using type = websocket::stream<beast::ssl_stream<beast::tcp_stream>>;
+  static type make(net::io_context& io, ssl::context* ctx) { return type(io, *ctx); }
+};
+
+template <bool kTls>
 class WsSession final : public Session {
  public:
-  WsSession(net::io_context& io, ConnectionHandler& h, const ConnectOptions& o)
-      : Session(h, o), resolver_(io), ws_(io) {}
+  WsSession(net::io_context& io, ConnectionHandler& h, const ConnectOptions& o, std::shared_ptr<ssl::context> ctx)
+      : Session(h, o), ctx_(std::move(ctx)), resolver_(io), ws_(StreamOf<kTls>::make(io, ctx_.get())) {}
 
   void start(const Url& url) override {
+    name_ = url.host;
     host_ = url.host + ":" + url.port;
     path_ = url.path;
     resolver_.async_resolve(url.host, url.port, [self = me()](beast::error_code ec, tcp::resolver::results_type r) {
@@ -50,6 +72,7 @@ class WsSession final : public Session {
 
  private:
   std::shared_ptr<WsSession> me() { return std::static_pointer_cast<WsSession>(shared_from_this()); }
+  static constexpr const char* kScheme = kTls ? "wss" : "ws";
 
   void shutdown() override {
     beast::error_code ec;
@@ -74,6 +97,43 @@ class WsSession final : public Session {
     if (dead_) return;
     if (ec) return fail(1006, "connect " + host_ + ": " + ec.message());
     beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
+    if constexpr (kTls) {
+      // The certificate must name the URL's host (RFC 6125: DNS name, or an
+      // IP address literal), checked by OpenSSL within its chain check; SNI
+      // for a name.
+      SSL* tls = ws_.next_layer().native_handle();
+      net::ip::make_address(name_, ec);
+      const bool is_ip = !ec;
+      if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls), name_.c_str()) != 1
+                : SSL_set1_host(tls, name_.c_str()) != 1 || SSL_set_tlsext_host_name(tls, name_.c_str()) != 1) {
+        return fail(1006, "TLS: cannot check the certificate against host " + name_);
+      }
+      beast::get_lowest_layer(ws_).expires_after(std::chrono::seconds(30));
+      ws_.next_layer().async_handshake(ssl::stream_base::client,
+                                       [self = me()](beast::error_code e) { self->on_tls_handshake(e); });
+      return;
+    }
+    upgrade();
+  }
+
+  void on_tls_handshake(beast::error_code ec) {
+    if (dead_) return;
+    if (ec) return fail(1006, "TLS handshake with " + host_ + ": " + tls_error(ec));
+    beast::get_lowest_layer(ws_).expires_never();  // the WebSocket stream's own timeouts take over
+    upgrade();
+  }
+
+  // Why a handshake failed, with the certificate check's verdict when it was that.
+  std::string tls_error(const beast::error_code& ec) {
+    std::string why = ec.message();
+    if constexpr (kTls) {
+      const long verdict = SSL_get_verify_result(ws_.next_layer().native_handle());
+      if (verdict != X509_V_OK) why += " (" + std::string(X509_verify_cert_error_string(verdict)) + ")";
+    }
+    return why;
+  }
+
+  void upgrade() {
     websocket::stream_base::timeout t;
     t.handshake_timeout = std::chrono::seconds(30);
     t.idle_timeout = websocket::stream_base::none();  // the client's liveness check decides
@@ -90,7 +150,7 @@ class WsSession final : public Session {
 
   void on_handshake(beast::error_code ec) {
     if (dead_) return;
-    if (ec) return fail(1006, "handshake " + host_ + path_ + ": " + ec.message());
+    if (ec) return fail(1006, std::string("handshake ") + kScheme + "://" + host_ + path_ + ": " + ec.message());
     open_ = true;
     read_next();
     if (!out_.empty()) write_next();
@@ -138,11 +198,13 @@ class WsSession final : public Session {
     write_next();
   }
 
+  std::shared_ptr<ssl::context> ctx_;  // wss: shared by the transport's sessions; outlives the stream
   tcp::resolver resolver_;
-  websocket::stream<beast::tcp_stream> ws_;
+  typename StreamOf<kTls>::type ws_;
   beast::flat_buffer in_;
   std::deque<std::pair<std::string, bool>> out_;
   std::size_t out_bytes_ = 0;
+  std::string name_;  // the URL's host, checked against the certificate
   std::string host_;
   std::string path_;
   bool open_ = false;
@@ -152,7 +214,12 @@ class WsSession final : public Session {
 }  // namespace
 
 std::shared_ptr<Session> make_ws_session(net::io_context& io, ConnectionHandler& h, const ConnectOptions& o) {
-  return std::make_shared<WsSession>(io, h, o);
+  return std::make_shared<WsSession<false>>(io, h, o, nullptr);
+}
+
+std::shared_ptr<Session> make_wss_session(net::io_context& io, ConnectionHandler& h, const ConnectOptions& o,
+                                          std::shared_ptr<ssl::context> tls) {
+  return std::make_shared<WsSession<true>>(io, h, o, std::move(tls));
 }
 
 }  // namespace parley::detail
