@@ -24,6 +24,7 @@ packages=(
   libfuse3-dev fuse3            # tests/powerloss: a FUSE file system that drops unsynced writes (issue 26)
   mono-devel nunit-console libnunit-cil-dev  # the C# SDK (sdk/csharp): mcs, Mono, NUnit 2.6
   nlohmann-json3-dev            # sdk/cpp: the C++ client SDK's JSON value and codec
+  libmsgpack-cxx-dev            # msgpack-c (C++): the protocol's MessagePack encoding (issue 25)
 )
 # Node.js runs the independent-client test (tests/node); a machine may already
 # have a newer Node from elsewhere, which is fine.

@@ -9,6 +9,9 @@
 
 namespace parley::protocol {
 
+// How a connection's frames are written (PROTOCOL.md "Binary encoding: MessagePack").
+enum class Encoding : uint8_t { kJson, kMsgpack };
+
 enum class OpKind {
   kHello, kJoin, kLeave, kPub, kState, kUp, kHistory, kPing,
   // Event streams (PROTOCOL.md "Event streams and leaderboards").
@@ -21,6 +24,7 @@ struct EmitEvent {
   std::string type;  // 1-128 chars
   std::string id;    // empty: not deduplicated
   std::string body;  // minified JSON text as written
+  bool operator==(const EmitEvent&) const = default;
 };
 
 // A `state`'s optional position (PROTOCOL.md "Interest areas"): 2 or 3
@@ -48,6 +52,8 @@ struct ClientOp {
   int64_t v = 0;
   std::string token;
   std::string api_key;
+  Encoding enc = Encoding::kJson;  // hello's `enc` (TCP and Unix: the later frames' encoding)
+  bool enc_unsupported = false;    // hello's `enc` names no encoding this server has
 
   // join / leave / pub / state / up / history
   std::string ch;
@@ -79,6 +85,8 @@ struct ClientOp {
   std::string member;
   uint32_t around = 5;             // capped at kMaxRankAround
   std::optional<std::string> round;
+
+  bool operator==(const ClientOp&) const = default;
 };
 
 inline constexpr uint32_t kHistoryDefaultLimit = 50;

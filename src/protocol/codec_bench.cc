@@ -1,5 +1,6 @@
 // Micro-benchmarks of the client-frame codec: decode of typical pub / state /
-// join frames, encode_msg of a sequenced message, and the TCP length-prefix
+// join frames, encode_msg of a sequenced message (each in JSON and in
+// MessagePack, the same frame converted), and the TCP length-prefix
 // reader cutting a received byte stream into frames. Not run by the tests:
 // see docs/benchmarks.md.
 #include <benchmark/benchmark.h>
@@ -12,6 +13,8 @@
 #include "common/bench_alloc_counter.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
+#include "protocol/msgpack_decoder.h"
+#include "protocol/msgpack_encoder.h"
 #include "protocol/tcp_framing.h"
 
 namespace parley::protocol {
@@ -41,15 +44,22 @@ void count_allocs(benchmark::State& state, uint64_t before) {
                                                 benchmark::Counter::kAvgIterations);
 }
 
+std::string msgpack_of(const std::string& json) {
+  std::string mp;
+  append_msgpack_from_json(mp, json);
+  return mp;
+}
+
+template <auto Decode = decode_client_op>
 void run_decode(benchmark::State& state, const std::string& frame) {
   const DecodeLimits limits;
-  if (!std::holds_alternative<ClientOp>(decode_client_op(frame, limits))) {
+  if (!std::holds_alternative<ClientOp>(Decode(frame, limits))) {
     state.SkipWithError("the frame does not decode");
     return;
   }
   const uint64_t allocs = bench::t_allocations;
   for (auto _ : state) {
-    auto r = decode_client_op(frame, limits);
+    auto r = Decode(frame, limits);
     benchmark::DoNotOptimize(r);
   }
   count_allocs(state, allocs);
@@ -69,6 +79,18 @@ void BM_DecodeJoin(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeJoin);
 
+// The same frames from a MessagePack client (msgpack_decoder.h).
+constexpr auto kMsgpack = decode_client_op_msgpack;
+void BM_DecodePubMsgpack(benchmark::State& state) {
+  run_decode<kMsgpack>(state, msgpack_of(pub_frame(state.range(0))));
+}
+BENCHMARK(BM_DecodePubMsgpack)->ArgName("body")->Arg(100)->Arg(1024);
+
+void BM_DecodeStateMsgpack(benchmark::State& state) {
+  run_decode<kMsgpack>(state, msgpack_of(state_frame(state.range(0))));
+}
+BENCHMARK(BM_DecodeStateMsgpack)->ArgName("body")->Arg(100)->Arg(1024);
+
 // As the shard does it: a fresh string per message (it becomes the shared buffer).
 // Arg: body bytes.
 void BM_EncodeMsg(benchmark::State& state) {
@@ -87,6 +109,28 @@ void BM_EncodeMsg(benchmark::State& state) {
   state.SetBytesProcessed(bytes);
 }
 BENCHMARK(BM_EncodeMsg)->ArgName("body")->Arg(100)->Arg(1024);
+
+// A msg for MessagePack members: encode_msg, then its conversion (what the
+// fan-out does once per event per tick for a channel with such members).
+void BM_EncodeMsgMsgpack(benchmark::State& state) {
+  const std::string body = body_of(state.range(0));
+  uint64_t seq = 1000;
+  int64_t bytes = 0;
+  const uint64_t allocs = bench::t_allocations;
+  std::string json;
+  for (auto _ : state) {
+    json.clear();
+    encode_msg(json, {"chat:lobby-17", ++seq, "user-4711", "c-8127364", 1764460800123, body});
+    std::string out;
+    append_msgpack_from_json(out, json);
+    bytes += static_cast<int64_t>(out.size());
+    benchmark::DoNotOptimize(out);
+  }
+  count_allocs(state, allocs);
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(bytes);
+}
+BENCHMARK(BM_EncodeMsgMsgpack)->ArgName("body")->Arg(100)->Arg(1024);
 
 // The TCP session's receive path: reads of up to 2048 bytes (its read chunk)
 // land in the reader's buffer, then next() yields every complete frame.

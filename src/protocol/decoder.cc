@@ -23,14 +23,14 @@ enum Field : size_t {
   kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
   // event streams
   kApiKey, kTopic, kEvents, kType, kP, kFrom, kGroup, kGen, kOff, kBoard, kMember, kAround,
-  kRound, kPos,
+  kRound, kPos, kEnc,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
     "key",   "body",  "after",  "before", "limit", "user", "conn",
     "api_key", "topic", "events", "type", "p", "from", "group", "gen", "off", "board",
-    "member", "around", "round", "pos"};
+    "member", "around", "round", "pos", "enc"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -176,8 +176,10 @@ std::optional<Error> read_limit(const Fields& fields, uint32_t& limit) {
 
 // The body's original text, minified. Its raw span is found again in `frame`
 // because the DOM cannot say where it was (see raw_member.h).
+// `arrived`: the body's size in the encoding it arrived in, when not this JSON.
 std::optional<Error> read_body(const Fields& fields, std::string_view frame,
-                               const DecodeLimits& limits, std::string& body) {
+                               const DecodeLimits& limits, std::string& body,
+                               size_t arrived = ArrivedSizes::kUnknown) {
   if (!fields.has(kBody)) return missing(kBody);
   const auto raw = raw_member_value(frame, fields.member_index[kBody]);
   if (!raw) return Error{ErrorCode::kInternal, "body not found in a validated frame"};
@@ -189,7 +191,7 @@ std::optional<Error> read_body(const Fields& fields, std::string_view frame,
   body.resize(len);
   // Implied by the frame check today (the body is part of the frame and
   // minifying only shrinks it), but it is the rule PROTOCOL.md states.
-  if (body.size() > limits.max_message_bytes) {
+  if ((arrived != ArrivedSizes::kUnknown ? arrived : body.size()) > limits.max_message_bytes) {
     return too_large("body", limits.max_message_bytes);
   }
   return std::nullopt;
@@ -204,9 +206,16 @@ std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
     if (fields.has(kToken)) return bad_request("hello takes token or api_key, not both");
     if (auto e = read_string(fields, kApiKey, op.api_key)) return e;
     if (op.api_key.empty()) return bad_request("api_key must not be empty");
-    return std::nullopt;
+  } else if (auto e = read_string(fields, kToken, op.token)) {
+    return e;
   }
-  return read_string(fields, kToken, op.token);
+  // PROTOCOL.md "Binary encoding": a value this server does not know is
+  // answered by the session (bad_request, the connection stays in JSON).
+  std::string_view enc = "json";
+  if (fields.has(kEnc) && fields[kEnc].get_string().get(enc)) enc = {};
+  op.enc = enc == "msgpack" ? Encoding::kMsgpack : Encoding::kJson;
+  op.enc_unsupported = enc != "msgpack" && enc != "json";
+  return std::nullopt;
 }
 
 std::optional<Error> read_history(const Fields& fields, ClientOp& op) {
@@ -266,7 +275,8 @@ std::optional<Error> read_partition(const Fields& fields, std::optional<uint32_t
 // `events` of an emit: 1-1000 objects {key, type, body, id?}. One invalid event
 // fails the whole emit (PROTOCOL.md), and the message says which one.
 std::optional<Error> read_events(const Fields& fields, std::string_view frame,
-                                 const DecodeLimits& limits, std::vector<EmitEvent>& out) {
+                                 const DecodeLimits& limits, const ArrivedSizes* arrived,
+                                 std::vector<EmitEvent>& out) {
   if (!fields.has(kEvents)) return missing(kEvents);
   simdjson::dom::array arr;
   if (fields[kEvents].get_array().get(arr)) return bad_request("events must be an array");
@@ -294,7 +304,9 @@ std::optional<Error> read_events(const Fields& fields, std::string_view frame,
     if (ev.has(kId)) {
       if (auto err = read_id(ev, kId, e.id)) return bad_request(where + err->msg);
     }
-    if (auto err = read_body(ev, raw[i], limits, e.body)) {
+    const size_t size = arrived && i < arrived->event_bodies.size() ? arrived->event_bodies[i]
+                                                                    : ArrivedSizes::kUnknown;
+    if (auto err = read_body(ev, raw[i], limits, e.body, size)) {
       if (err->code == ErrorCode::kBadRequest) return bad_request(where + err->msg);
       return err;
     }
@@ -406,7 +418,9 @@ std::optional<OpKind> op_kind(std::string_view name) {
 }
 
 std::optional<Error> read_op(const Fields& fields, std::string_view frame,
-                             const DecodeLimits& limits, ClientOp& op) {
+                             const DecodeLimits& limits, const ArrivedSizes* arrived,
+                             ClientOp& op) {
+  const size_t body_size = arrived ? arrived->body : ArrivedSizes::kUnknown;
   if (!fields.has(kOp)) return bad_request("missing op");
   std::string_view name;
   if (fields[kOp].get_string().get(name)) return bad_request("op must be a string");
@@ -431,22 +445,22 @@ std::optional<Error> read_op(const Fields& fields, std::string_view frame,
     case OpKind::kPub:
       if (auto e = read_channel(fields, op.ch)) return e;
       if (auto e = read_id(fields, kId, op.id)) return e;
-      return read_body(fields, frame, limits, op.body);
+      return read_body(fields, frame, limits, op.body, body_size);
     case OpKind::kState:
       if (auto e = read_channel(fields, op.ch)) return e;
       if (auto e = read_id(fields, kKey, op.key)) return e;
       if (auto e = read_pos(fields, op.pos)) return e;
-      return read_body(fields, frame, limits, op.body);
+      return read_body(fields, frame, limits, op.body, body_size);
     case OpKind::kUp:
       if (auto e = read_channel(fields, op.ch)) return e;
-      return read_body(fields, frame, limits, op.body);
+      return read_body(fields, frame, limits, op.body, body_size);
     case OpKind::kHistory:
       return read_history(fields, op);
     case OpKind::kPing:
       return std::nullopt;
     case OpKind::kEmit:
       if (auto e = read_topic(fields, op.topic)) return e;
-      return read_events(fields, frame, limits, op.events);
+      return read_events(fields, frame, limits, arrived, op.events);
     case OpKind::kTail:
       return read_tail(fields, op);
     case OpKind::kConsume:
@@ -535,10 +549,14 @@ std::variant<std::vector<ApiPost>, Error> decode_api_post_batch(std::string_view
   return out;
 }
 
-std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
-                                                       const DecodeLimits& limits) {
-  const bool oversized = frame.size() > limits.max_message_bytes;
-  if (frame.size() > hard_frame_limit(limits)) {
+namespace {
+
+std::variant<ClientOp, DecodeFailure> decode_frame(std::string_view frame,
+                                                   const DecodeLimits& limits,
+                                                   const ArrivedSizes* arrived) {
+  const size_t size = arrived ? arrived->frame : frame.size();
+  const bool oversized = size > limits.max_message_bytes;
+  if (size > hard_frame_limit(limits)) {
     return fail(too_large("frame", limits.max_message_bytes));
   }
 
@@ -573,10 +591,23 @@ std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
     return fail(bad_request("duplicate field " + std::string(kFieldNames[*fields.first_duplicate])),
                 std::move(op.rid));
   }
-  if (auto e = read_op(fields, frame, limits, op)) {
+  if (auto e = read_op(fields, frame, limits, arrived, op)) {
     return fail(std::move(*e), std::move(op.rid));
   }
   return op;
+}
+
+}  // namespace
+
+std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
+                                                       const DecodeLimits& limits) {
+  return decode_frame(frame, limits, nullptr);
+}
+
+std::variant<ClientOp, DecodeFailure> decode_converted_client_op(std::string_view json,
+                                                                 const DecodeLimits& limits,
+                                                                 const ArrivedSizes& arrived) {
+  return decode_frame(json, limits, &arrived);
 }
 
 }  // namespace parley::protocol

@@ -48,6 +48,21 @@ inline size_t hard_frame_limit(const DecodeLimits& limits) {
 std::variant<ClientOp, DecodeFailure> decode_client_op(std::string_view frame,
                                                        const DecodeLimits& limits);
 
+// The sizes of a frame that arrived in another encoding (MessagePack,
+// msgpack_decoder.h) and was converted to JSON text: PROTOCOL.md judges a
+// frame and its bodies by the bytes that arrived, not by their JSON text.
+struct ArrivedSizes {
+  static constexpr size_t kUnknown = static_cast<size_t>(-1);
+  size_t frame = 0;
+  size_t body = kUnknown;             // the frame's `body`
+  std::vector<size_t> event_bodies;   // each `events[i].body`, in order
+};
+// decode_client_op's rules over `json`, the converted frame, with the size
+// verdicts taken from `arrived` (kUnknown: the JSON text's own size).
+std::variant<ClientOp, DecodeFailure> decode_converted_client_op(std::string_view json,
+                                                                 const DecodeLimits& limits,
+                                                                 const ArrivedSizes& arrived);
+
 // The JSON body of an HTTP API request that carries a message, validated by
 // the rules a client frame follows (one validation for both paths): known
 // fields given twice are bad_request, `id` and `user` are 1-64 chars without

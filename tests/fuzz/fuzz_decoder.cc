@@ -20,6 +20,8 @@
 
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
+#include "protocol/msgpack_decoder.h"
+#include "protocol/msgpack_encoder.h"
 #include "protocol/raw_member.h"
 #include "protocol/tcp_framing.h"
 #include "protocol/websocket.h"
@@ -77,7 +79,10 @@ bool has_topic(OpKind k) {
 }
 bool has_body(OpKind k) { return k == OpKind::kPub || k == OpKind::kState || k == OpKind::kUp; }
 
-void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& limits) {
+// `json_sizes`: the frame arrived as JSON, so its bodies' JSON text is what the
+// limit held to (a MessagePack body's text may be longer: bin becomes base64).
+void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& limits,
+              bool json_sizes = true) {
   check(frame.size() <= limits.max_message_bytes, "accepted an oversized frame");
   check(is_rid(op.rid), "rid is not an integer or string");
   // A leave names a channel or a topic.
@@ -100,7 +105,7 @@ void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& li
   if (has_body(op.kind)) {
     check(is_json(op.body), "body is not JSON");
     check(is_minified(op.body), "body is not minified");
-    check(op.body.size() <= limits.max_message_bytes, "accepted an oversized body");
+    check(!json_sizes || op.body.size() <= limits.max_message_bytes, "accepted an oversized body");
     std::string out;
     encode_msg(out, {.ch = op.ch, .seq = 1, .from = "u", .id = op.id, .ts_ms = 1, .body = op.body});
     check(is_json(out), "encoded msg is not JSON");
@@ -111,7 +116,8 @@ void check_op(const ClientOp& op, std::string_view frame, const DecodeLimits& li
     for (const auto& ev : op.events) {
       check(is_json(ev.body), "event body is not JSON");
       check(is_minified(ev.body), "event body is not minified");
-      check(ev.body.size() <= limits.max_message_bytes, "accepted an oversized event body");
+      check(!json_sizes || ev.body.size() <= limits.max_message_bytes,
+            "accepted an oversized event body");
       check(!ev.key.empty() && !ev.type.empty(), "accepted an event without key or type");
     }
   }
@@ -135,6 +141,87 @@ void decode(std::string_view frame, const DecodeLimits& limits) {
     check_op(*op, frame, limits);
   } else {
     check_failure(std::get<DecodeFailure>(r));
+  }
+}
+
+// A JSON body's MessagePack form, or "" when it does not convert (a bug).
+std::string msgpack_of(std::string_view json, bool is_body) {
+  std::string mp;
+  check(append_msgpack_from_json(mp, json, is_body), "valid JSON did not convert to MessagePack");
+  return mp;
+}
+
+// Body conversion both ways: a body's MessagePack converts back to JSON, and
+// that JSON to the same MessagePack (after one pass the forms are fixed points:
+// floats in shortest form, $bin objects as bin).
+void check_body_round_trip(std::string_view json_body) {
+  const std::string mp = msgpack_of(json_body, true);
+  std::string back;
+  check(!msgpack_body_to_json(mp, back), "a converted body is not valid MessagePack");
+  check(is_json(back) && is_minified(back), "a body converted back is not minified JSON");
+  check(msgpack_of(back, true) == mp, "a body changed in a JSON -> MessagePack -> JSON round trip");
+}
+
+void check_op_bodies(const ClientOp& op) {
+  if (has_body(op.kind)) check_body_round_trip(op.body);
+  for (const auto& ev : op.events) check_body_round_trip(ev.body);
+}
+
+void decode_msgpack(std::string_view frame, const DecodeLimits& limits) {
+  auto r = decode_client_op_msgpack(frame, limits);
+  if (const auto* op = std::get_if<ClientOp>(&r)) {
+    check_op(*op, frame, limits, false);
+    check_op_bodies(*op);
+    // What the fan-out makes of it: a msg frame in MessagePack that converts back.
+    std::string msg;
+    encode_msg(msg, {.ch = op->ch, .seq = 1, .from = "u", .id = op->id, .ts_ms = 1, .body = op->body});
+    const std::string mp = msgpack_of(msg, false);
+    std::string json;
+    check(!msgpack_frame_to_json(mp, json) && msgpack_of(json, false) == mp,
+          "an encoded msg frame does not convert back");
+  } else {
+    check_failure(std::get<DecodeFailure>(r));
+  }
+}
+
+// The input as any MessagePack body value: valid JSON comes out, and the same
+// MessagePack when converted again.
+void check_msgpack_body(std::string_view input) {
+  std::string json;
+  if (msgpack_body_to_json(input, json)) return;
+  check(is_json(json) && is_minified(json), "a body converted from MessagePack is not minified JSON");
+  const std::string once = msgpack_of(json, true);
+  std::string again;
+  check(!msgpack_body_to_json(once, again) && msgpack_of(again, true) == once,
+        "a MessagePack body is not stable under conversion");
+}
+
+// The op with each body replaced by its MessagePack: a JSON and a MessagePack
+// client that sent the same values may differ only in how floats were written.
+ClientOp normalized(ClientOp op) {
+  if (has_body(op.kind)) op.body = msgpack_of(op.body, true);
+  for (auto& ev : op.events) ev.body = msgpack_of(ev.body, true);
+  return op;
+}
+
+// A JSON frame and its MessagePack form decode alike (both within the limit;
+// `$bin` left out: outside a body a JSON client may send it, a MessagePack
+// client cannot send bin there).
+void check_same_in_both(std::string_view input, const DecodeLimits& limits) {
+  if (input.size() > limits.max_message_bytes || input.find("$bin") != std::string_view::npos) return;
+  std::string mp;
+  if (!is_json(input) || !append_msgpack_from_json(mp, input)) return;
+  if (mp.size() > limits.max_message_bytes) return;
+  auto from_json = decode_client_op(input, limits);
+  auto from_mp = decode_client_op_msgpack(mp, limits);
+  check(from_json.index() == from_mp.index(), "JSON and MessagePack verdicts differ");
+  if (const auto* op = std::get_if<ClientOp>(&from_json)) {
+    check(normalized(*op) == normalized(std::get<ClientOp>(from_mp)),
+          "JSON and MessagePack decode to different ops");
+  } else {
+    const auto& a = std::get<DecodeFailure>(from_json);
+    const auto& b = std::get<DecodeFailure>(from_mp);
+    check(a.error.code == b.error.code && a.rid == b.rid, "JSON and MessagePack errors differ");
   }
 }
 
@@ -755,6 +842,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   decode(input, DecodeLimits{});
   decode(input, DecodeLimits{.max_message_bytes = 1 + seed % 256});
   check_raw_members(input);
+
+  // The input as a MessagePack frame and body, and (when it is JSON) as the
+  // same frame sent by a MessagePack client.
+  decode_msgpack(input, DecodeLimits{});
+  decode_msgpack(input, DecodeLimits{.max_message_bytes = 1 + seed % 256});
+  check_msgpack_body(input);
+  check_same_in_both(input, DecodeLimits{});
 
   // The input as a raw TCP stream, as an attacker would send it.
   check_reader(input, 256, seed, DecodeLimits{.max_message_bytes = 64});

@@ -18,7 +18,8 @@ mkdir -p "$build/corpus"
 
 # The sources are compiled directly rather than through CMake: the fuzz build
 # needs its own compiler and flags, and protocol/ + common/ depend on nothing
-# but simdjson and libcrypto (that is what keeps them fuzzable).
+# but simdjson, libcrypto and msgpack-c (header-only) (that is what keeps them
+# fuzzable).
 sources=()
 for f in "$root"/src/protocol/*.cc "$root"/src/common/*.cc; do
   [[ "$f" == *_test.cc || "$f" == *_bench.cc ]] || sources+=("$f")
