@@ -10,7 +10,8 @@ import { backoffBounds } from '../lib/checks.mjs';
 const BACKOFF = { minMs: 100, maxMs: 800, factor: 2 };
 const ATTEMPTS = 6; // caps 100, 200, 400, 800, 800, 800
 // The disconnect line is read after the SDK chose its delay, by up to a scheduler
-// slice or two on a loaded machine (61 ms seen at load 17, CI of f0e5668+). The
+// slice or two on a loaded machine (more than 30 ms at load 17: an attempt 461 ms after
+// the line for a delay of 491). The
 // strict lower bound is the proxy's own clock below: refused attempts at least
 // delayMs apart.
 const EARLY_MS = 150;
