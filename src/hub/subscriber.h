@@ -7,6 +7,7 @@
 #include <string>
 
 #include "net/out_frame.h"
+#include "protocol/client_op.h"
 
 namespace parley::hub {
 
@@ -18,6 +19,9 @@ class Subscriber {
   virtual unsigned loop() const = 0;
   // The connection is closed or closing: deliver nothing more.
   virtual bool gone() const = 0;
+  // How its frames are written: the fan-out encodes a batch once per
+  // encoding its members use (PROTOCOL.md "Binary encoding: MessagePack").
+  virtual protocol::Encoding encoding() const { return protocol::Encoding::kJson; }
   // Queues a frame, taking it. The subscriber disconnects itself when it
   // cannot keep up.
   virtual void send(net::OutFrame&& frame) = 0;

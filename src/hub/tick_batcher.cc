@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/check.h"
+#include "protocol/msgpack_encoder.h"
 #include "common/clock.h"
 #include "runtime/loop_group.h"
 #include "runtime/loop_tail.h"
@@ -210,7 +211,7 @@ void TickBatcher::send_assemblies() {
   for (SubscriberRef& sub : corked_) {
     sub->corked_ = false;
     if (Assembly* a = assembly_of(*sub)) {
-      a->frame.add_static(kClose, 1);
+      finish_frame(*a);
       a->sub->send(std::move(a->frame));
       a->sent = true;
     } else {
@@ -220,10 +221,58 @@ void TickBatcher::send_assemblies() {
   corked_.clear();
   for (Assembly& a : assemblies_) {
     if (a.sent) continue;
-    a.frame.add_static(kClose, 1);
+    finish_frame(a);
     a.sub->send(std::move(a.frame));
   }
   assemblies_.clear();
+}
+
+void TickBatcher::finish_frame(Assembly& a) {
+  if (!a.msgpack) {
+    a.frame.add_static(kClose, 1);
+    return;
+  }
+  std::string header;
+  protocol::append_msgpack_array_header(header, a.events);
+  a.frame.set_prefix(header.data(), header.size());
+  a.frame.peer_encoded = true;
+}
+
+TickBatcher::Assembly& TickBatcher::open_assembly(const SubscriberRef& sub) {
+  sub->fanout_flush_ = flush_count_;
+  sub->fanout_slot_ = static_cast<uint32_t>(assemblies_.size());
+  Assembly& a = assemblies_.emplace_back(sub);
+  a.msgpack = sub->encoding() == protocol::Encoding::kMsgpack;
+  return a;
+}
+
+TickBatcher::Encoded TickBatcher::encoded_for(Local& local, const Subscriber& sub,
+                                              const net::SharedBuf& json) {
+  if (sub.encoding() != protocol::Encoding::kMsgpack) return {&json, &spans_, false};
+  if (!msgpack_) {
+    std::string buf;
+    msgpack_spans_.clear();
+    for (const auto& ev : local.pending) {
+      const size_t at = buf.size();
+      if (!protocol::append_msgpack_from_json(buf, *ev.json)) {
+        // Never for events the hub encoded; the member is told rather than
+        // sent bytes it cannot read.
+        buf.resize(at);
+        protocol::append_msgpack_from_json(
+            buf, R"({"op":"error","code":"internal","msg":"an event could not be encoded"})");
+      }
+      msgpack_spans_.emplace_back(at, buf.size());
+    }
+    msgpack_ = std::make_shared<const std::string>(std::move(buf));
+  }
+  return {&msgpack_, &msgpack_spans_, true};
+}
+
+void TickBatcher::add_run(Assembly& a, const Encoded& e, uint32_t i, uint32_t j) {
+  const auto& spans = *e.spans;
+  if (!e.msgpack) a.frame.add_static(a.events > 0 ? kComma : kOpen, 1);
+  a.frame.add_shared(*e.buf, spans[i].first, spans[j].second - spans[i].first);
+  a.events += j - i + 1;
 }
 
 TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {
@@ -262,6 +311,7 @@ size_t TickBatcher::encode_channel(Local& local) {
   std::sort(conn_excluded_.begin(), conn_excluded_.end());
   std::sort(user_excluded_.begin(), user_excluded_.end());
   auto shared = std::make_shared<const std::string>(std::move(buf));
+  msgpack_.reset();  // made by the first MessagePack member, if any
 
   // The events excluded for one key: a run of the sorted list (empty if none).
   auto excluded = [](const auto& list, const auto& key) {
@@ -291,16 +341,11 @@ size_t TickBatcher::encode_channel(Local& local) {
 
     Subscriber& sub = *m.sub;
     Assembly* a = assembly_of(sub);
-    const bool first_in_frame = a == nullptr;
-    if (first_in_frame) {
-      sub.fanout_flush_ = flush_count_;
-      sub.fanout_slot_ = static_cast<uint32_t>(assemblies_.size());
-      a = &assemblies_.emplace_back(m.sub);
-    }
+    if (!a) a = &open_assembly(m.sub);
+    const Encoded enc = encoded_for(local, sub, shared);
 
     if (!has_exclusions && from == 0) {
-      a->frame.add_static(first_in_frame ? kOpen : kComma, 1);
-      a->frame.add_shared(shared, 0, shared->size());
+      add_run(*a, enc, 0, n - 1);
       metrics_.deliveries.fetch_add(n, std::memory_order_relaxed);
       continue;
     }
@@ -309,19 +354,16 @@ size_t TickBatcher::encode_channel(Local& local) {
     for (auto e = conn_first; e != conn_last; ++e) skip_[e->second] = true;
     for (auto e = user_first; e != user_last; ++e) skip_[e->second] = true;
     // Runs of consecutive kept events are one slice each (their commas included).
-    bool wrote = !first_in_frame;
     uint64_t delivered = 0;
     for (uint32_t i = 0; i < n;) {
       if (skip_[i]) { ++i; continue; }
       uint32_t j = i;
       while (j + 1 < n && !skip_[j + 1]) ++j;
-      a->frame.add_static(wrote ? kComma : kOpen, 1);
-      wrote = true;
-      a->frame.add_shared(shared, spans_[i].first, spans_[j].second - spans_[i].first);
+      add_run(*a, enc, i, j);
       delivered += j - i + 1;
       i = j + 1;
     }
-    if (!wrote) {  // nothing for it at all this tick: its fresh assembly is the last
+    if (a->events == 0) {  // nothing for it at all this tick: its fresh assembly is the last
       assemblies_.pop_back();
       sub.fanout_flush_ = 0;
     }
@@ -345,20 +387,13 @@ uint64_t TickBatcher::append_from_grid(Local& local, Member& m, const net::Share
   });
   if (picked_.empty()) return 0;
   Assembly* a = assembly_of(sub);
-  bool wrote = a != nullptr;
-  if (!a) {
-    sub.fanout_flush_ = flush_count_;
-    sub.fanout_slot_ = static_cast<uint32_t>(assemblies_.size());
-    a = &assemblies_.emplace_back(m.sub);
-  }
+  if (!a) a = &open_assembly(m.sub);
+  const Encoded enc = encoded_for(local, sub, shared);
   // Runs of consecutive events are one slice each (their commas included).
   for (size_t k = 0; k < picked_.size();) {
     size_t j = k;
     while (j + 1 < picked_.size() && picked_[j + 1] == picked_[j] + 1) ++j;
-    a->frame.add_static(wrote ? kComma : kOpen, 1);
-    wrote = true;
-    const size_t begin = spans_[picked_[k]].first;
-    a->frame.add_shared(shared, begin, spans_[picked_[j]].second - begin);
+    add_run(*a, enc, picked_[k], picked_[j]);
     k = j + 1;
   }
   return picked_.size();

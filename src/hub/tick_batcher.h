@@ -6,7 +6,10 @@
 // pending events of a channel are encoded once into one immutable buffer, and
 // every member gets slices of it (gathered writes, no copy per receiver): all
 // of it usually, minus its own `state` or presence events, minus what preceded
-// its join. A member in several channels of one batch gets one frame.
+// its join. A member in several channels of one batch gets one frame. Events
+// are JSON; when a channel has MessagePack members the batch is also converted
+// once into a MessagePack buffer (each event one map), sliced the same way,
+// and such a member's frame is an array header plus those slices.
 //
 // When a batch goes out (PROTOCOL.md "Ticks, batching and coalescing"):
 // - `msg` and presence of a quiet channel (it sent nothing in the last
@@ -115,8 +118,23 @@ class TickBatcher {
     explicit Assembly(SubscriberRef s) : sub(std::move(s)) {}
     SubscriberRef sub;
     net::OutFrame frame;
+    uint32_t events = 0;   // in the frame (a MessagePack frame's array header)
+    bool msgpack = false;  // the subscriber's encoding
     bool sent = false;  // with the subscriber's corked frame, first
   };
+  // The channel being encoded, as one buffer per encoding: the events and
+  // where each one is in it. MessagePack is made at the first member that
+  // needs it, once per channel per drain.
+  struct Encoded {
+    const net::SharedBuf* buf;
+    const std::vector<std::pair<size_t, size_t>>* spans;
+    bool msgpack;
+  };
+  Encoded encoded_for(Local& local, const Subscriber& sub, const net::SharedBuf& json);
+  // Appends events [i, j] (consecutive) of the channel to `a`'s frame.
+  void add_run(Assembly& a, const Encoded& e, uint32_t i, uint32_t j);
+  // Ends an assembled frame: "]" in JSON, the array header in MessagePack.
+  static void finish_frame(Assembly& a);
 
   // Lists the channel for the next drain (posting one if none is).
   void make_ready(Entry* entry);
@@ -140,6 +158,8 @@ class TickBatcher {
   // A member with a cell in a batch with positioned events: its share is read
   // from the grid. Returns how many events it was given.
   uint64_t append_from_grid(Local& local, Member& m, const net::SharedBuf& shared, uint32_t from);
+  // Frames Assembly opens for `sub` in this flush.
+  Assembly& open_assembly(const SubscriberRef& sub);
 
   unsigned index_;
   boost::asio::io_context& loop_;
@@ -161,6 +181,8 @@ class TickBatcher {
   bool flushing_ = false;
   std::vector<Assembly> assemblies_;
   std::vector<std::pair<size_t, size_t>> spans_;               // [begin, end) of each event
+  net::SharedBuf msgpack_;                                     // the channel's batch in MessagePack
+  std::vector<std::pair<size_t, size_t>> msgpack_spans_;       // each event in msgpack_
   std::vector<std::pair<uint64_t, uint32_t>> conn_excluded_;   // (conn id, event), sorted
   std::vector<std::pair<std::string_view, uint32_t>> user_excluded_;  // (user id, event), sorted
   std::vector<bool> skip_;

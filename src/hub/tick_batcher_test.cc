@@ -15,6 +15,7 @@
 
 #include "hub/tick_batcher.h"
 #include "metrics/metrics.h"
+#include "protocol/msgpack_encoder.h"
 #include "runtime/loop_group.h"
 
 namespace parley::hub {
@@ -26,16 +27,20 @@ using namespace std::chrono_literals;
 // test after a round trip through the loop.
 class CountingSub final : public Subscriber {
  public:
-  explicit CountingSub(uint64_t conn, std::vector<std::string>* log = nullptr)
-      : conn_(conn), user_("u" + std::to_string(conn)), log_(log) {}
+  explicit CountingSub(uint64_t conn, std::vector<std::string>* log = nullptr,
+                       protocol::Encoding enc = protocol::Encoding::kJson)
+      : conn_(conn), user_("u" + std::to_string(conn)), log_(log), enc_(enc) {}
+  protocol::Encoding encoding() const override { return enc_; }
   uint64_t conn_id() const override { return conn_; }
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return 0; }
   bool gone() const override { return false; }
   void send(net::OutFrame&& frame) override {
-    std::string text;
+    std::string text(reinterpret_cast<const char*>(frame.prefix()), frame.prefix_len());
     for (const auto& p : frame.parts()) text.append(static_cast<const char*>(p.data()), p.size());
+    EXPECT_EQ(text.size(), frame.bytes());
     last = text;
+    peer_encoded = frame.peer_encoded;
     ++frames;
     if (log_) log_->push_back("send " + std::to_string(conn_));
   }
@@ -44,11 +49,13 @@ class CountingSub final : public Subscriber {
   }
   int frames = 0;
   std::string last;
+  bool peer_encoded = false;
 
  private:
   uint64_t conn_;
   std::string user_;
   std::vector<std::string>* log_;
+  protocol::Encoding enc_;
 };
 
 ChannelEvent msg(const std::string& text) {
@@ -266,6 +273,42 @@ TEST_F(TickBatcherTest, CorkedSubscribersAreWrittenFirstWithTheirFrameOfTheDrain
   });
   settle();
   on_loop([&] { EXPECT_EQ(log, (std::vector<std::string>{"flush 9"})); });
+}
+
+// PROTOCOL.md "Binary encoding": members of one channel may mix encodings.
+// A MessagePack member's frame is the MessagePack of the JSON member's frame,
+// minus what it is excluded from, with $bin bodies as bin.
+TEST_F(TickBatcherTest, MessagePackMembersGetTheSameEventsInTheirEncoding) {
+  using protocol::Encoding;
+  std::vector<std::shared_ptr<CountingSub>> subs;
+  on_loop([&] {
+    subs.push_back(std::make_shared<CountingSub>(1, nullptr, Encoding::kJson));
+    subs.push_back(std::make_shared<CountingSub>(2, nullptr, Encoding::kMsgpack));
+    subs.push_back(std::make_shared<CountingSub>(3, nullptr, Encoding::kMsgpack));
+    for (auto& s : subs) fan_.add_member("mix", 1000, s);
+  });
+  const std::string a = R"({"op":"msg","seq":1,"body":{"t":"hi","n":1.5}})";
+  const std::string b = R"({"op":"msg","seq":2,"body":{"blob":{"$bin":"AAE="}}})";
+  on_loop([&] {
+    fan_.deliver("mix", msg(a));
+    ChannelEvent from3 = msg(b);
+    from3.exclude_conn = 3;  // as a state is not echoed to its sender
+    fan_.deliver("mix", std::move(from3));
+  });
+  settle();
+  auto msgpack_of = [](const std::string& json) {
+    std::string mp;
+    EXPECT_TRUE(protocol::append_msgpack_from_json(mp, json));
+    return mp;
+  };
+  on_loop([&] {
+    EXPECT_EQ(subs[0]->last, "[" + a + "," + b + "]");
+    EXPECT_FALSE(subs[0]->peer_encoded);
+    EXPECT_EQ(subs[1]->last, msgpack_of("[" + a + "," + b + "]"));
+    EXPECT_TRUE(subs[1]->peer_encoded);
+    EXPECT_EQ(subs[2]->last, msgpack_of("[" + a + "]"));
+    for (auto& s : subs) EXPECT_EQ(s->frames, 1);
+  });
 }
 
 }  // namespace

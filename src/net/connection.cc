@@ -9,6 +9,9 @@
 
 #include "common/clock.h"
 #include "net/preauth_budget.h"
+#include "protocol/encoder.h"
+#include "protocol/msgpack_encoder.h"
+#include "protocol/websocket.h"
 #include "net/thread_buffer.h"
 
 namespace parley::net {
@@ -97,8 +100,32 @@ bool Connection::fits(const OutFrame& frame) const {
   return live + n <= queue_cap_ || live == 0;
 }
 
+void Connection::to_peer_encoding(OutFrame& frame) const {
+  if (encoding_ != protocol::Encoding::kMsgpack || frame.opcode != protocol::ws::kText) return;
+  frame.opcode = protocol::ws::kBinary;
+  if (frame.peer_encoded) return;
+  std::string json;
+  if (frame.gathered()) {
+    for (const auto& part : frame.parts()) json.append(static_cast<const char*>(part.data()), part.size());
+  }
+  const std::string& text = frame.gathered() ? json : frame.owned();
+  std::string mp;
+  if (!protocol::append_msgpack_from_json(mp, text)) {
+    // Never for frames the server wrote; a stored body that is not JSON would
+    // be one. The peer is told, not sent bytes it cannot read.
+    std::string err;
+    protocol::encode_error(err, "", Error{ErrorCode::kInternal, "a frame could not be encoded"});
+    protocol::append_msgpack_from_json(mp, err);
+  }
+  const bool backfill = frame.backfill;
+  frame = OutFrame(std::move(mp));
+  frame.opcode = protocol::ws::kBinary;
+  frame.backfill = backfill;
+}
+
 bool Connection::send_corked(OutFrame&& frame) {
   if (closing()) return true;  // silently dropped: the peer is going away
+  to_peer_encoding(frame);
   if (!fits(frame)) return false;
   enqueue(std::move(frame));
   return true;
@@ -106,6 +133,7 @@ bool Connection::send_corked(OutFrame&& frame) {
 
 bool Connection::send(OutFrame&& frame) {
   if (closing()) return true;  // silently dropped: the peer is going away
+  to_peer_encoding(frame);
   if (!fits(frame)) return false;
   if (head_ == queue_.size() && !waiting_writable_ && !flushing_ && !broken_ && !finished_ &&
       frame.parts().size() <= OutFrame::kMaxParts) {
@@ -123,9 +151,10 @@ bool Connection::write_direct(OutFrame& frame) {
   // the frame, no clock reads and none of the queue's byte accounting.
   uint8_t header[OutFrame::kMaxHeader];
   const size_t header_len = frame_header(frame, header);
-  iovec iov[OutFrame::kMaxParts + 1];
+  iovec iov[OutFrame::kMaxParts + 2];
   int count = 0;
   iov[count++] = {header, header_len};
+  if (frame.prefix_len() > 0) iov[count++] = {const_cast<uint8_t*>(frame.prefix()), frame.prefix_len()};
   if (frame.gathered()) {
     for (const auto& part : frame.parts()) {
       iov[count++] = {const_cast<void*>(part.data()), part.size()};
@@ -219,6 +248,7 @@ void Connection::send_last_and_close(OutFrame last, int code, std::string reason
   // Keep the frame partly sent (its bytes are on the wire); drop what waits
   // behind it: this peer will resume with `since`.
   drop_queued(head_ + (head_sent_ > 0 ? 1 : 0));
+  to_peer_encoding(last);
   enqueue(std::move(last));
   close(code, std::move(reason));
 }
@@ -283,6 +313,7 @@ bool Connection::write_queued() {
     for (size_t i = head_; i < queue_.size() && count < kMaxIov; ++i) {
       const OutFrame& f = queue_[i];
       add(f.header(), f.header_len());
+      if (f.prefix_len() > 0) add(f.prefix(), f.prefix_len());
       if (f.gathered()) {
         for (const auto& part : f.parts()) add(part.data(), part.size());
       } else {

@@ -19,6 +19,7 @@
 
 #include "metrics/metrics.h"
 #include "net/out_frame.h"
+#include "protocol/client_op.h"
 #include "net/preauth_budget.h"
 
 namespace parley::net {
@@ -104,6 +105,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t backfill_bytes() const { return backfill_bytes_; }
   void when_backfill_drained(std::function<void()> fn);
 
+  // The encoding of the protocol's frames (PROTOCOL.md "Binary encoding:
+  // MessagePack"): a WebSocket's from its subprotocol, a TCP or Unix
+  // connection's from the welcome that answered "enc":"msgpack" on. Frames
+  // queued as JSON text are converted to MessagePack, in binary WebSocket
+  // frames, from then on.
+  void set_encoding(protocol::Encoding e) { encoding_ = e; }
+  protocol::Encoding encoding() const { return encoding_; }
+
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
   uint64_t queue_cap() const { return queue_cap_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
@@ -173,6 +182,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void enqueue(OutFrame&& frame);
+  // A protocol frame in JSON, on a MessagePack connection: converted, binary.
+  void to_peer_encoding(OutFrame& frame) const;
   // The queue's byte cap (see send()): false when `frame` does not fit.
   bool fits(const OutFrame& frame) const;
   // send() with nothing queued: writes the frame now, queuing only the rest.
@@ -210,6 +221,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<std::function<void()>> backfill_drained_;  // null: no hook (idle)
   uint64_t queue_cap_ = 4ull << 20;
   bool authenticated_ = false;
+  protocol::Encoding encoding_ = protocol::Encoding::kJson;
   bool waiting_writable_ = false;
   bool flushing_ = false;
   bool close_requested_ = false;

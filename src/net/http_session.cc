@@ -231,16 +231,31 @@ void HttpSession::upgrade() {
   if (opts_.origin_ok && !opts_.origin_ok(origin)) {
     return refuse(403, ErrorCode::kForbidden, "origin not allowed");
   }
-  switch_protocols(protocol::ws::accept_key(key), std::string(origin));
+  // PROTOCOL.md "Binary encoding": the first offered subprotocol Parley
+  // speaks, over every Sec-WebSocket-Protocol line in order.
+  std::string_view subprotocol;
+  for (auto [it, end] = req.equal_range(http::field::sec_websocket_protocol);
+       it != end && subprotocol.empty(); ++it) {
+    subprotocol = protocol::ws::select_subprotocol(it->value());
+  }
+  switch_protocols(protocol::ws::accept_key(key), std::string(origin), subprotocol);
 }
 
-void HttpSession::switch_protocols(std::string accept, std::string origin) {
+void HttpSession::switch_protocols(std::string accept, std::string origin,
+                                   std::string_view subprotocol) {
+  std::string offered;
+  if (!subprotocol.empty()) {
+    offered = "Sec-WebSocket-Protocol: " + std::string(subprotocol) + "\r\n";
+  }
+  const auto encoding = subprotocol == protocol::ws::kSubprotocolMsgpack
+                            ? protocol::Encoding::kMsgpack
+                            : protocol::Encoding::kJson;
   auto head = std::make_shared<std::string>(
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Accept: " + accept + "\r\nServer: parley\r\n\r\n");
+      "Sec-WebSocket-Accept: " + accept + "\r\n" + offered + "Server: parley\r\n\r\n");
   stream_.expires_after(kRequestTimeout);
-  auto written = [self = shared_from_this(), head, origin = std::move(origin)](beast::error_code ec,
-                                                                            size_t) mutable {
+  auto written = [self = shared_from_this(), head, origin = std::move(origin),
+                  encoding](beast::error_code ec, size_t) mutable {
         if (ec) {
           beast::error_code ignored;
           self->stream_.socket().close(ignored);
@@ -263,6 +278,7 @@ void HttpSession::switch_protocols(std::string accept, std::string origin) {
                                                  std::move(origin), std::move(bytes),
                                                  std::move(self->tls_));
         ws->hold_preauth(std::move(self->ticket_));
+        ws->set_encoding(encoding);
         if (self->opts_.on_websocket) self->opts_.on_websocket(std::move(ws));
   };
   with_stream([&](auto& s) { boost::asio::async_write(s, boost::asio::buffer(*head), std::move(written)); });

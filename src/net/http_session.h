@@ -110,7 +110,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void upgrade();
   // Answers 101 and hands the socket, with any bytes read past the request, to
   // a WsConnection.
-  void switch_protocols(std::string accept, std::string origin);
+  // `subprotocol`: the Sec-WebSocket-Protocol selected ("" for none).
+  void switch_protocols(std::string accept, std::string origin, std::string_view subprotocol);
   void write_response(HttpResponse res);
 
   // Runs `f` on the stream requests are read from and answers written to:

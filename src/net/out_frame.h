@@ -35,6 +35,19 @@ class OutFrame {
     parts_.emplace_back(s, len);
     bytes_ += len;
   }
+  // Bytes in front of a gathered frame's slices, kept in the frame (a
+  // MessagePack batch's array header, known once the frame is assembled);
+  // at most kMaxPrefix. Connection writes them after the transport's header.
+  static constexpr size_t kMaxPrefix = 5;
+  void set_prefix(const char* s, size_t len) {
+    std::memcpy(prefix_, s, len);
+    bytes_ += len - prefix_len_;
+    prefix_len_ = static_cast<uint8_t>(len);
+  }
+  const uint8_t* prefix() const { return prefix_; }
+  size_t prefix_len() const { return prefix_len_; }
+  // Replaces an owned frame's bytes (its conversion to the peer's encoding).
+  void set_owned(std::string owned) { owned_ = std::move(owned); }
 
   bool gathered() const { return !parts_.empty(); }
   const std::string& owned() const { return owned_; }
@@ -60,6 +73,10 @@ class OutFrame {
   int64_t enqueued_ns = 0;  // for the write-stage histogram
   // The WebSocket opcode (text for protocol frames; ping, pong, close).
   uint8_t opcode = 1;
+  // Already in the connection's encoding: the fan-out writes MessagePack
+  // batches itself (hub/tick_batcher.cc); any other protocol frame is JSON and
+  // converted by a MessagePack connection (Connection::to_peer_encoding).
+  bool peer_encoded = false;
   // Counted against the connection's backfill allowance instead of its queue
   // cap (a `since` resume after a slow-consumer drop must not trip it again).
   bool backfill = false;
@@ -73,6 +90,8 @@ class OutFrame {
   size_t bytes_ = 0;
   uint8_t header_[kMaxHeader] = {};
   uint8_t header_len_ = 0;
+  uint8_t prefix_len_ = 0;
+  uint8_t prefix_[kMaxPrefix] = {};
 };
 
 }  // namespace parley::net

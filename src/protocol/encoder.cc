@@ -110,14 +110,16 @@ void encode_direct(std::string& out, std::string_view body) {
 }
 
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
-                    std::string_view user, std::string_view tenant, int heartbeat_ms) {
+                    std::string_view user, std::string_view tenant, int heartbeat_ms,
+                    bool msgpack) {
   JsonWriter w(out);
   begin(w, "welcome", rid)
       .field("conn", conn)
       .field("user", user)
       .field("tenant", tenant)
-      .field_num("heartbeat_ms", heartbeat_ms)
-      .end_object();
+      .field_num("heartbeat_ms", heartbeat_ms);
+  if (msgpack) w.field("enc", "msgpack");
+  w.end_object();
 }
 
 void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,

@@ -9,6 +9,19 @@
 
 namespace parley::protocol::ws {
 
+std::string_view select_subprotocol(std::string_view offered) {
+  while (!offered.empty()) {
+    const size_t comma = offered.find(',');
+    std::string_view token = offered.substr(0, comma);
+    offered = comma == std::string_view::npos ? std::string_view() : offered.substr(comma + 1);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+    if (token == kSubprotocolMsgpack) return kSubprotocolMsgpack;
+    if (token == kSubprotocolJson) return kSubprotocolJson;
+  }
+  return {};
+}
+
 HeaderStatus parse_header(const uint8_t* data, size_t len, FrameHeader& h) {
   if (len < 2) return HeaderStatus::kNeedMore;
   h.fin = (data[0] & 0x80) != 0;

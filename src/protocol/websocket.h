@@ -9,8 +9,9 @@
 // in place, and writes queued frames with one gathered send (net/ws_connection.cc).
 // Beast still parses the HTTP upgrade request and writes the HTTP answers.
 //
-// Not implemented because PROTOCOL.md negotiates neither: extensions
-// (permessage-deflate) and subprotocols.
+// Not implemented because PROTOCOL.md does not negotiate them: extensions
+// (permessage-deflate). Subprotocols name the encoding (PROTOCOL.md "Binary
+// encoding: MessagePack").
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,16 @@ enum Opcode : uint8_t { kCont = 0, kText = 1, kBinary = 2, kClose = 8, kPing = 9
 inline constexpr size_t kMaxServerHeader = 10;
 // Control frames carry at most this many payload bytes (RFC 6455 5.5).
 inline constexpr size_t kMaxControlPayload = 125;
+
+// The subprotocols of PROTOCOL.md: JSON in text frames, MessagePack in binary ones.
+inline constexpr std::string_view kSubprotocolJson = "parley.v1.json";
+inline constexpr std::string_view kSubprotocolMsgpack = "parley.v1.msgpack";
+
+// The first subprotocol of one Sec-WebSocket-Protocol header value (a
+// comma-separated list in the client's order of preference, RFC 6455 4.1)
+// that Parley speaks, or "" when it names none (the answer then carries no
+// Sec-WebSocket-Protocol, and the connection speaks JSON).
+std::string_view select_subprotocol(std::string_view offered);
 
 struct FrameHeader {
   bool fin = false;

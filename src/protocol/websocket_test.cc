@@ -165,4 +165,12 @@ TEST(WsHandshake, AcceptKeyIsTheRfcSample) {
 }
 
 }  // namespace
+TEST(WsSubprotocol, TheFirstOfferedThatParleySpeaks) {
+  EXPECT_EQ(select_subprotocol("parley.v1.msgpack"), kSubprotocolMsgpack);
+  EXPECT_EQ(select_subprotocol("chat, parley.v1.json ,parley.v1.msgpack"), kSubprotocolJson);
+  EXPECT_EQ(select_subprotocol(" x,\tparley.v1.msgpack\t"), kSubprotocolMsgpack);
+  EXPECT_EQ(select_subprotocol(""), "");
+  EXPECT_EQ(select_subprotocol("parley.v1.msgpackx, parley.v2.json"), "");
+}
+
 }  // namespace parley::protocol::ws

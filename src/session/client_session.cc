@@ -11,6 +11,7 @@
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
+#include "protocol/msgpack_decoder.h"
 #include "protocol/version.h"
 
 namespace parley::session {
@@ -84,9 +85,13 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   protocol::DecodeLimits limits;
   limits.max_message_bytes =
       tenant_ ? limits_of_->config.max_message_bytes : gw_.options().preauth_frame_bytes;
+  // PROTOCOL.md "Binary encoding": a WebSocket's subprotocol fixes its frame
+  // type; TCP and Unix switch to MessagePack after a welcome that says so.
+  const bool msgpack = conn_->encoding() == protocol::Encoding::kMsgpack;
+  const bool wrong_type = conn_->transport() == net::Transport::kWebSocket && binary != msgpack;
   // docs/protocol-notes.md: before `welcome`, anything but a valid hello
-  // (an oversized, binary or undecodable frame included) is unauthorized/4001.
-  if (!tenant_ && (binary || payload.size() > limits.max_message_bytes)) {
+  // (an oversized, undecodable or wrong-type frame included) is unauthorized/4001.
+  if (!tenant_ && (wrong_type || payload.size() > limits.max_message_bytes)) {
     return fail(kNoRid, ErrorCode::kUnauthorized, "expected hello", kCloseUnauthorized);
   }
   // PROTOCOL.md: a frame over 4 x max_message_bytes closes with 1009. The
@@ -95,10 +100,13 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
   if (payload.size() > protocol::hard_frame_limit(limits)) {
     return conn_->close(kCloseTooBig, "message too big");
   }
-  if (binary) {
-    return fail(kNoRid, ErrorCode::kBadRequest, "binary frames are not supported; send text");
+  if (wrong_type) {
+    return fail(kNoRid, ErrorCode::kBadRequest,
+                msgpack ? "text frame on a MessagePack connection; send binary"
+                        : "binary frame on a JSON connection; send text");
   }
-  auto decoded = protocol::decode_client_op(payload, limits);
+  auto decoded = msgpack ? protocol::decode_client_op_msgpack(payload, limits)
+                         : protocol::decode_client_op(payload, limits);
   m.observe(metrics::Stage::kDecode, steady_ns() - arrived);
   if (auto* failure = std::get_if<protocol::DecodeFailure>(&decoded)) {
     if (!tenant_) {
@@ -366,6 +374,11 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   if (op.v != protocol::kProtocolVersion) {
     return fail(op.rid, ErrorCode::kBadRequest, "unsupported protocol version", kCloseBadVersion);
   }
+  // PROTOCOL.md "Binary encoding": an encoding this server does not speak is
+  // bad_request, and the connection stays open, in JSON, for another hello.
+  if (op.enc_unsupported) {
+    return reply_error(op.rid, Error{ErrorCode::kBadRequest, "unsupported enc"});
+  }
   TenantRuntime* t = nullptr;
   Result<auth::Claims> claims = Error{ErrorCode::kUnauthorized, "invalid token"};
   if (!op.api_key.empty()) {
@@ -423,10 +436,16 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   if (claims->has_chans) chan_claims_ = std::make_unique<auth::Claims>(std::move(*claims));
   apply_tenant_limits();
   gw_.on_authenticated(*this);
+  // TCP and Unix: the welcome is JSON, every frame after it MessagePack. A
+  // WebSocket's encoding is its subprotocol's; its hello's `enc` is ignored.
+  const bool switch_to_msgpack = op.enc == protocol::Encoding::kMsgpack &&
+                                 conn_->transport() != net::Transport::kWebSocket;
   std::string out;
   protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), user_, t->id,
-                           static_cast<int>(gw_.options().heartbeat_ms));
+                           static_cast<int>(gw_.options().heartbeat_ms),
+                           switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack);
   reply(std::move(out));
+  if (switch_to_msgpack) conn_->set_encoding(protocol::Encoding::kMsgpack);
 }
 
 void ClientSession::apply_tenant_limits() {

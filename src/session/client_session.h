@@ -50,6 +50,7 @@ class ClientSession final : public net::ConnectionHandler,
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
+  protocol::Encoding encoding() const override { return conn_->encoding(); }
   void send(net::OutFrame&& frame) override;
   void flush_corked() override { conn_->flush_corked(); }
 

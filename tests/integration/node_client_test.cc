@@ -1,6 +1,7 @@
-// An independent client: tests/node/client_test.mjs, written with the Node
-// `ws` package against PROTOCOL.md alone, talks to the real server. Needs
-// node and tests/node/node_modules (scripts/setup_node.sh installs them).
+// Independent clients: tests/node/client_test.mjs, written with the Node `ws`
+// package against PROTOCOL.md alone, and tests/node/msgpack_test.mjs (with
+// @msgpack/msgpack) talk to the real server. Need node and
+// tests/node/node_modules (scripts/setup_node.sh installs them).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -94,6 +95,27 @@ TEST(NodeClient, WsPackageClientSpeaksTheProtocolAsDocumented) {
                            std::to_string(server.http_port()), ServerProcess::token("node-user")},
                           std::chrono::seconds(60));
   EXPECT_EQ(result.exit_code, 0) << "node client output:\n" << result.output
+                                 << "\nserver log:\n" << server.log();
+}
+
+// PROTOCOL.md "Binary encoding: MessagePack": one channel, members in JSON over
+// WebSocket, MessagePack over WebSocket and MessagePack over TCP, all getting
+// the same bodies in the same order (tests/node/msgpack_test.mjs says what it
+// checks).
+TEST(NodeClient, MixedEncodingsDeliverTheSameBodiesInTheSameOrder) {
+  const std::string node = find_on_path("node");
+  if (node.empty()) GTEST_SKIP() << "node is not installed; run scripts/setup.sh";
+  if (!fs::exists(kNodeDir / "node_modules" / "@msgpack" / "msgpack" / "package.json")) {
+    GTEST_SKIP() << "tests/node/node_modules is missing; run scripts/setup_node.sh";
+  }
+  ServerProcess server;
+  server.start();
+  const auto result =
+      run({node, (kNodeDir / "msgpack_test.mjs").string(), std::to_string(server.http_port()),
+           std::to_string(server.tcp_port()), ServerProcess::token("mp-json"),
+           ServerProcess::token("mp-ws"), ServerProcess::token("mp-tcp")},
+          std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << "node msgpack test output:\n" << result.output
                                  << "\nserver log:\n" << server.log();
 }
 
