@@ -172,6 +172,7 @@ void decode_msgpack(std::string_view frame, const DecodeLimits& limits) {
   if (const auto* op = std::get_if<ClientOp>(&r)) {
     check_op(*op, frame, limits, false);
     check_op_bodies(*op);
+    if (!has_body(op->kind)) return;
     // What the fan-out makes of it: a msg frame in MessagePack that converts back.
     std::string msg;
     encode_msg(msg, {.ch = op->ch, .seq = 1, .from = "u", .id = op->id, .ts_ms = 1, .body = op->body});
