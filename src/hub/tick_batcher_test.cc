@@ -41,6 +41,7 @@ class CountingSub final : public Subscriber {
     EXPECT_EQ(text.size(), frame.bytes());
     last = text;
     peer_encoded = frame.peer_encoded;
+    first_part = frame.parts().empty() ? nullptr : frame.parts()[0].data();
     ++frames;
     if (log_) log_->push_back("send " + std::to_string(conn_));
   }
@@ -50,6 +51,7 @@ class CountingSub final : public Subscriber {
   int frames = 0;
   std::string last;
   bool peer_encoded = false;
+  const void* first_part = nullptr;  // where the frame's first slice points
 
  private:
   uint64_t conn_;
@@ -285,6 +287,7 @@ TEST_F(TickBatcherTest, MessagePackMembersGetTheSameEventsInTheirEncoding) {
     subs.push_back(std::make_shared<CountingSub>(1, nullptr, Encoding::kJson));
     subs.push_back(std::make_shared<CountingSub>(2, nullptr, Encoding::kMsgpack));
     subs.push_back(std::make_shared<CountingSub>(3, nullptr, Encoding::kMsgpack));
+    subs.push_back(std::make_shared<CountingSub>(4, nullptr, Encoding::kMsgpack));
     for (auto& s : subs) fan_.add_member("mix", 1000, s);
   });
   const std::string a = R"({"op":"msg","seq":1,"body":{"t":"hi","n":1.5}})";
@@ -307,6 +310,12 @@ TEST_F(TickBatcherTest, MessagePackMembersGetTheSameEventsInTheirEncoding) {
     EXPECT_EQ(subs[1]->last, msgpack_of("[" + a + "," + b + "]"));
     EXPECT_TRUE(subs[1]->peer_encoded);
     EXPECT_EQ(subs[2]->last, msgpack_of("[" + a + "]"));
+    EXPECT_EQ(subs[3]->last, subs[1]->last);
+    // Encoded once for the tick: every MessagePack member's slices point into
+    // one buffer, as the JSON member's point into the JSON one.
+    EXPECT_EQ(subs[3]->first_part, subs[1]->first_part);
+    EXPECT_EQ(subs[2]->first_part, subs[1]->first_part);
+    EXPECT_NE(subs[0]->first_part, subs[1]->first_part);
     for (auto& s : subs) EXPECT_EQ(s->frames, 1);
   });
 }
