@@ -246,15 +246,15 @@ void HttpApi::publish(const TenantRuntime& t, const net::HttpRequest& req, unsig
   p.arrived_ns = arrived;
   p.reply_loop = loop;
   auto* rt = const_cast<TenantRuntime*>(&t);
-  p.done = [respond = std::move(respond), rt, this](hub::PublishOutcome out) {
-    if (!out.status) {
-      metrics_.local().reject(out.status.error().code);
-      rt->reject(out.status.error().code);
-      return respond(error_response(out.status.error()));
+  p.done = [respond = std::move(respond), rt, this](store::AppendOutcome out) {
+    if (!out) {
+      metrics_.local().reject(out.error().code);
+      rt->reject(out.error().code);
+      return respond(error_response(out.error()));
     }
-    if (!out.dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
+    if (!out->dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
     std::string body;
-    JsonWriter(body).begin_object().field_unum("seq", out.seq).field_bool("dup", out.dup).end_object();
+    JsonWriter(body).begin_object().field_unum("seq", out->seq).field_bool("dup", out->dup).end_object();
     respond({200, "application/json", std::move(body)});
   };
   hub_.publish(std::move(p));
@@ -289,15 +289,15 @@ void HttpApi::publish_batch(const TenantRuntime& t, const net::HttpRequest& req,
     p.body = std::move(posts[i].body);
     p.arrived_ns = arrived;
     p.reply_loop = loop;
-    p.done = [answer, i, rt, this](hub::PublishOutcome out) {
-      if (!out.status) {
-        metrics_.local().reject(out.status.error().code);
-        rt->reject(out.status.error().code);
-        return answer->fill(i, error_json(out.status.error()));
+    p.done = [answer, i, rt, this](store::AppendOutcome out) {
+      if (!out) {
+        metrics_.local().reject(out.error().code);
+        rt->reject(out.error().code);
+        return answer->fill(i, error_json(out.error()));
       }
-      if (!out.dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
+      if (!out->dup) rt->messages.fetch_add(1, std::memory_order_relaxed);
       std::string body;
-      JsonWriter(body).begin_object().field_unum("seq", out.seq).field_bool("dup", out.dup).end_object();
+      JsonWriter(body).begin_object().field_unum("seq", out->seq).field_bool("dup", out->dup).end_object();
       answer->fill(i, std::move(body));
     };
     hub_.publish(std::move(p));

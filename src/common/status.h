@@ -41,8 +41,12 @@ class Result {
   T& value() { return std::get<0>(v_); }
   const T& value() const { return std::get<0>(v_); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
   T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
   const Error& error() const { return std::get<1>(v_); }
+  // Ok, or the error, without the value.
+  Status status() const { return is_ok() ? Status::ok() : Status(error()); }
 
  private:
   std::variant<T, Error> v_;

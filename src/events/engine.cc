@@ -10,8 +10,9 @@
 
 namespace parley::events {
 
-Engine::Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics)
-    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()) {
+Engine::Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics,
+               seqlog::Options follow)
+    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()), follow_(follow) {
   std::random_device rd;
   char id[17];
   std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
@@ -40,7 +41,7 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
       stats_.push_back(stats);
     }
     it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
-                                                               *cfg, std::move(stats), metrics_, node_))
+                                                               *cfg, std::move(stats), metrics_, node_, follow_))
              .first;
     it->second->rebuild_boards();
   }

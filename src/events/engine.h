@@ -20,6 +20,7 @@
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "events/event_service.h"
+#include "seqlog/sequenced_log.h"
 #include "tenant/tenant_registry.h"
 #include "store/store.h"
 
@@ -27,7 +28,10 @@ namespace parley::events {
 
 class Engine final : public EventService {
  public:
-  Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics);
+  // `follow`: how a topic partition follows a store that numbers it (the
+  // channels' knobs: seqlog::Options).
+  Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics,
+         seqlog::Options follow = {});
   ~Engine() override;
 
   void emit(EmitRequest req) override;
@@ -76,6 +80,7 @@ class Engine final : public EventService {
   std::vector<std::unordered_map<std::string, std::unique_ptr<Topic>>> topics_;
   mutable std::mutex stats_mu_;
   std::vector<std::shared_ptr<TopicStats>> stats_;
+  seqlog::Options follow_;
   std::string node_;  // random per start: the name this node holds consumer groups under
 };
 

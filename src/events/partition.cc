@@ -24,12 +24,6 @@ constexpr size_t kRecentBytes = 128 * 1024;
 constexpr uint32_t kReadPage = 512;     // events per store read of a lagging cursor
 constexpr size_t kFrameEvents = 512;    // events per `events` frame
 constexpr size_t kFrameBytes = 256 * 1024;
-// Shared store: how long a gap in the offsets this node has heard of may stay
-// open before the store is read (valkey.fanout_gap_ms's default for channels),
-// and how far ahead of the committed offset events are held (further ones are
-// read back in order by the fill).
-constexpr int64_t kGapMs = 50;
-constexpr uint64_t kMaxHeldAhead = 4096;
 
 // What the store keeps as the message body: the event minus what the store
 // already has (seq = off, ts, from, id). Valid JSON, so every store takes it.
@@ -63,7 +57,7 @@ std::string encode_item(uint64_t off, int64_t ts, std::string_view from, std::st
 
 Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
                      store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
-                     metrics::Metrics& metrics)
+                     metrics::Metrics& metrics, const seqlog::Options& follow_opts)
     : loop_(loop),
       loops_(loops),
       store_(store),
@@ -76,11 +70,10 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
                              cfg.retention > std::numeric_limits<uint32_t>::max() / 2
                          ? std::numeric_limits<uint32_t>::max() / 2
                          : static_cast<uint32_t>(cfg.retention)),
-      dedupe_(int64_t{cfg.dedupe_window_s} * 1000),
-      metrics_(metrics),
-      shared_(store.assigns_seq()) {
-  if (shared_) {
-    follow();
+      log_(store.assigns_seq(), int64_t{cfg.dedupe_window_s} * 1000),
+      metrics_(metrics) {
+  if (log_.store_numbers()) {
+    follow(follow_opts);
     // Before the recovery reads the last offset: nothing committed after that
     // read can be missed for good.
     store_.watch(id_);
@@ -88,40 +81,23 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
 }
 
 Partition::~Partition() {
-  if (shared_) store_.unwatch(id_);
+  if (log_.store_numbers()) store_.unwatch(id_);
 }
 
 void Partition::recover(std::function<void()> then) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
-  PARLEY_CHECK(needs_recovery());
-  recovering_ = true;
-  if (follower_) follower_->pause();
-  const int64_t cutoff = wall_ms() - int64_t{cfg_.dedupe_window_s} * 1000;
-  store_.recover(id_, cutoff, [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
+  log_.begin_recovery();
+  store_.recover(id_, log_.dedupe_cutoff(wall_ms()),
+                 [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
     loops_.run_on(loop_, [this, then = std::move(then), rec = std::move(rec)]() mutable {
-      recovering_ = false;
-      if (rec) {
-        recovered_ = true;
-        failed_ = false;
-        // After a start that accepted data loss the store's floor may jump the
-        // offsets: never hand out one that may have been acknowledged.
-        last_off_ = committed_off_ = std::max(committed_off_, rec->last_seq);
-        recovered_cut_ = committed_off_;
-        dedupe_ = store::DedupeTable(int64_t{cfg_.dedupe_window_s} * 1000);
-        dedupe_waiters_.clear();
-        recent_.clear();
-        recent_bytes_ = 0;
-        auto& entries = rec->dedupe;
-        std::sort(entries.begin(), entries.end(),
-                  [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
-        for (const auto& e : entries) {
-          dedupe_.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
-        }
-        if (shared_) {
-          // What the feed brought while the recovery read: after its cut, in order.
-          follower_->resume();
-        }
+      if (!rec) {
+        log_.recovery_failed();
+        return then();
       }
+      recent_.clear();
+      recent_bytes_ = 0;
+      // What the feed brought while the recovery read goes out after the cut.
+      recovered_cut_ = log_.recovered(*rec);
       then();
     });
   });
@@ -131,8 +107,8 @@ uint64_t Partition::earliest() const {
   // The store keeps at least `retention` latest events (history_limit), and the
   // events from keep_from_ on (retention_s); it may keep a few more until it
   // trims, which a reader never relies on.
-  const uint64_t by_count = committed_off_ <= history_limit_ ? 1 : committed_off_ - history_limit_ + 1;
-  return std::max(by_count, std::min(keep_from_, committed_off_ + 1));
+  const uint64_t by_count = log_.committed() <= history_limit_ ? 1 : log_.committed() - history_limit_ + 1;
+  return std::max(by_count, std::min(keep_from_, log_.committed() + 1));
 }
 
 uint32_t Partition::limit_for(uint64_t off, int64_t now_ms) {
@@ -153,40 +129,38 @@ uint32_t Partition::limit_for(uint64_t off, int64_t now_ms) {
 
 void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
                        LandingFn fn, StoreBatch& batch) {
-  PARLEY_CHECK(ready());
-  if (shared_) {
+  if (log_.store_numbers()) {
     // The store dedupes (every node's appends) and says where the event landed.
     std::string body = stored_body(e);
-    InFlight f;
+    Pending f;
     f.stored = store::StoredMessage{0, now_ms, from, e.id, body};
     f.done = std::move(fn);
-    inflight_.push_back(std::move(f));
+    log_.append({}, now_ms, std::move(f));
     store::AppendRequest req{id_, store::StoredMessage{0, now_ms, from, e.id, std::move(body)},
-                             limit_for(committed_off_ + inflight_.size(), now_ms), cfg_.dedupe_window_s, 0};
+                             limit_for(log_.committed() + log_.inflight(), now_ms), cfg_.dedupe_window_s, 0};
     store_.append(std::move(req), [this](store::AppendOutcome out) {
-      loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended_shared(std::move(out)); });
+      loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
     });
     return;
   }
   store::DedupeKey key;
   if (!e.id.empty() && cfg_.dedupe_window_s > 0) {
-    dedupe_.expire(now_ms, committed_off_ + 1);  // ids still being written stay
+    log_.expire(now_ms);
     key = store::DedupeKey(from, e.id);
-    if (auto off = dedupe_.find(key)) {
-      if (*off > committed_off_) {
-        // The original is still being written: answered once it is.
-        dedupe_waiters_[*off].push_back(Waiter{std::move(fn)});
-        return;
-      }
-      return fn(Landing{*off, true, Status::ok()});
+    uint64_t off = 0;
+    switch (log_.seen(key, off, [&] { return std::move(fn); })) {
+      case Log::Seen::kWaits:
+        return;  // the original is still being written: answered once it is
+      case Log::Seen::kDuplicate:
+        return fn(store::Appended{off, true});
+      case Log::Seen::kNew:
+        break;
     }
   }
-  const uint64_t off = ++last_off_;
+  const uint64_t off = log_.next_seq();
   std::string body = stored_body(e);
   std::string item = encode_item(off, now_ms, from, e.id, body);
-  if (!key.empty()) dedupe_.insert(key, off, now_ms);
-  inflight_.push_back(
-      InFlight{off, std::move(key), std::move(item), e.type, std::move(e.body), std::move(fn), {}});
+  log_.append(std::move(key), now_ms, Pending{std::move(item), e.type, std::move(e.body), std::move(fn), {}});
   store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
                            limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
   if (box_ == nullptr) {
@@ -201,76 +175,45 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
 }
 
 void Partition::on_appended(store::AppendOutcome out) {
-  PARLEY_CHECK(!inflight_.empty());
-  InFlight f = std::move(inflight_.front());
-  inflight_.pop_front();
-  std::vector<Waiter> waiters;
-  if (auto w = dedupe_waiters_.find(f.off); w != dedupe_waiters_.end()) {
-    waiters = std::move(w->second);
-    dedupe_waiters_.erase(w);
-  }
-  if (out.status && !failed_) {
-    // This store takes the partition's offset and completes in order: it echoes it.
-    PARLEY_CHECK(out.seq == f.off);
-    committed_off_ = f.off;
-    if (observer_) observer_(CommittedEvent{p_, f.off, f.type, f.body});
-    recent_bytes_ += f.item.size();
-    recent_.push_back(Recent{f.off, std::move(f.item), steady_ns()});
-    while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
-      recent_bytes_ -= recent_.front().item.size();
-      recent_.pop_front();
+  auto done = log_.complete(std::move(out));
+  Pending& f = done.pending;
+  switch (done.kind) {
+    case Log::Completion::kCommitted: {
+      const uint64_t off = done.outcome->seq;
+      if (observer_) observer_(CommittedEvent{p_, off, f.type, f.body});
+      push_recent(off, std::move(f.item));
+      f.done(done.outcome);
+      if (!done.waiters.empty()) {
+        const auto again = done.for_waiters();
+        for (auto& w : done.waiters) w(again);
+      }
+      if (on_committed_) on_committed_(off);
+      return;
     }
-    f.done(Landing{f.off, false, Status::ok()});
-    for (auto& w : waiters) w.done(Landing{f.off, true, Status::ok()});
-    if (on_committed_) on_committed_(f.off);
-    return;
+    case Log::Completion::kAssigned:
+      f.done(done.outcome);
+      f.stored.seq = done.outcome->seq;
+      return log_.take(f.stored.seq, std::move(f.stored));
+    case Log::Completion::kAnswered:
+      // A failure (the topic recovers this partition once its appends are
+      // answered), or a duplicate the store found (delivered, or coming, as its
+      // first append). A shared store's failure undoes nothing: the script did
+      // not run, or its answer was lost and the event arrives like any other.
+      f.done(done.outcome);
+      if (!done.waiters.empty()) {
+        const auto again = done.for_waiters();
+        for (auto& w : done.waiters) w(again);
+      }
+      return;
   }
-  // No later offset can be written without a gap: the store refuses every
-  // append now; the topic recovers this partition once these are answered.
-  failed_ = true;
-  const Error err = out.status ? Error{ErrorCode::kUnavailable, "store unavailable", 1000}
-                               : out.status.error();
-  if (!f.dedupe_key.empty()) dedupe_.erase(f.dedupe_key);
-  f.done(Landing{0, false, err});
-  for (auto& w : waiters) w.done(Landing{0, false, err});
-  if (inflight_.empty()) {
-    recovered_ = false;
-    last_off_ = committed_off_;
-  }
 }
 
-void Partition::on_appended_shared(store::AppendOutcome out) {
-  PARLEY_CHECK(!inflight_.empty());
-  InFlight f = std::move(inflight_.front());
-  inflight_.pop_front();
-  if (!out.status) {
-    // Nothing to undo: either the script did not run, or it ran and its answer
-    // was lost; then the event reaches this node like any other's, and a retry
-    // with the same id is answered as a dup with its offset.
-    return f.done(Landing{0, false, out.status.error()});
-  }
-  f.done(Landing{out.seq, out.dup, Status::ok()});
-  if (out.dup) return;  // committed before: delivered, or coming, as its first append
-  f.stored.seq = out.seq;
-  offer(std::move(f.stored));
-}
+void Partition::on_feed(store::StoredMessage m) { log_.on_feed(m); }
 
-void Partition::on_feed(store::StoredMessage m) {
-  if (!shared_ || m.seq == 0) return;
-  offer(std::move(m));
-}
+void Partition::on_resync() { log_.on_resync(); }
 
-void Partition::on_resync() {
-  if (follower_) follower_->fill();
-}
-
-void Partition::offer(store::StoredMessage m) {
-  const uint64_t off = m.seq;
-  if (follower_->wants(off)) follower_->hold(off, std::move(m));
-}
-
-void Partition::follow() {
-  store::LogFollower<store::StoredMessage>::Hooks hooks;
+void Partition::follow(const seqlog::Options& opts) {
+  Log::FollowHooks hooks;
   hooks.release = [this](uint64_t, store::StoredMessage& m, bool next) {
     if (next) commit_stored(m);
   };
@@ -281,16 +224,19 @@ void Partition::follow() {
     recent_.clear();
     recent_bytes_ = 0;
   };
-  follower_ = std::make_unique<store::LogFollower<store::StoredMessage>>(
-      loops_, loop_, store_, id_, committed_off_,
-      store::LogFollower<store::StoredMessage>::Limits{std::chrono::milliseconds(kGapMs), kMaxHeldAhead,
-                                                       kReadPage},
-      std::move(hooks));
-  follower_->pause();  // until recover() has read where the log goes on
+  log_.follow(loops_, loop_, store_, id_, opts, std::move(hooks));
+}
+
+void Partition::push_recent(uint64_t off, std::string item) {
+  recent_bytes_ += item.size();
+  recent_.push_back(Recent{off, std::move(item), steady_ns()});
+  while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
+    recent_bytes_ -= recent_.front().item.size();
+    recent_.pop_front();
+  }
 }
 
 void Partition::commit_stored(const store::StoredMessage& m) {
-  committed_off_ = last_off_ = m.seq;
   if (observer_) {
     // The stored body is {"key","type","body"} (stored_body above): our own
     // text, but read back from the store: parsed defensively.
@@ -304,13 +250,7 @@ void Partition::commit_stored(const store::StoredMessage& m) {
       observer_(CommittedEvent{p_, m.seq, type_copy, text});
     }
   }
-  std::string item = encode_item(m.seq, m.ts_ms, m.from, m.id, m.body);
-  recent_bytes_ += item.size();
-  recent_.push_back(Recent{m.seq, std::move(item), steady_ns()});
-  while (recent_.size() > kRecentEvents || recent_bytes_ > kRecentBytes) {
-    recent_bytes_ -= recent_.front().item.size();
-    recent_.pop_front();
-  }
+  push_recent(m.seq, encode_item(m.seq, m.ts_ms, m.from, m.id, m.body));
   if (on_committed_) on_committed_(m.seq);
 }
 
@@ -348,7 +288,7 @@ void Partition::begin_frame(std::string& f, const Cursor& c) const {
 }
 
 void Partition::pump_one(uint64_t id, Cursor& c, FrameBatch& out) {
-  if (c.paced || c.next > committed_off_) return;
+  if (c.paced || c.next > log_.committed()) return;
   if (recent_.empty() || recent_.front().off > c.next) return read_page(id, c);
   auto sink = c.sink.lock();
   if (!sink) return;
@@ -376,7 +316,7 @@ void Partition::read_page(uint64_t id, Cursor& c) {
   // written this one out.
   c.paced = true;
   const uint64_t from = c.next;
-  const uint64_t cut = committed_off_;
+  const uint64_t cut = log_.committed();
   const auto n = static_cast<uint32_t>(std::min<uint64_t>(kReadPage, cut - from + 1));
   store_.read_after(id_, from - 1, n, [this, id, from, cut](Result<std::vector<store::StoredMessage>> r) {
     loops_.run_on(loop_, [this, id, from, cut, r = std::move(r)]() mutable {

@@ -2,16 +2,13 @@
 // Store as the channel (tenant, "<topic>\x1f<p>"): the same interface, records,
 // recovery and retention as a channel's history, not a second storage engine.
 //
-// On a store shared by several nodes (Store::assigns_seq: valkey) the store, not
-// this node, assigns offsets and dedupes, as for channels (docs/architecture.md
-// "Cross-node fan-out"): an append goes with offset 0 and its answer says where
-// it landed; what any node commits comes back through the store's feed (watched
-// for the partition's whole life). Both are merged by offset: the next one is
-// committed here, later ones held, a gap older than kGapMs filled from the store.
+// Its offsets, dedupe window, appends in flight, recovery and failure rules are
+// a seqlog::SequencedLog, as a channel's (seqlog/sequenced_log.h: on a store
+// shared by several nodes the store numbers the log and the partition follows
+// it, watching the partition's feed for its whole life).
 //
-// Owned by its topic's loop (topic.h): only that loop touches it. It sequences
-// offsets, dedupes (sender, id) within the topic's window, appends in offset
-// order, and feeds its cursors (tails and group members) in offset order with no
+// Owned by its topic's loop (topic.h): only that loop touches it. It feeds its
+// cursors (tails and group members) in offset order with no
 // gaps: from a ring of recent events while they keep up, from the store (one page
 // at a time, paced by the client's reading) when they are behind it.
 #pragma once
@@ -32,20 +29,14 @@
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
 #include "events/event_service.h"
-#include "store/dedupe_table.h"
-#include "store/log_follower.h"
+#include "seqlog/sequenced_log.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
 
 namespace parley::events {
 
-// Where one event of an emit landed, or why it did not.
-struct Landing {
-  uint64_t off = 0;
-  bool dup = false;
-  Status status;
-};
-using LandingFn = std::function<void(const Landing&)>;
+// Where one event of an emit landed (its offset, as Appended::seq), or why not.
+using LandingFn = std::function<void(const store::AppendOutcome&)>;
 
 // A committed event as the topic's processors (leaderboards) see it.
 struct CommittedEvent {
@@ -60,7 +51,7 @@ class Partition {
  public:
   Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
             store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
-            metrics::Metrics& metrics);
+            metrics::Metrics& metrics, const seqlog::Options& follow);
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
 
@@ -76,18 +67,18 @@ class Partition {
 
   // Recovery: ready() once the store said what it holds. recover() (when
   // needs_recovery()) asks it; `then` runs on this loop either way.
-  bool ready() const { return recovered_ && !failed_; }
-  bool needs_recovery() const { return !ready() && !recovering_ && inflight_.empty(); }
+  bool ready() const { return log_.ready(); }
+  bool needs_recovery() const { return log_.needs_recovery(); }
   void recover(std::function<void()> then);
 
   // Offsets: the last acknowledged one, the first kept, and appends in flight.
-  uint64_t committed() const { return committed_off_; }
+  uint64_t committed() const { return log_.committed(); }
   // The committed offset the last recovery found: every event after it has been
   // (or will be) given to the observer here, every one up to it has not (a
   // board rebuild replays up to it).
   uint64_t recovered_cut() const { return recovered_cut_; }
   uint64_t earliest() const;
-  size_t inflight() const { return inflight_.size(); }
+  size_t inflight() const { return log_.inflight(); }
 
   // Appends one event (ready() must hold) or finds it a duplicate; `fn` runs
   // once, on this loop, when it is acknowledged, found, or failed. The store
@@ -121,26 +112,22 @@ class Partition {
     std::string group;
     bool paced = false;  // a store page is being read or written out
   };
-  struct InFlight {
-    uint64_t off = 0;
-    store::DedupeKey dedupe_key;
+  // An append in flight.
+  struct Pending {
     std::string item;   // the event as an `events` frame carries it
     std::string type;   // for the observer
     std::string body;
     LandingFn done;
     store::StoredMessage stored;  // shared store: what was sent (seq from the answer)
   };
-  struct Waiter {
-    LandingFn done;
-  };
+  using Log = seqlog::SequencedLog<Pending, LandingFn, store::StoredMessage>;
 
-  void on_appended_shared(store::AppendOutcome out);
-  // Shared store: merges a committed event in offset order (held until its
-  // predecessors are here), commits what is contiguous.
-  void offer(store::StoredMessage m);
+  // A committed event into the ring of recent ones.
+  void push_recent(uint64_t off, std::string item);
+  // Shared store: an event committed by any node, in offset order.
   void commit_stored(const store::StoredMessage& m);
-  // Shared store: gives the partition its LogFollower.
-  void follow();
+  // Shared store: gives the log its follower.
+  void follow(const seqlog::Options& opts);
   // The history limit of the append of `off`: `retention`, or fewer when
   // retention_s lets older events go.
   uint32_t limit_for(uint64_t off, int64_t now_ms);
@@ -163,15 +150,8 @@ class Partition {
   std::deque<std::pair<int64_t, uint64_t>> age_marks_;
   uint64_t keep_from_ = 1;
 
-  bool recovered_ = false;
-  bool recovering_ = false;
-  bool failed_ = false;
-  uint64_t last_off_ = 0;       // assigned
-  uint64_t committed_off_ = 0;  // acknowledged by the store
+  Log log_;
   uint64_t recovered_cut_ = 0;
-  store::DedupeTable dedupe_;
-  std::unordered_map<uint64_t, std::vector<Waiter>> dedupe_waiters_;  // by the original's off
-  std::deque<InFlight> inflight_;
   // The newest committed events, encoded as `events` items.
   struct Recent {
     uint64_t off = 0;
@@ -186,9 +166,6 @@ class Partition {
   std::function<void(uint64_t off)> on_committed_;
   CommitObserver observer_;
 
-  // Shared store: offsets from the store, events of every node (offer()).
-  const bool shared_;
-  std::unique_ptr<store::LogFollower<store::StoredMessage>> follower_;
   AppendBox* box_ = nullptr;
 };
 

@@ -63,7 +63,8 @@ bool decode_offsets(std::string_view s, std::vector<std::optional<uint64_t>>& co
 
 Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
              const TenantConfig& tenant, std::string name, const TopicConfig& cfg,
-             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics, std::string node)
+             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics, std::string node,
+             const seqlog::Options& follow)
     : loop_(loop),
       loops_(loops),
       store_(store),
@@ -82,7 +83,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
         loop, loops, store, store::ChannelId{tenant.id, partition_channel(name_, p)}, name_,
-        p, cfg, metrics);
+        p, cfg, metrics, follow);
     part->set_box(box_.get());
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
@@ -341,14 +342,14 @@ void Topic::run_emit(EmitRequest req) {
     auto& e = req.events[i];
     const uint32_t p = partition_of(e.key, partitions(), seed_of(*key_hash_));
     state->out.offs[i].first = p;
-    parts_[p]->append(req.from, e, now, [this, state, i, finish, arrived = req.arrived_ns](const Landing& l) {
+    parts_[p]->append(req.from, e, now, [this, state, i, finish, arrived = req.arrived_ns](const store::AppendOutcome& l) {
       --inflight_;
-      if (l.status) {
-        if (!l.dup) metrics_.local().observe(metrics::Stage::kEventAppend, steady_ns() - arrived);
-        state->out.offs[i].second = l.off;
-        state->out.dup[i] = l.dup;
+      if (l) {
+        if (!l->dup) metrics_.local().observe(metrics::Stage::kEventAppend, steady_ns() - arrived);
+        state->out.offs[i].second = l->seq;
+        state->out.dup[i] = l->dup;
       } else if (state->out.status) {
-        state->out.status = l.status;
+        state->out.status = l.error();
       }
       if (--state->remaining == 0) finish();
     }, batch);
@@ -703,7 +704,7 @@ void Topic::write_commits(Group& g, std::vector<CommitRequest> reqs) {
       g.writing = false;
       auto queued = std::move(g.queued);
       g.queued.clear();
-      if (!out.status) {
+      if (!out) {
         // Not durable: the group reloads what the store holds before its next
         // commit (its members keep their assignment). The commits queued
         // behind this write are not written either: answered the same.
@@ -712,7 +713,7 @@ void Topic::write_commits(Group& g, std::vector<CommitRequest> reqs) {
         for (auto& q : queued) reqs.push_back(std::move(q));
         queued.clear();
       }
-      const Status st = out.status ? Status::ok() : Status(out.status.error());
+      const Status st = out.status();
       for (auto& req : reqs) {
         loops_.run_on(req.reply_loop, [done = std::move(req.done), st]() mutable {
           done(std::move(st), std::nullopt);

@@ -39,7 +39,7 @@ class Topic {
   // on a store shared by several nodes.
   Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store, const TenantConfig& tenant,
         std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats,
-        metrics::Metrics& metrics, std::string node = {});
+        metrics::Metrics& metrics, std::string node = {}, const seqlog::Options& follow = {});
   Topic(const Topic&) = delete;
   Topic& operator=(const Topic&) = delete;
 

@@ -81,9 +81,9 @@ void Topic::write_key_hash(KeyHash h, uint64_t seq) {
                            8, 0, 0};
   store_.append(std::move(req), [this](store::AppendOutcome out) {
     loops_.run_on(loop_, [this, out = std::move(out)] {
-      if (!out.status) {
+      if (!out) {
         spdlog::warn("events: {}/{}: key hash not recorded: {}", tenant_.id, name_,
-                     out.status.error().msg);
+                     out.error().msg);
         return key_hash_loaded(std::nullopt);
       }
       // Read back: on a shared store another node's record may have come first.

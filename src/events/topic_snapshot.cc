@@ -143,15 +143,15 @@ void Topic::take_snapshot() {
   store_.append(std::move(req), [this, committed, seq, bytes, start](store::AppendOutcome out) {
     loops_.run_on(loop_, [this, committed, seq, bytes, start, out = std::move(out)] {
       snap_writing_ = false;
-      if (out.status) {
-        snap_seq_ = out.seq ? out.seq : seq;
+      if (out) {
+        snap_seq_ = out->seq ? out->seq : seq;
         snap_committed_ = committed;
         spdlog::debug("events: {}/{}: board snapshot {} written ({} bytes, {} ms)", tenant_.id, name_,
                       snap_seq_, bytes, (steady_ns() - start) / 1'000'000);
       } else {
         snap_known_ = false;
         spdlog::warn("events: {}/{}: board snapshot not written: {}", tenant_.id, name_,
-                     out.status.error().msg);
+                     out.error().msg);
       }
       arm_snapshot();
     });

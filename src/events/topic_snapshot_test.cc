@@ -34,7 +34,7 @@ class WatchedStore final : public store::Store {
     std::string body = req.msg.body;
     inner_.append(std::move(req), [this, watched, body = std::move(body),
                                    done = std::move(done)](store::AppendOutcome out) {
-      const bool ok = out.status.is_ok();
+      const bool ok = out.is_ok();
       done(std::move(out));
       if (!watched || !ok) return;
       std::lock_guard lock(mu_);
@@ -154,7 +154,7 @@ class TopicSnapshotTest : public ::testing::Test {
                                        store::StoredMessage{seq, wall_ms(), "server", "", std::move(body)},
                                        2, 0, 0},
                   [&](store::AppendOutcome out) { done.set_value(std::move(out)); });
-    ASSERT_TRUE(done.get_future().get().status);
+    ASSERT_TRUE(done.get_future().get().status());
   }
 
   metrics::Metrics metrics_;

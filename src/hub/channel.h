@@ -14,70 +14,62 @@
 #include "hub/requests.h"
 #include "hub/upstream_sink.h"
 #include "net/out_frame.h"
-#include "store/dedupe_key.h"
-#include "store/dedupe_table.h"
-#include "store/log_follower.h"
+#include "seqlog/sequenced_log.h"
 #include "store/store.h"
 
 namespace parley::hub {
 
 struct Channel {
+  Channel(bool store_numbers, int64_t dedupe_window_ms) : log(store_numbers, dedupe_window_ms) {}
+
   const TenantConfig* tenant = nullptr;
   const NamespaceConfig* ns = nullptr;
   store::Store* store = nullptr;
   store::ChannelId id;      // tenant + name, as the store knows it
   std::string fanout_key;   // id.key(), as the tick batchers know it
 
-  uint64_t last_seq = 0;       // highest seq assigned
-  uint64_t committed_seq = 0;  // highest seq durable and delivered
-  bool failed = false;         // the store failed: reload before reuse
-  uint32_t epoch = 1;          // the store's epoch when the channel was loaded
-  // The store's recover() is in flight: operations wait in `waiting`, in arrival
-  // order, and run once the counters are known (or fail with the recovery).
+  // The store's recover() is in flight (or the presence read after it):
+  // operations wait in `waiting`, in arrival order, and run once the counters
+  // are known (or fail with the recovery).
   bool loading = false;
   std::vector<std::function<void(Channel*, const Error*)>> waiting;
+  uint32_t epoch = 1;          // the store's epoch when the channel was loaded
   uint32_t backfills = 0;  // joins reading their backfill: not unloaded meanwhile
 
-  // (from, id) -> seq of the last dedupe_window_s, and of every append in flight
-  // (seq > committed_seq: a duplicate of one waits for it to commit).
-  store::DedupeTable dedupe{0};
-  struct DedupeWaiter {
-    std::function<void(PublishOutcome)> done;
-    unsigned loop = 0;
-  };
-  std::unordered_map<uint64_t, std::vector<DedupeWaiter>> dedupe_waiters;  // by seq
-
-  // Appends in flight, in seq order (the store completes them in that order).
-  struct InFlight {
-    uint64_t seq = 0;
-    store::DedupeKey dedupe_key;
-    net::SharedBuf msg_json;
+  // An append in flight (seqlog::SequencedLog keeps them in seq order).
+  struct Pending {
+    net::SharedBuf msg_json;  // the server numbers the log: encoded at once
     int64_t arrived_ns = 0;
     int64_t append_start_ns = 0;
     unsigned reply_loop = 0;
-    std::function<void(PublishOutcome)> done;
+    std::function<void(store::AppendOutcome)> done;
     // The namespace forwards msg events: sent upstream once written.
     std::unique_ptr<UpstreamEvent> upstream;
     // Upstream events of this channel that arrived while this append was in
     // flight (a connection's `up` after its `pub`): forwarded right after it.
     std::vector<UpstreamEvent> after;
-    // A store that assigns seqs (Store::assigns_seq): the message, encoded once
+    // The store numbers the log (Store::assigns_seq): the message, encoded once
     // the answer names its seq.
     std::unique_ptr<store::StoredMessage> unsequenced;
   };
-  std::deque<InFlight> inflight;
-
-  // A store that assigns seqs, several nodes writing (docs/architecture.md
-  // "Cross-node fan-out"): committed messages that arrived ahead of
-  // committed_seq + 1 (this node's own answers and other nodes' pushes) wait in
-  // the follower, delivered once contiguous; a gap that outlives fanout_gap_ms
-  // is read from the store.
+  // A duplicate of an append in flight, answered when it completes.
+  struct DedupeWaiter {
+    std::function<void(store::AppendOutcome)> done;
+    unsigned loop = 0;
+  };
+  // The store numbers the log, several nodes writing (docs/architecture.md
+  // "Cross-node fan-out"): a committed message held until every seq before it
+  // was delivered (this node's own answers and other nodes' pushes).
   struct Held {
     net::SharedBuf json;
     std::unique_ptr<UpstreamEvent> upstream;
     std::vector<UpstreamEvent> after;
   };
-  std::unique_ptr<store::LogFollower<Held>> follower;
+  using Log = seqlog::SequencedLog<Pending, DedupeWaiter, Held>;
+  // The channel's order, dedupe window (dedupe_window_s), appends in flight,
+  // recovery and failure rules.
+  Log log;
+
   bool watched = false;    // Store::watch made for this channel
   // Presence of several nodes (a store that assigns seqs, a namespace with
   // presence): users with a connection on another node -> those nodes. A user

@@ -27,10 +27,11 @@ std::vector<ChannelStat> Shard::busiest(size_t n) {
   for (auto& [key, c] : channels_) {
     // A channel seen for the first time counts from now, not from its
     // recovered seq (which would rank a reloaded channel as a burst).
-    const uint64_t published = c->stats_seen ? c->last_seq - c->stats_seq : 0;
-    c->stats_seq = c->last_seq;
+    const uint64_t last = c->log.last();
+    const uint64_t published = c->stats_seen && last >= c->stats_seq ? last - c->stats_seq : 0;
+    c->stats_seq = last;
     c->stats_seen = true;
-    out.push_back({c->id.tenant, c->id.channel, published, c->last_seq,
+    out.push_back({c->id.tenant, c->id.channel, published, last,
                    static_cast<uint32_t>(c->members.size())});
   }
   keep_busiest(out, n);

@@ -154,9 +154,9 @@ void Hub::history(HistoryRequest req) { to_owner(std::move(req), &Shard::history
 void Hub::publish(PublishRequest req) {
   if (!requests_.try_enter()) {
     return loops_.run_on(req.reply_loop,
-                         [done = std::move(req.done)] { done(PublishOutcome{draining()}); });
+                         [done = std::move(req.done)] { done(store::AppendOutcome{draining()}); });
   }
-  req.done = [this, done = std::move(req.done)](PublishOutcome out) {
+  req.done = [this, done = std::move(req.done)](store::AppendOutcome out) {
     done(std::move(out));
     requests_.leave();
   };

@@ -159,15 +159,15 @@ class HubTest : public ::testing::Test {
 
   // Publishes from the HTTP API's identity (no join needed); the outcome arrives
   // in the returned future.
-  std::future<PublishOutcome> publish(const std::string& ch, std::string body = "{}") {
-    auto p = std::make_shared<std::promise<PublishOutcome>>();
+  std::future<store::AppendOutcome> publish(const std::string& ch, std::string body = "{}") {
+    auto p = std::make_shared<std::promise<store::AppendOutcome>>();
     PublishRequest req;
     req.tenant = &tenant_;
     req.ch = ch;
     req.from = "server";
     req.body = std::move(body);
     req.reply_loop = 1;
-    req.done = [p](PublishOutcome o) { p->set_value(std::move(o)); };
+    req.done = [p](store::AppendOutcome o) { p->set_value(std::move(o)); };
     hub_->publish(std::move(req));
     return p->get_future();
   }
@@ -197,8 +197,8 @@ class HubTest : public ::testing::Test {
     recovered(rec, last_seq);
     auto app = store_.next(StoreCall::kAppend);
     EXPECT_EQ(app.append.msg.seq, last_seq + 1);
-    app.append_done(store::AppendOutcome{Status::ok(), last_seq + 1, false});
-    EXPECT_EQ(acked.get().seq, last_seq + 1);
+    app.append_done(store::Appended{last_seq + 1, false});
+    EXPECT_EQ(acked.get()->seq, last_seq + 1);
   }
 
   // Lets what is posted settle: every loop runs a task, three rounds (a shard's
@@ -232,8 +232,8 @@ TEST_F(HubTest, JoinWaitsForTheChannelLoadThenDeliversOnlyWhatIsAcked) {
   EXPECT_EQ(app.append.msg.seq, 8u);
   settle();
   EXPECT_EQ(alice->now().size(), 1u) << "delivered before the store completed";
-  app.append_done(store::AppendOutcome{Status::ok(), 8, false});
-  EXPECT_EQ(acked.get().seq, 8u);
+  app.append_done(store::Appended{8, false});
+  EXPECT_EQ(acked.get()->seq, 8u);
   auto got = alice->wait_for(2);
   EXPECT_EQ(seqs_in({got[1]}), std::vector<uint64_t>{8});
   EXPECT_NE(got[1].find(R"("body":{"t":1})"), std::string::npos) << got[1];
@@ -256,15 +256,15 @@ TEST_F(HubTest, DroppingTheMembershipLeavesAtOnceAndTheShardForgetsTheMember) {
     members_[0].push_back(std::move(moved));
   });
   auto first = publish("chat:b");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 1, false});
-  EXPECT_EQ(first.get().seq, 1u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{1, false});
+  EXPECT_EQ(first.get()->seq, 1u);
   EXPECT_EQ(seqs_in({alice->wait_for(2)[1]}), std::vector<uint64_t>{1});
   EXPECT_EQ(seqs_in({bob->wait_for(2)[1]}), std::vector<uint64_t>{1});
 
   on_loop(0, [&] { members_[0].clear(); });  // alice's session drops its handle
   auto second = publish("chat:b");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 2, false});
-  EXPECT_EQ(second.get().seq, 2u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{2, false});
+  EXPECT_EQ(second.get()->seq, 2u);
   EXPECT_EQ(seqs_in({bob->wait_for(3)[2]}), std::vector<uint64_t>{2});
   settle();
   EXPECT_EQ(alice->now().size(), 2u) << "a member that left still receives";
@@ -278,8 +278,8 @@ TEST_F(HubTest, ALeaveBeforeTheJoinLandsRegistersNothingButTheJoinIsAnswered) {
   recovered(rec, 3);
   EXPECT_EQ(alice->wait_for(1)[0], "joined seq=3 recovered=false");
   auto acked = publish("chat:c");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 4, false});
-  EXPECT_EQ(acked.get().seq, 4u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{4, false});
+  EXPECT_EQ(acked.get()->seq, 4u);
   settle();
   EXPECT_EQ(alice->now().size(), 1u) << "registered after it left";
 }
@@ -294,11 +294,11 @@ TEST_F(HubTest, BackfillComesAfterJoinedAndBeforeAnythingNewerEvenWhenCommittedD
 
   // Seq 6 and 7 commit while the backfill is being read.
   auto p6 = publish("chat:d");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 6, false});
-  EXPECT_EQ(p6.get().seq, 6u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{6, false});
+  EXPECT_EQ(p6.get()->seq, 6u);
   auto p7 = publish("chat:d");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 7, false});
-  EXPECT_EQ(p7.get().seq, 7u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{7, false});
+  EXPECT_EQ(p7.get()->seq, 7u);
   settle();
   EXPECT_TRUE(alice->now().empty()) << "live events reached a member still reading backfill";
 
@@ -312,8 +312,8 @@ TEST_F(HubTest, BackfillComesAfterJoinedAndBeforeAnythingNewerEvenWhenCommittedD
   EXPECT_EQ(got[1].rfind("backfill [", 0), 0u) << got[1];
 
   auto p8 = publish("chat:d");
-  store_.next(StoreCall::kAppend).append_done(store::AppendOutcome{Status::ok(), 8, false});
-  EXPECT_EQ(p8.get().seq, 8u);
+  store_.next(StoreCall::kAppend).append_done(store::Appended{8, false});
+  EXPECT_EQ(p8.get()->seq, 8u);
   got = alice->wait_for(3);
   EXPECT_EQ(seqs_in(got), range(3, 8)) << "each message once, in order, backfill first";
 }
@@ -369,8 +369,8 @@ TEST_F(HubTest, HistoryIsCutAtTheCommittedSeq) {
   back.read_done(messages(1, 3));
   EXPECT_EQ(seqs_in({before.get().msgs_json}), range(1, 3));
 
-  app.append_done(store::AppendOutcome{Status::ok(), 4, false});
-  EXPECT_EQ(pending.get().seq, 4u);
+  app.append_done(store::Appended{4, false});
+  EXPECT_EQ(pending.get()->seq, 4u);
 }
 
 TEST_F(HubTest, AHistoryReplyIsTrimmedToItsByteBudgetKeepingTheEndThePagerNeeds) {
@@ -406,10 +406,10 @@ TEST_F(HubTest, AFailedAppendAnswersThePublisherReloadsTheChannelAndLeavesNoSeqG
   auto a12 = store_.next(StoreCall::kAppend);
   EXPECT_EQ(a12.append.msg.seq, 12u);
   const Error down{ErrorCode::kUnavailable, "disk gone"};
-  a11.append_done(store::AppendOutcome{down, 11, false});
-  a12.append_done(store::AppendOutcome{down, 12, false});
-  EXPECT_EQ(p11.get().status.error().code, ErrorCode::kUnavailable);
-  EXPECT_EQ(p12.get().status.error().code, ErrorCode::kUnavailable);
+  a11.append_done(down);
+  a12.append_done(down);
+  EXPECT_EQ(p11.get().error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(p12.get().error().code, ErrorCode::kUnavailable);
   settle();
   EXPECT_EQ(alice->now().size(), 1u) << "a failed message was delivered";
 
@@ -420,8 +420,8 @@ TEST_F(HubTest, AFailedAppendAnswersThePublisherReloadsTheChannelAndLeavesNoSeqG
   recovered(rec, 10);
   auto again = store_.next(StoreCall::kAppend);
   EXPECT_EQ(again.append.msg.seq, 11u);
-  again.append_done(store::AppendOutcome{Status::ok(), 11, false});
-  EXPECT_EQ(p.get().seq, 11u);
+  again.append_done(store::Appended{11, false});
+  EXPECT_EQ(p.get()->seq, 11u);
   // The member stayed: it receives the message.
   EXPECT_EQ(seqs_in({alice->wait_for(2)[1]}), std::vector<uint64_t>{11});
 }

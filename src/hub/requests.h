@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "hub/membership.h"
 #include "hub/subscriber.h"
+#include "store/store.h"
 
 namespace parley::hub {
 
@@ -60,12 +61,6 @@ struct HistoryRequest {
   std::function<void(HistoryResult)> done;  // on reply_loop
 };
 
-struct PublishOutcome {
-  Status status;
-  uint64_t seq = 0;
-  bool dup = false;
-};
-
 struct PublishRequest {
   const TenantConfig* tenant = nullptr;
   std::string ch;
@@ -75,8 +70,8 @@ struct PublishRequest {
   std::string body;
   int64_t arrived_ns = 0;  // steady time the frame arrived (ack latency)
   unsigned reply_loop = 0;
-  // Runs on reply_loop once the outcome is known.
-  std::function<void(PublishOutcome)> done;
+  // Runs on reply_loop once the outcome is known: the seq (dup: the original's), or why not.
+  std::function<void(store::AppendOutcome)> done;
 };
 
 struct StateRequest {

@@ -60,8 +60,9 @@ struct Shard::Backfill {
 
 Channel* Shard::find(const TenantConfig* tenant, std::string_view ch) {
   auto it = channels_.find(store::ChannelId::scratch_key(tenant->id, ch));
-  return it == channels_.end() || it->second->failed || it->second->loading ? nullptr
-                                                                           : it->second.get();
+  return it == channels_.end() || !it->second->log.ready() || it->second->loading
+             ? nullptr
+             : it->second.get();
 }
 
 void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, ChannelFn fn) {
@@ -77,18 +78,19 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
       c->waiting.push_back(std::move(fn));
       return;
     }
-    if (!c->failed) return fn(c, nullptr);
-    if (!c->inflight.empty()) {
+    if (c->log.ready()) return fn(c, nullptr);
+    if (!c->log.needs_recovery()) {  // failed, with appends still to be answered
       const Error down{ErrorCode::kUnavailable, "store unavailable", 1000};
       return fn(nullptr, &down);
     }
   }
   const auto& ns = tenant->ns(protocol::channel_namespace(ch));
   if (it == channels_.end()) {
-    auto fresh = std::make_unique<Channel>();
+    store::Store* st = ns.durable ? stores_.durable : stores_.ephemeral;
+    auto fresh = std::make_unique<Channel>(st->assigns_seq(), int64_t{ns.dedupe_window_s} * 1000);
     fresh->tenant = tenant;
     fresh->ns = &ns;
-    fresh->store = ns.durable ? stores_.durable : stores_.ephemeral;
+    fresh->store = st;
     fresh->id = store::ChannelId{tenant->id, std::string(ch)};
     fresh->fanout_key = key;
     fresh->loop_members.assign(loops_.size(), 0);
@@ -106,10 +108,10 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
   // and dedupe restart from what the store holds.
   Channel* c = it->second.get();
   c->loading = true;
-  if (c->follower) c->follower->pause();  // its committed seq is read again
+  c->log.begin_recovery();  // a follower holds what arrives until the counter is read again
   c->waiting.push_back(std::move(fn));
   c->shared_presence = c->store->assigns_seq() && ns.presence;
-  const int64_t cutoff = wall_ms() - int64_t{ns.dedupe_window_s} * 1000;
+  const int64_t cutoff = c->log.dedupe_cutoff(wall_ms());
   c->store->recover(c->id, cutoff, [this, key = std::move(key), st = c->store, id = c->id,
                                     presence = c->shared_presence](auto rec) mutable {
     if (!presence || !rec) {
@@ -140,28 +142,21 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
   c->waiting.clear();
   if (!rec) {
     const Error down{ErrorCode::kUnavailable, "store unavailable", 1000};
-    c->failed = true;
+    c->log.recovery_failed();
     for (auto& fn : waiting) fn(nullptr, &down);
     // Nobody holds it (a join would have run by now): forget it, so that the next
     // use tries the store again.
     auto again = channels_.find(key);
     if (again != channels_.end() && again->second.get() == c && !c->loading &&
-        c->members.empty() && c->inflight.empty() && c->backfills == 0) {
+        c->members.empty() && c->log.inflight() == 0 && c->backfills == 0) {
       forget(again);
     }
     return;
   }
-  c->failed = false;
-  c->last_seq = c->committed_seq = rec->last_seq;
   c->epoch = rec->epoch;
-  c->dedupe = store::DedupeTable(int64_t{c->ns->dedupe_window_s} * 1000);
-  c->dedupe_waiters.clear();
-  auto& entries = rec->dedupe;
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.ts_ms < b.ts_ms; });
-  for (const auto& e : entries) c->dedupe.insert(store::DedupeKey(e.from, e.id), e.seq, e.ts_ms);
-  // Pushes that came while the counter was read: the newer ones go out now.
-  if (c->follower) c->follower->resume();
+  // Sequencing and dedupe go on from what the store holds; pushes that came
+  // while the counter was read: the newer ones go out now.
+  c->log.recovered(*rec);
   if (c->shared_presence) reconcile_presence(*c, presence);
   for (auto& fn : waiting) fn(c, nullptr);
 }
@@ -198,7 +193,7 @@ void Shard::join_loaded(Channel* c, JoinRequest req) {
   const uint64_t gen = ++m->second.join_gen;
 
   JoinResult result;
-  const uint64_t latest = c->committed_seq;
+  const uint64_t latest = c->log.committed();
   const bool reads = req.since && *req.since < latest;
   if (req.since) result.recovered = *req.since <= latest;
   if (new_user && c->ns->presence) {
@@ -252,8 +247,8 @@ void Shard::backfill_step(Channel* c, std::shared_ptr<Backfill> b) {
     return;
   }
   b->backward = false;
-  if (current && b->top < c->committed_seq) {
-    const uint64_t n = std::min<uint64_t>(kBackfillPage, c->committed_seq - b->top);
+  if (current && b->top < c->log.committed()) {
+    const uint64_t n = std::min<uint64_t>(kBackfillPage, c->log.committed() - b->top);
     c->store->read_after(c->id, b->top, static_cast<uint32_t>(n), std::move(read_back));
     return;
   }
@@ -312,7 +307,7 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
     const uint64_t was_top = b->top;
     uint64_t expect = b->top + 1;
     for (const auto& msg : msgs) {
-      if (msg.seq > c->committed_seq) break;
+      if (msg.seq > c->log.committed()) break;
       if (msg.seq != expect) break;
       std::string e;
       protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
@@ -326,11 +321,11 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
       b->msgs.pop_front();
       b->result.recovered = false;
     }
-    if (b->top == was_top && b->top < c->committed_seq) {
+    if (b->top == was_top && b->top < c->log.committed()) {
       // The committed range is no longer in the store (trimmed meanwhile): skip
       // it rather than read forever.
       b->result.recovered = false;
-      b->top = c->committed_seq;
+      b->top = c->log.committed();
     }
   }
   backfill_step(c, std::move(b));
@@ -339,7 +334,7 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
 void Shard::finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_live) {
   const unsigned loop = req.sub->loop();
   if (result.status) {
-    result.seq = c->committed_seq;
+    result.seq = c->log.committed();
     result.epoch = c->epoch;
     if (c->ns->presence) {
       result.has_members = true;
@@ -419,79 +414,64 @@ void Shard::publish(PublishRequest req) {
   const TenantConfig* tenant = req.tenant;
   with_channel(tenant, ch, [this, req = std::move(req)](Channel* c, const Error* err) mutable {
     if (c) return publish_loaded(c, std::move(req));
-    to_loop(req.reply_loop, [done = std::move(req.done), out = PublishOutcome{*err}]() mutable {
+    to_loop(req.reply_loop, [done = std::move(req.done), out = store::AppendOutcome{*err}]() mutable {
       done(std::move(out));
     });
   });
 }
 
 void Shard::publish_loaded(Channel* c, PublishRequest req) {
-  auto reply = [this, &req](PublishOutcome out) {
-    to_loop(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
-      done(std::move(out));
-    });
-  };
   if (req.conn != 0 && !c->members.contains(req.conn)) {
-    return reply({Error{ErrorCode::kForbidden, "join the channel before publishing"}});
+    return reply(req, Error{ErrorCode::kForbidden, "join the channel before publishing"});
   }
+  if (c->log.store_numbers()) return publish_unnumbered(c, std::move(req));
+  publish_numbered(c, std::move(req));
+}
+
+void Shard::reply(PublishRequest& req, store::AppendOutcome out) {
+  to_loop(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
+    done(std::move(out));
+  });
+}
+
+std::unique_ptr<UpstreamEvent> Shard::upstream_msg(const Channel& c, const PublishRequest& req,
+                                                   int64_t now_ms, uint64_t seq) const {
+  // Emitted on the channel's own shard once written: in seq order. The API's
+  // own publishes (conn 0) are not echoed to the app server.
+  if (!upstream_ || req.conn == 0 || !c.ns->forwards(kForwardMsg)) return nullptr;
+  return std::make_unique<UpstreamEvent>(UpstreamEvent{UpstreamEventType::kMsg, req.tenant, c.ns,
+                                                       req.ch, req.from, req.conn, now_ms, seq,
+                                                       req.id, {}, req.body});
+}
+
+void Shard::publish_numbered(Channel* c, PublishRequest req) {
   const int64_t now_ms = wall_ms();
-  if (c->store->assigns_seq()) {
-    // The store's script sequences and dedupes for every node: seq 0 asks it to.
-    if (inflight() >= opts_.append_queue_limit) {
-      return reply({Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms}});
-    }
-    std::unique_ptr<UpstreamEvent> upstream;
-    if (upstream_ && req.conn != 0 && c->ns->forwards(kForwardMsg)) {
-      upstream = std::make_unique<UpstreamEvent>(UpstreamEvent{
-          UpstreamEventType::kMsg, req.tenant, c->ns, req.ch, req.from, req.conn, now_ms, 0,
-          req.id, {}, req.body});
-    }
-    auto msg = std::make_unique<store::StoredMessage>(
-        store::StoredMessage{0, now_ms, req.from, req.id, req.body});
-    c->inflight.push_back(Channel::InFlight{0, {}, nullptr, req.arrived_ns, steady_ns(),
-                                            req.reply_loop, std::move(req.done),
-                                            std::move(upstream), {}, std::move(msg)});
-    inflight_total_.fetch_add(1, std::memory_order_relaxed);
-    store::AppendRequest append{c->id,
-                                store::StoredMessage{0, now_ms, std::move(req.from),
-                                                     std::move(req.id), std::move(req.body)},
-                                c->ns->history, c->ns->dedupe_window_s, 0u};
-    c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
-      committed_.push(Committed{c, std::move(out)});
-    });
-    return;
-  }
-  expire_dedupe(*c, now_ms);
+  c->log.expire(now_ms);
   store::DedupeKey dedupe_key;
   if (!req.id.empty()) {
     dedupe_key = store::DedupeKey(req.from, req.id);
-    if (auto seq = c->dedupe.find(dedupe_key)) {
-      if (*seq > c->committed_seq) {
-        // The original is still being written: answer both once it is.
-        c->dedupe_waiters[*seq].push_back({std::move(req.done), req.reply_loop});
-        return;
-      }
-      return reply({Status::ok(), *seq, true});
+    uint64_t seq = 0;
+    switch (c->log.seen(dedupe_key, seq, [&] {
+      return Channel::DedupeWaiter{std::move(req.done), req.reply_loop};
+    })) {
+      case Channel::Log::Seen::kWaits:
+        return;  // the original is still being written: answered with it
+      case Channel::Log::Seen::kDuplicate:
+        return reply(req, store::Appended{seq, true});
+      case Channel::Log::Seen::kNew:
+        break;
     }
   }
   if (inflight() >= opts_.append_queue_limit) {
-    return reply({Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms}});
+    return reply(req, Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms});
   }
-  const uint64_t seq = ++c->last_seq;
-  std::unique_ptr<UpstreamEvent> upstream;
-  if (upstream_ && req.conn != 0 && c->ns->forwards(kForwardMsg)) {
-    // Emitted here, on the channel's own shard, once written: in seq order.
-    // The API's own publishes (conn 0) are not echoed to the app server.
-    upstream = std::make_unique<UpstreamEvent>(UpstreamEvent{
-        UpstreamEventType::kMsg, req.tenant, c->ns, req.ch, req.from, req.conn, now_ms, seq,
-        req.id, {}, req.body});
-  }
+  const uint64_t seq = c->log.next_seq();
+  auto upstream = upstream_msg(*c, req, now_ms, seq);
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {req.ch, seq, req.from, req.id, now_ms, req.body});
-  if (!dedupe_key.empty()) c->dedupe.insert(dedupe_key, seq, now_ms);
-  c->inflight.push_back(Channel::InFlight{seq, std::move(dedupe_key), std::move(json),
-                                          req.arrived_ns, steady_ns(), req.reply_loop,
-                                          std::move(req.done), std::move(upstream), {}, nullptr});
+  c->log.append(std::move(dedupe_key), now_ms,
+                Channel::Pending{std::move(json), req.arrived_ns, steady_ns(), req.reply_loop,
+                                 std::move(req.done), std::move(upstream), {}, nullptr});
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
   store::AppendRequest append{c->id,
                               store::StoredMessage{seq, now_ms, std::move(req.from),
@@ -504,7 +484,7 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   // returns: no completion of this channel can be queued before it, and it
   // saves the inbox's task.
   std::optional<store::AppendOutcome> inline_done;
-  const uint64_t gen = c->inflight.size() == 1 ? ++append_gen_ : 0;
+  const uint64_t gen = c->log.inflight() == 1 ? ++append_gen_ : 0;
   inline_gen_ = gen;
   c->store->append(std::move(append), [this, c, gen, &inline_done](store::AppendOutcome out) {
     // inline_gen_ is this append's only while append() runs: a completion
@@ -525,6 +505,28 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   if (inline_done) on_committed(c, std::move(*inline_done));
 }
 
+void Shard::publish_unnumbered(Channel* c, PublishRequest req) {
+  // The store's script sequences and dedupes for every node: seq 0 asks it to.
+  if (inflight() >= opts_.append_queue_limit) {
+    return reply(req, Error{ErrorCode::kBackpressure, "append queue full", opts_.backpressure_retry_ms});
+  }
+  const int64_t now_ms = wall_ms();
+  auto upstream = upstream_msg(*c, req, now_ms, 0);
+  auto msg = std::make_unique<store::StoredMessage>(
+      store::StoredMessage{0, now_ms, req.from, req.id, req.body});
+  c->log.append({}, now_ms,
+                Channel::Pending{nullptr, req.arrived_ns, steady_ns(), req.reply_loop,
+                                 std::move(req.done), std::move(upstream), {}, std::move(msg)});
+  inflight_total_.fetch_add(1, std::memory_order_relaxed);
+  store::AppendRequest append{c->id,
+                              store::StoredMessage{0, now_ms, std::move(req.from),
+                                                   std::move(req.id), std::move(req.body)},
+                              c->ns->history, c->ns->dedupe_window_s, 0u};
+  c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
+    committed_.push(Committed{c, std::move(out)});
+  });
+}
+
 void Shard::on_committed_batch(std::vector<Committed>& batch) {
   // Acks and events leave at the end of this task (flushing_ stops to_loop
   // from posting a flush of its own, which would find nothing left to do).
@@ -535,38 +537,25 @@ void Shard::on_committed_batch(std::vector<Committed>& batch) {
 }
 
 void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
-  const Status& status = outcome.status;
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
-  Channel::InFlight f = std::move(c->inflight.front());
-  c->inflight.pop_front();
+  auto done = c->log.complete(std::move(outcome));
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
-  if (f.unsequenced) return on_committed_shared(c, std::move(f), std::move(outcome));
-  // This store takes the shard's seq and completes in order: it echoes it.
-  PARLEY_CHECK(!status || outcome.seq == f.seq);
-  auto& m = metrics_.local();
-  m.observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
-
-  std::vector<Channel::DedupeWaiter> waiters;
-  if (auto w = c->dedupe_waiters.find(f.seq); w != c->dedupe_waiters.end()) {
-    waiters = std::move(w->second);
-    c->dedupe_waiters.erase(w);
-  }
-  PublishOutcome first{Status::ok(), f.seq, false};
-  PublishOutcome again{Status::ok(), f.seq, true};
-  if (status) {
-    c->committed_seq = f.seq;
+  Channel::Pending& f = done.pending;
+  metrics_.local().observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
+  if (done.kind == Channel::Log::Completion::kAssigned) return on_assigned(c, std::move(done));
+  if (done.kind == Channel::Log::Completion::kCommitted) {
     broadcast(*c, ChannelEvent{std::move(f.msg_json), 0, {}, {}, steady_ns()});
     if (f.upstream) upstream_->forward(std::move(*f.upstream));
-  } else {
-    // Nothing after this seq can be written without a gap: the store now
-    // refuses every append, and the channel reloads from it when idle.
-    c->failed = true;
-    if (!f.dedupe_key.empty()) c->dedupe.erase(f.dedupe_key);
-    first = again = PublishOutcome{status.error()};
   }
+  // A failure (the log failed: nothing after it is written, the channel reloads
+  // once its appends are answered), or, the store numbering, a duplicate.
   for (auto& ev : f.after) upstream_->forward(std::move(ev));
-  to_loop(f.reply_loop, [done = std::move(f.done), first]() mutable { done(first); });
-  for (auto& w : waiters) {
+  to_loop(f.reply_loop, [done = std::move(f.done), out = std::move(done.outcome)]() mutable {
+    done(std::move(out));
+  });
+  if (done.waiters.empty()) return;
+  const store::AppendOutcome again = done.for_waiters();
+  for (auto& w : done.waiters) {
     to_loop(w.loop, [done = std::move(w.done), again]() mutable { done(again); });
   }
 }
@@ -588,7 +577,7 @@ void Shard::history_loaded(Channel* c, HistoryRequest req) {
   // The cut: nothing above the committed seq (written, not yet acknowledged) is
   // served, exactly as the join backfill. A channel not loaded here has nothing
   // in flight, so everything its store holds is committed.
-  const uint64_t cut = c != nullptr ? c->committed_seq : UINT64_MAX;
+  const uint64_t cut = c != nullptr ? c->log.committed() : UINT64_MAX;
   const auto& ns = req.tenant->ns(protocol::channel_namespace(req.ch));
   store::Store* st = ns.durable ? stores_.durable : stores_.ephemeral;
   const store::ChannelId id{req.tenant->id, req.ch};
@@ -623,8 +612,8 @@ void Shard::forward_upstream(UpstreamEvent ev) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   if (!upstream_) return;
   Channel* c = find(ev.tenant, ev.ch);
-  if (c && !c->inflight.empty()) {
-    c->inflight.back().after.push_back(std::move(ev));
+  if (Channel::Pending* p = c ? c->log.newest() : nullptr) {
+    p->after.push_back(std::move(ev));
     return;
   }
   upstream_->forward(std::move(ev));
@@ -663,10 +652,6 @@ void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned 
   });
 }
 
-void Shard::expire_dedupe(Channel& c, int64_t now_ms) {
-  c.dedupe.expire(now_ms, c.committed_seq + 1);  // ids still being written stay
-}
-
 void Shard::broadcast(Channel& c, ChannelEvent ev) {
   for (unsigned l = 0; l < c.loop_members.size(); ++l) {
     if (c.loop_members[l] == 0) continue;
@@ -697,11 +682,11 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
     for (auto it = channels_.begin(b); it != channels_.end(b); ++it, ++seen) {
       Channel& c = *it->second;
       if (c.loading) continue;
-      if (c.members.empty() && c.inflight.empty() && c.backfills == 0 &&
-          (!c.follower || c.follower->idle()) && now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
+      if (c.members.empty() && c.log.inflight() == 0 && c.backfills == 0 && c.log.idle() &&
+          now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
         idle.push_back(it->first);
       } else {
-        expire_dedupe(c, now_ms);
+        c.log.expire(now_ms);
       }
     }
   }

@@ -45,9 +45,8 @@ struct ShardOptions {
   uint32_t append_queue_limit = 20000;  // in-flight appends before `backpressure`
   int backpressure_retry_ms = 100;
   int64_t idle_unload_ms = 60'000;      // a channel with no member and nothing in flight
-  // A store that assigns seqs: how long a channel's gap (a later seq arrived,
-  // an earlier one did not) waits before it is read from the store.
-  int64_t fanout_gap_ms = 50;
+  // A store that numbers the log: how a channel follows it (valkey.fanout_*).
+  seqlog::Options follow;
   // Presence of several nodes: this node's entries expire this long after their
   // last refresh, which comes every third of it (valkey.presence_ttl_ms).
   int64_t presence_ttl_ms = 15'000;
@@ -105,10 +104,6 @@ class Shard {
 
   // Appends (and channel loads) queued for one channel before `backpressure`.
   static constexpr size_t kMaxWaiting = 1024;
-  // Messages a channel holds back behind a gap; later ones are left to the fill.
-  static constexpr uint64_t kMaxHeld = 4096;
-  // Messages read per gap fill.
-  static constexpr uint32_t kFillPage = 512;
 
  private:
   struct Backfill;
@@ -133,7 +128,17 @@ class Shard {
   // The join's reply: joined (+ backfill); the member goes live with it.
   void finish_join(Channel* c, JoinRequest req, JoinResult result, bool go_live);
   void history_loaded(Channel* c, HistoryRequest req);
+  // A publish to a loaded channel, in the log's numbering: the server's (seq =
+  // last + 1, dedupe here) or the store's (seq 0; shard_cross_node.cc).
   void publish_loaded(Channel* c, PublishRequest req);
+  void publish_numbered(Channel* c, PublishRequest req);
+  void publish_unnumbered(Channel* c, PublishRequest req);
+  void reply(PublishRequest& req, store::AppendOutcome out);
+  // The upstream `msg` event of a publish (null: the namespace does not forward it).
+  std::unique_ptr<UpstreamEvent> upstream_msg(const Channel& c, const PublishRequest& req,
+                                               int64_t now_ms, uint64_t seq) const;
+  // An append's answer, in submission order: committed (deliver), a seq the
+  // store assigned (on_assigned: ack, then follow), or only answers.
   void on_committed(Channel* c, store::AppendOutcome outcome);
   // The store's append completions, in order, drained in batches on this loop.
   struct Committed {
@@ -141,13 +146,10 @@ class Shard {
     store::AppendOutcome outcome;
   };
   void on_committed_batch(std::vector<Committed>& batch);
-  void expire_dedupe(Channel& c, int64_t now_ms);
-  // Cross-node ordering (store assigns seqs; shard_cross_node.cc): `seq`
-  // committed; delivered once every seq before it was.
-  void hold(Channel& c, uint64_t seq, Channel::Held h);
-  // Gives a channel of a store that assigns seqs its LogFollower.
+  // A store that numbers the log (shard_cross_node.cc): gives a channel its
+  // follower; this node's append got `seq`: acked, delivered in seq order.
   void follow(Channel& c);
-  void on_committed_shared(Channel* c, Channel::InFlight f, store::AppendOutcome outcome);
+  void on_assigned(Channel* c, Channel::Log::Completion done);
   // Drops a channel from channels_ (and its store watch).
   void forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it);
   void broadcast(Channel& c, ChannelEvent ev);

@@ -1,9 +1,9 @@
-// The Shard's cross-node part, for a store that assigns seqs (several nodes
+// The Shard's cross-node part, for a store that numbers the log (several nodes
 // share a channel): this node's own appends answered with the store's seq and
 // the pushes of committed messages from the store, both handed to the channel's
-// LogFollower (held until every earlier seq was delivered, gaps filled from the
-// channel's history), and presence shared with the other nodes through notes
-// and expiring entries.
+// seqlog::SequencedLog, which follows the log (held until every earlier seq was
+// delivered, gaps filled from the channel's history), and presence shared with
+// the other nodes through notes and expiring entries.
 // The channel's own sequencing (a store that takes the shard's seq) is in
 // shard.cc. Same class, same thread: every method runs on the shard's loop.
 #include <algorithm>
@@ -17,58 +17,26 @@
 
 namespace parley::hub {
 
-void Shard::on_committed_shared(Channel* c, Channel::InFlight f, store::AppendOutcome outcome) {
-  metrics_.local().observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
-  auto reply = [this, &f](PublishOutcome out) {
-    to_loop(f.reply_loop, [done = std::move(f.done), out = std::move(out)]() mutable {
-      done(std::move(out));
-    });
-  };
-  if (!outcome.status || outcome.dup) {
-    // A failure marks nothing: the store assigned no seq, or (an answer lost) it
-    // did and the message reaches every node like any other; a retry of the
-    // same id is then answered as a duplicate with that seq.
-    for (auto& ev : f.after) upstream_->forward(std::move(ev));
-    if (!outcome.status) return reply({outcome.status.error()});
-    return reply({Status::ok(), outcome.seq, true});
-  }
-  const uint64_t seq = outcome.seq;
+void Shard::on_assigned(Channel* c, Channel::Log::Completion done) {
+  Channel::Pending& f = done.pending;
+  const uint64_t seq = done.outcome->seq;
   store::StoredMessage& m = *f.unsequenced;
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {c->id.channel, seq, m.from, m.id, m.ts_ms, m.body});
   if (f.upstream) f.upstream->seq = seq;
-  c->last_seq = std::max(c->last_seq, seq);
   // The ack comes from the store's answer and does not wait for delivery.
-  reply({Status::ok(), seq, false});
-  hold(*c, seq, Channel::Held{std::move(json), std::move(f.upstream), std::move(f.after)});
-}
-
-void Shard::hold(Channel& c, uint64_t seq, Channel::Held h) {
-  if (seq <= c.committed_seq) {
-    // Delivered already (its push came first): only what rides with it is left.
-    if (h.upstream) upstream_->forward(std::move(*h.upstream));
-    for (auto& ev : h.after) upstream_->forward(std::move(ev));
-    return;
-  }
-  if (Channel::Held* was = c.follower->held(seq)) {
-    // The push came first and is waiting: this node's own answer brings the
-    // upstream events that go out with it.
-    if (h.upstream && !was->upstream) was->upstream = std::move(h.upstream);
-    for (auto& ev : h.after) was->after.push_back(std::move(ev));
-    return;
-  }
-  if (seq != c.committed_seq + 1) metrics::ThreadMetrics::inc(metrics_.local().fanout_held);
-  c.follower->keep(seq, std::move(h));
+  to_loop(f.reply_loop, [done = std::move(f.done), out = std::move(done.outcome)]() mutable {
+    done(std::move(out));
+  });
+  c->log.take(seq, Channel::Held{std::move(json), std::move(f.upstream), std::move(f.after)});
 }
 
 void Shard::follow(Channel& c) {
   Channel* ch = &c;
-  store::LogFollower<Channel::Held>::Hooks hooks;
-  hooks.release = [this, ch](uint64_t seq, Channel::Held& h, bool next) {
-    if (next) {
-      ch->last_seq = std::max(ch->last_seq, seq);
-      broadcast(*ch, ChannelEvent{std::move(h.json), 0, {}, {}, steady_ns()});
-    }
+  Channel::Log::FollowHooks hooks;
+  hooks.release = [this, ch](uint64_t, Channel::Held& h, bool next) {
+    if (next) broadcast(*ch, ChannelEvent{std::move(h.json), 0, {}, {}, steady_ns()});
+    // A seq delivered already (its push came first): what rides with it is left.
     if (h.upstream) upstream_->forward(std::move(*h.upstream));
     for (auto& ev : h.after) upstream_->forward(std::move(ev));
   };
@@ -83,11 +51,14 @@ void Shard::follow(Channel& c) {
                  from, to);
   };
   hooks.on_fill = [this] { metrics::ThreadMetrics::inc(metrics_.local().fanout_gap_fills); };
-  c.follower = std::make_unique<store::LogFollower<Channel::Held>>(
-      loops_, index_, *c.store, c.id, c.committed_seq,
-      store::LogFollower<Channel::Held>::Limits{std::chrono::milliseconds(opts_.fanout_gap_ms), kMaxHeld,
-                                                 kFillPage},
-      std::move(hooks));
+  hooks.ahead = [this] { metrics::ThreadMetrics::inc(metrics_.local().fanout_held); };
+  // The push came first and is waiting: this node's own answer brings the
+  // upstream events that go out with it.
+  hooks.merge = [](Channel::Held& was, Channel::Held& mine) {
+    if (mine.upstream && !was.upstream) was.upstream = std::move(mine.upstream);
+    for (auto& ev : mine.after) was.after.push_back(std::move(ev));
+  };
+  c.log.follow(loops_, index_, *c.store, c.id, opts_.follow, std::move(hooks));
 }
 
 void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
@@ -95,20 +66,14 @@ void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
   metrics::ThreadMetrics::inc(metrics_.local().fanout_received);
   auto it = channels_.find(id.key());
   if (it == channels_.end()) return;  // not loaded here: its recovery reads the counter
-  Channel& c = *it->second;
-  if (!c.follower->wants(msg.seq)) return;
-  auto json = std::make_shared<std::string>();
-  protocol::encode_msg(*json, {c.id.channel, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
-  c.last_seq = std::max(c.last_seq, msg.seq);
-  if (msg.seq != c.committed_seq + 1) metrics::ThreadMetrics::inc(metrics_.local().fanout_held);
-  c.follower->hold(msg.seq, Channel::Held{std::move(json), nullptr, {}});
+  it->second->log.on_feed(msg);
 }
 
 void Shard::on_resync(const store::ChannelId& id) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(id.key());
   if (it == channels_.end()) return;
-  it->second->follower->fill();  // not while it recovers: the recovery reads the counter
+  it->second->log.on_resync();  // not while it recovers: the recovery reads the counter
 }
 
 void Shard::presence_event(Channel& c, const std::string& user, bool joined) {

@@ -283,6 +283,10 @@ void read_valkey(const toml::table& t, ValkeyConfig& c, Problems& problems) {
       s = read_uint(v, path, 1000, uint64_t{1} << 40, c.wal_hard_cap);
     } else if (key == "fanout_gap_ms") {
       s = read_uint(v, path, 1, 60'000, c.fanout_gap_ms);
+    } else if (key == "fanout_max_held") {
+      s = read_uint(v, path, 16, 1'000'000, c.fanout_max_held);
+    } else if (key == "fanout_fill_page") {
+      s = read_uint(v, path, 16, 10'000, c.fanout_fill_page);
     } else if (key == "presence_ttl_ms") {
       // Below 1 s a refresh (a third of it) would race the store's round trip;
       // above 60 s an entry would outlive its hash key (a minute after its last write).

@@ -23,7 +23,9 @@ struct ValkeyConfig {
   // acknowledged; the append script then only caps each stream at this many
   // entries (approx.), a safety valve for Valkey's memory while no persister runs.
   uint64_t wal_hard_cap = 1'000'000;
-  uint32_t fanout_gap_ms = 50;        // a channel's gap older than this is read from the store
+  uint32_t fanout_gap_ms = 50;        // a log's gap older than this is read from the store
+  uint64_t fanout_max_held = 4096;    // entries a log holds ahead of a gap; later ones are read
+  uint32_t fanout_fill_page = 512;    // entries per gap-fill read
   // A node's presence entries expire this long after its last refresh (every
   // third of it): how long the users of a node that died stay present elsewhere.
   uint32_t presence_ttl_ms = 15'000;

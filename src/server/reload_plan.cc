@@ -85,6 +85,8 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   start_key("valkey", "wal_max_len", rv.wal_max_len, nv.wal_max_len, r);
   start_key("valkey", "wal_hard_cap", rv.wal_hard_cap, nv.wal_hard_cap, r);
   start_key("valkey", "fanout_gap_ms", rv.fanout_gap_ms, nv.fanout_gap_ms, r);
+  start_key("valkey", "fanout_max_held", rv.fanout_max_held, nv.fanout_max_held, r);
+  start_key("valkey", "fanout_fill_page", rv.fanout_fill_page, nv.fanout_fill_page, r);
   start_key("valkey", "presence_ttl_ms", rv.presence_ttl_ms, nv.presence_ttl_ms, r);
   start_key("valkey", "topology_refresh_ms", rv.topology_refresh_ms, nv.topology_refresh_ms, r);
   start_key("valkey", "wait_replicas", rv.wait_replicas, nv.wait_replicas, r);

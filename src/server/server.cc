@@ -186,7 +186,7 @@ void Server::create_services() {
   tenants_ = std::make_unique<TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100, idle_ms(),
-                                                      config_.valkey.fanout_gap_ms,
+                                                      follow_options(),
                                                       config_.valkey.presence_ttl_ms});
   // Only when some namespace has an upstream; the URLs were checked in start().
   auto api_key_of = [t = tenants_.get()](std::string_view id) {
@@ -208,7 +208,7 @@ void Server::create_services() {
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
-  events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_);
+  events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_, follow_options());
   if (durable_->assigns_seq()) {
     // Topics on a store shared by nodes hear every node's events (events/partition.h).
     store::Store::Feed topic_feed;

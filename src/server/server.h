@@ -101,6 +101,11 @@ class Server {
   // per task, then the budget and the trim, then the next arm_hub_sweep().
   void sweep_ephemeral(int64_t now_ms, size_t shard);
   int64_t idle_ms() const { return int64_t{config_.channel_idle_s} * 1000; }
+  // How channels and topic partitions follow a store that numbers them.
+  seqlog::Options follow_options() const {
+    return seqlog::Options{std::chrono::milliseconds(config_.valkey.fanout_gap_ms),
+                           config_.valkey.fanout_max_held, config_.valkey.fanout_fill_page};
+  }
   // Loop 0, after the sweeps: once many channels have been dropped, starts a
   // malloc_trim on trimmer_ (it walks every free list: not a loop's work).
   void return_freed_memory();

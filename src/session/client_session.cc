@@ -602,7 +602,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   req.arrived_ns = arrived_ns;
   req.reply_loop = loop();
   req.done = [self = shared_from_this(), rid = std::move(op.rid), ch = op.ch, id = op.id,
-              arrived_ns](hub::PublishOutcome out) mutable {
+              arrived_ns](store::AppendOutcome out) mutable {
     // The channel's join is still in flight: this reply waits for `joined`.
     // Bounded by the pubs one connection gets in during a join's round trips
     // (its rate limit); past the bound, replies go at once.
@@ -621,14 +621,14 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
 }
 
 void ClientSession::answer_pub(const std::string& rid, const std::string& ch, const std::string& id,
-                               int64_t arrived_ns, hub::PublishOutcome out) {
-  if (!out.status) return reply_error(rid, out.status.error());
+                               int64_t arrived_ns, store::AppendOutcome out) {
+  if (!out) return reply_error(rid, out.error());
   std::string ack;
-  protocol::encode_ack(ack, rid, ch, id, out.seq, out.dup);
+  protocol::encode_ack(ack, rid, ch, id, out->seq, out->dup);
   // Corked: it leaves with the echo of the message if that is delivered
   // in this loop iteration (the publisher is a member), in one write.
   reply_corked(std::move(ack));
-  if (!out.dup) tenant_->messages.fetch_add(1, std::memory_order_relaxed);
+  if (!out->dup) tenant_->messages.fetch_add(1, std::memory_order_relaxed);
   gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
 }
 

@@ -105,7 +105,7 @@ class ClientSession final : public net::ConnectionHandler,
   void on_pub(protocol::ClientOp& op, int64_t arrived_ns);
   // A pub's ack or error (on_pub; held behind a join in flight).
   void answer_pub(const std::string& rid, const std::string& ch, const std::string& id, int64_t arrived_ns,
-                  hub::PublishOutcome out);
+                  store::AppendOutcome out);
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);

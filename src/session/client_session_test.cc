@@ -189,7 +189,7 @@ TEST_F(ClientSessionTest, AStoreFailureAnswersThePubUnavailableKeepsTheConnectio
   c.send(R"({"op":"pub","ch":"chat:c","id":"m1","body":{"n":1},"rid":5})");
   auto a11 = store_.next(StoreCall::kAppend);
   EXPECT_EQ(a11.append.msg.seq, 11u);
-  a11.append_done(store::AppendOutcome{Error{ErrorCode::kUnavailable, "disk gone"}, 11, false});
+  a11.append_done(store::AppendOutcome{Error{ErrorCode::kUnavailable, "disk gone"}});
   const std::string err = c.next().value_or("");
   EXPECT_EQ(op_of(err), "error") << err;
   EXPECT_EQ(json_int(err, "rid"), 5);
@@ -202,7 +202,7 @@ TEST_F(ClientSessionTest, AStoreFailureAnswersThePubUnavailableKeepsTheConnectio
   recovered(*std::make_unique<StoreCall>(store_.next(StoreCall::kRecover)), 10);
   auto again = store_.next(StoreCall::kAppend);
   EXPECT_EQ(again.append.msg.seq, 11u);
-  again.append_done(store::AppendOutcome{Status::ok(), 11, false});
+  again.append_done(store::Appended{11, false});
   // The member hears its own message and gets its ack, in either order.
   bool acked = false, delivered = false;
   for (int i = 0; i < 2; ++i) {

@@ -254,7 +254,7 @@ TEST(EmbeddedStore, InterleavedChannelsTrimmingInOneMemtableReadBackInOrder) {
       // Asynchronous, so that many channels' appends and trims share a batch.
       for (const auto& ch : channels) {
         store->append(make_req(ch, make_msg(s, now), kLimit), [&failed](AppendOutcome out) {
-          if (!out.status) failed.fetch_add(1);
+          if (!out) failed.fetch_add(1);
         });
       }
       if (s % 100 == 0) {
@@ -345,7 +345,7 @@ TEST(EmbeddedStore, DeferredWorkRunsAfterTheWholeRoundOfCompletions) {
   for (int i = 1; i <= kN; ++i) {
     reqs.emplace_back(make_req(kLobby, make_msg(static_cast<uint64_t>(i), wall_ms())),
                       [&](AppendOutcome out) {
-                        EXPECT_TRUE(out.status);
+                        EXPECT_TRUE(out.status());
                         const int at = ++completed;
                         CompletionRound::defer([&, at] {
                           std::lock_guard lock(mu);
@@ -686,7 +686,7 @@ TEST(EmbeddedStore, WriteFailureFailsTheBatchAndLaterAppendsUntilTheStoreRecover
     *fail = false;
     std::vector<Status> later(3);
     for (uint64_t s = 4; s <= 6; ++s) {
-      store.append(make_req(kLobby, make_msg(s, now)), [&later, s](AppendOutcome r) { later[s - 4] = r.status; });
+      store.append(make_req(kLobby, make_msg(s, now)), [&later, s](AppendOutcome r) { later[s - 4] = r.status(); });
     }
     store.flush();
     for (const Status& r : later) {

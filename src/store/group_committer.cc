@@ -219,7 +219,12 @@ void GroupCommitter::run() {
       // What the callbacks defer (completion_round.h) runs once they all have.
       CompletionRound round;
       for (Pending& p : batch_) {
-        if (p.done) p.done(AppendOutcome{std::move(p.status), p.req.msg.seq, false});
+        if (!p.done) continue;
+        if (p.status) {
+          p.done(Appended{p.req.msg.seq, false});
+        } else {
+          p.done(AppendOutcome{p.status.error()});
+        }
       }
     }
     finished = batch_.size();

@@ -65,7 +65,7 @@ struct Owner {
 };
 
 void append(MemoryStore& store, const ChannelKey& key, uint64_t seq) {
-  store.append(make_req(key, make_msg(seq, 1000)), [](AppendOutcome o) { ASSERT_TRUE(o.status); });
+  store.append(make_req(key, make_msg(seq, 1000)), [](AppendOutcome o) { ASSERT_TRUE(o.status()); });
 }
 
 // Waits (bounded) until the owner delivered `n` entries.

@@ -122,7 +122,8 @@ void MemoryStore::append(AppendRequest req, AppendDone done) {
       account(it->first, ch);
     }
   }
-  done(AppendOutcome{std::move(status), seq, false});
+  if (!status) return done(AppendOutcome{status.error()});
+  done(Appended{seq, false});
 }
 
 void MemoryStore::apply(Channel& ch, AppendRequest& req) {

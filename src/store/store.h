@@ -13,7 +13,7 @@
 // Sequencing: for the memory and embedded stores the hub shard that owns a
 // channel proposes the seq and calls append() in seq order; the store persists in
 // that order, completes in that order per channel, and echoes the seq. The shape
-// of AppendOutcome lets a shared store (valkey: one server-side script does
+// of AppendOutcome (Appended) lets a shared store (valkey: one server-side script does
 // dedupe + INCR + XADD) answer with the seq it assigned, or with the original seq
 // of a duplicate (dup = true).
 #pragma once
@@ -67,14 +67,16 @@ struct AppendRequest {
   uint32_t history_ttl_s = 0;     // memory store: messages older than this may go; 0: no bound
 };
 
-// How an append ended. seq: the message's seq (the one proposed in the request
-// for stores that take the hub's seq); dup: the (from, id) was already stored and
-// seq is the original's (a store that owns dedupe; never set by memory/embedded).
-struct AppendOutcome {
-  Status status;
+// Where an append landed: its seq (the one proposed in the request, for stores
+// that take the caller's seq), and dup: the (from, id) was already stored and seq
+// is the original's (a store that owns dedupe; never set by memory/embedded).
+struct Appended {
   uint64_t seq = 0;
   bool dup = false;
 };
+// How an append ended: the one outcome of an append, from the store through
+// the sequenced log (seqlog/) to the client's ack or `emitted`.
+using AppendOutcome = Result<Appended>;
 
 using AppendDone = std::function<void(AppendOutcome)>;
 using RecoverDone = std::function<void(Result<ChannelRecovery>)>;

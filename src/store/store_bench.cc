@@ -153,7 +153,7 @@ void BM_ValkeyAppend(benchmark::State& state) {
   for (auto _ : state) {
     window.acquire();
     store.append(next_request(seqs, i++, ts), [&window, &failed](AppendOutcome o) {
-      if (!o.status) failed.fetch_add(1);
+      if (!o) failed.fetch_add(1);
       window.release();
     });
   }

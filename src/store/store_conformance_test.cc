@@ -177,7 +177,7 @@ TEST_P(StoreConformance, CompletionsRunInSubmissionOrderPerChannel) {
   for (uint64_t s = 1; s <= 300; ++s) {
     for (const auto& ch : chans) {
       store_->append(make_req(ch, make_msg(s, now_)), [&, name = ch.channel, s](AppendOutcome outcome) {
-                           const Status& st = outcome.status;
+                           const Status st = outcome.status();
         std::lock_guard lock(mu);
         if (!st) ++failures;
         completed[name].push_back(s);
@@ -314,7 +314,7 @@ TEST_P(StoreConformance, ConcurrentAppendsKeepPerChannelOrder) {
           ChannelKey key{"demo", "t" + std::to_string(t) + "c" + std::to_string(c)};
           store_->append(make_req(key, make_msg(s, now_, "u" + std::to_string(t))),
                          [&, name = key.channel, s](AppendOutcome outcome) {
-                           const Status& st = outcome.status;
+                           const Status st = outcome.status();
                            if (!st) ++failures;
                            std::lock_guard lock(mu);
                            completed[name].push_back(s);

@@ -50,7 +50,7 @@ int run_crash_child(const std::string& dir, int fd, int64_t base_ts) {
     store.append(AppendRequest{crash_channel(c), crash_message(c, seq, base_ts),
                                kCrashHistoryLimit, kCrashDedupeWindowS},
                  [fd, c, seq, &window](AppendOutcome outcome) {
-                           const Status& st = outcome.status;
+                           const Status st = outcome.status();
                    AckRecord r{static_cast<uint32_t>(c), 0, seq};
                    if (!st || !write_all(fd, &r, sizeof r)) _exit(3);
                    window.release();

@@ -62,7 +62,7 @@ inline AppendRequest make_req(const ChannelKey& key, StoredMessage msg,
 inline Status append_sync(Store& store, AppendRequest req) {
   std::promise<Status> p;
   auto f = p.get_future();
-  store.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o.status)); });
+  store.append(std::move(req), [&p](AppendOutcome o) { p.set_value(o.status()); });
   return f.get();
 }
 

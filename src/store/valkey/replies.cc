@@ -50,8 +50,7 @@ AppendOutcome parse_append(const Result<Reply>& r) {
       x->element[1]->type != REDIS_REPLY_INTEGER || x->element[0]->integer <= 0) {
     return AppendOutcome{unexpected("append")};
   }
-  return AppendOutcome{Status::ok(), static_cast<uint64_t>(x->element[0]->integer),
-                       x->element[1]->integer != 0};
+  return Appended{static_cast<uint64_t>(x->element[0]->integer), x->element[1]->integer != 0};
 }
 
 Result<ChannelRecovery> parse_recover(const Result<Reply>& r) {

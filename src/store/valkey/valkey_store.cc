@@ -382,7 +382,7 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   auto finish = [this, p, start, ticket, sticky_key = std::move(sticky_key), publish = std::move(publish),
                  key = req.key, msg = req.msg, tag = k.tag, done = std::move(done)]() mutable {
     AppendOutcome out = parse_append(p->script);
-    if (out.status && !out.dup && opts_.wait_replicas > 0) {
+    if (out && !out->dup && opts_.wait_replicas > 0) {
       const redisReply* w = p->wait ? p->wait.value().get() : nullptr;
       if (!w || w->type != REDIS_REPLY_INTEGER || w->integer < opts_.wait_replicas) {
         // Written on the master, not (yet) on enough replicas: not acknowledged.
@@ -394,8 +394,8 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
         wait_short_.fetch_add(1, std::memory_order_relaxed);
       }
     }
-    if (out.status && !out.dup && !publish.empty()) {
-      msg.seq = out.seq;
+    if (out && !out->dup && !publish.empty()) {
+      msg.seq = out->seq;
       NodePool* to = route(tag);
       std::string name;
       {

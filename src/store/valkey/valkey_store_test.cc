@@ -62,9 +62,9 @@ class ValkeyStoreTest : public ::testing::Test {
 TEST_F(ValkeyStoreTest, ScriptAssignsSeqsWhenNoneIsProposed) {
   for (uint64_t s = 1; s <= 5; ++s) {
     auto out = append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "a" + std::to_string(s))));
-    ASSERT_TRUE(out.status);
-    EXPECT_EQ(out.seq, s);
-    EXPECT_FALSE(out.dup);
+    ASSERT_TRUE(out.status());
+    EXPECT_EQ(out->seq, s);
+    EXPECT_FALSE(out->dup);
   }
   auto stored = read_after_sync(*store_, lobby_, 0, 10);
   ASSERT_TRUE(stored);
@@ -72,20 +72,20 @@ TEST_F(ValkeyStoreTest, ScriptAssignsSeqsWhenNoneIsProposed) {
 }
 
 TEST_F(ValkeyStoreTest, DuplicateWithinTheWindowAnswersTheOriginalSeqAndWritesNothing) {
-  ASSERT_TRUE(append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "x"))).status);
-  ASSERT_TRUE(append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u2", "x"))).status);
+  ASSERT_TRUE(append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "x"))).status());
+  ASSERT_TRUE(append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u2", "x"))).status());
   auto again = append_outcome(*store_, make_req(lobby_, make_msg(0, now_ + 5, "u1", "x", R"("other")")));
-  ASSERT_TRUE(again.status);
-  EXPECT_EQ(again.seq, 1u);
-  EXPECT_TRUE(again.dup);
+  ASSERT_TRUE(again.status());
+  EXPECT_EQ(again->seq, 1u);
+  EXPECT_TRUE(again->dup);
   auto stored = read_after_sync(*store_, lobby_, 0, 10);
   ASSERT_TRUE(stored);
   EXPECT_EQ(seqs_of(*stored), seq_range(1, 2));
   // Past the window (120 s) the id is new again.
   auto later = append_outcome(*store_, make_req(lobby_, make_msg(0, now_ + 121'000, "u1", "x")));
-  ASSERT_TRUE(later.status);
-  EXPECT_EQ(later.seq, 3u);
-  EXPECT_FALSE(later.dup);
+  ASSERT_TRUE(later.status());
+  EXPECT_EQ(later->seq, 3u);
+  EXPECT_FALSE(later->dup);
 }
 
 TEST_F(ValkeyStoreTest, ProposedSeqThatWouldLeaveAGapIsRefusedRetryably) {
@@ -249,25 +249,25 @@ TEST_F(ValkeyClusterTest, SlotMovedToAnotherMasterIsFollowedWithoutAFailureWhenT
 TEST_F(ValkeyClusterTest, AppendWhoseSeqTheScriptAssignsFailsRetryablyOnceWhenItsSlotMoved) {
   const ChannelKey key{"demo", "moving-assigned"};
   const ChannelKeys k = channel_keys(key, 64);
-  ASSERT_TRUE(append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "a"))).status);
+  ASSERT_TRUE(append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "a"))).status());
   SlotMove move(cluster(), k.tag);
   move.migrate(move.keys_left());
   move.finish();
   // Sent twice, it could land after a later append: it fails instead (retryable).
   auto out = append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "b")));
-  ASSERT_FALSE(out.status);
-  EXPECT_EQ(out.status.error().code, ErrorCode::kUnavailable);
-  EXPECT_NE(out.status.error().msg.find("MOVED"), std::string::npos) << out.status.error().msg;
+  ASSERT_FALSE(out.status());
+  EXPECT_EQ(out.status().error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(out.status().error().msg.find("MOVED"), std::string::npos) << out.status().error().msg;
   // The failure completes before the store re-points the slot (so nothing of the
   // channel overtakes it): a retry sent at once may still meet the old master and
   // fail the same way; a client retries after retry_ms, by which time it cannot.
-  for (int retry = 0; retry < 5 && !out.status; ++retry) {
-    EXPECT_EQ(out.status.error().code, ErrorCode::kUnavailable);
+  for (int retry = 0; retry < 5 && !out.status(); ++retry) {
+    EXPECT_EQ(out.status().error().code, ErrorCode::kUnavailable);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     out = append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "b")));
   }
-  ASSERT_TRUE(out.status) << out.status.error().msg;
-  EXPECT_EQ(out.seq, 2u);
+  ASSERT_TRUE(out.status()) << out.status().error().msg;
+  EXPECT_EQ(out->seq, 2u);
   EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), "2");
 }
 
@@ -306,7 +306,7 @@ TEST_F(ValkeyClusterTest, HalfMigratedSlotAnswersTryAgainAndTheAppendsLandInOrde
     store_->append(make_req(key, make_msg(s, now_)), [&, s](AppendOutcome o) {
       std::lock_guard lock(mu);
       order.push_back(s);
-      if (!o.status) errors.push_back(o.status.error().msg);
+      if (!o.status()) errors.push_back(o.status().error().msg);
       if (order.size() == n) all.set_value();
     });
   }
@@ -334,7 +334,7 @@ TEST_F(ValkeyClusterTest, AppendThatExpiresEveryDedupeEntryInAMigratingSlotWrite
   // All keys still on the old master, which now refuses a write to a key it lacks
   // (ASK): the script must not delete a key and write it again.
   auto out = append_outcome(*store_, make_req(key, make_msg(2, now_, "u1", "new")));
-  EXPECT_TRUE(out.status) << out.status.error().msg;
+  EXPECT_TRUE(out.status()) << out.status().error().msg;
   auto& src = cluster().node(move.from);
   EXPECT_EQ(src.command({"GET", k.seq}), "2");
   EXPECT_EQ(src.command({"HGET", k.dedupe, dedupe_field("u1", "new")}), "2:" + std::to_string(now_));
