@@ -4,7 +4,7 @@
 # machine is small).
 #   sdk/conformance/run.sh --sdk js                  # every scenario
 #   sdk/conformance/run.sh --sdk js drain kill9      # the files whose names contain these
-#   sdk/conformance/run.sh --driver "CMD" [--transport tcp]
+#   sdk/conformance/run.sh --driver "CMD" [--transport tcp|wss]
 # PARLEY_BIN is the server binary (default build/src/server/parley). Exit 77
 # (ctest: skipped) only when node is missing.
 set -euo pipefail
@@ -74,7 +74,19 @@ sweep() {
     printf '  %s\n' "${left[@]}"
   fi
 }
-trap 'sweep "run.sh (interrupted)"' EXIT
+tls_dir=""
+trap 'sweep "run.sh (interrupted)"; [[ -z "$tls_dir" ]] || rm -rf "$tls_dir"' EXIT
+
+# wss: one certificate for localhost, served by every server of the run,
+# handed to each driver as its CA (connect.caFile) and trusted by the
+# harness's own https calls (NODE_EXTRA_CA_CERTS).
+if [[ "$transport" == wss ]]; then
+  tls_dir="$(mktemp -d)"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost -keyout "$tls_dir/key.pem" -out "$tls_dir/cert.pem" >/dev/null 2>&1 ||
+    { echo "sdk_conformance: openssl could not make the wss certificate" >&2; exit 1; }
+  export SDK_TLS_CERT="$tls_dir/cert.pem" SDK_TLS_KEY="$tls_dir/key.pem" NODE_EXTRA_CA_CERTS="$tls_dir/cert.pem"
+fi
 
 # A file's scenarios each have a 30 s deadline of their own (lib/world.mjs);
 # this bound is for a harness that cannot reach its own (a spinning process).

@@ -132,6 +132,11 @@ export class FaultProxy {
     return `ws://127.0.0.1:${this.port}/v1/ws`;
   }
 
+  /** wss://… through this proxy (TLS passes through it end to end). */
+  get wssUrl() {
+    return `wss://localhost:${this.port}/v1/ws`;
+  }
+
   get tcpUrl() {
     return `tcp://127.0.0.1:${this.port}`;
   }

@@ -63,7 +63,15 @@ export function freePort() {
 }
 
 export class ParleyServer {
-  constructor({ tenants = demoTenant(), store = 'embedded', port = 0, tcpPort = 0, serverExtra = '' } = {}) {
+  /**
+   * `tls` { cert, key } (PEM files) makes `listen` a TLS listener
+   * (`listen_tls`): wss:// and https, reached as `localhost` (the name the
+   * certificate carries); the harness's own https calls trust it through
+   * NODE_EXTRA_CA_CERTS.
+   */
+  constructor({ tenants = demoTenant(), store = 'embedded', port = 0, tcpPort = 0, serverExtra = '', tls = null } = {}) {
+    this.tls = tls;
+    if (tls) serverExtra += `\nlisten_tls = true\ntls_cert = "${tls.cert}"\ntls_key = "${tls.key}"\n`;
     this.dir = mkdtempSync(join(tmpdir(), 'parley-sdk-test-'));
     this.logPath = join(this.dir, 'server.log');
     this.configPath = join(this.dir, 'parley.toml');
@@ -82,7 +90,12 @@ ${tenants}`);
   }
 
   get url() {
-    return `ws://127.0.0.1:${this.httpPort}/v1/ws`;
+    return this.tls ? `wss://localhost:${this.httpPort}/v1/ws` : `ws://127.0.0.1:${this.httpPort}/v1/ws`;
+  }
+
+  /** http://127.0.0.1:P, or https://localhost:P on a TLS listener. */
+  get httpBase() {
+    return this.tls ? `https://localhost:${this.httpPort}` : `http://127.0.0.1:${this.httpPort}`;
   }
 
   log() {
@@ -161,7 +174,7 @@ ${tenants}`);
 
   /** An HTTP API call (PROTOCOL.md "HTTP API"). */
   async api(method, path, body) {
-    const res = await fetch(`http://127.0.0.1:${this.httpPort}${path}`, {
+    const res = await fetch(`${this.httpBase}${path}`, {
       method,
       headers: { authorization: `Bearer ${DEMO_API_KEY}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -171,7 +184,7 @@ ${tenants}`);
 
   /** The value of an unlabelled metric (GET /metrics), or null when absent. */
   async metric(name) {
-    const text = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`).then((r) => r.text());
+    const text = await fetch(`${this.httpBase}/metrics`).then((r) => r.text());
     const line = text.split('\n').find((l) => l.startsWith(`${name} `));
     return line ? Number(line.slice(name.length + 1)) : null;
   }

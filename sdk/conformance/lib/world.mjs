@@ -11,8 +11,13 @@ import { FaultProxy } from './proxy.mjs';
 import { Driver } from './driver.mjs';
 import { AppServer } from './app_server.mjs';
 
-/** ws (default) or tcp: which transport the drivers are given (SDK_TRANSPORT). */
-export const TRANSPORT = process.env.SDK_TRANSPORT === 'tcp' ? 'tcp' : 'ws';
+/** ws (default), wss or tcp: which transport the drivers are given (SDK_TRANSPORT). */
+export const TRANSPORT = ['tcp', 'wss'].includes(process.env.SDK_TRANSPORT) ? process.env.SDK_TRANSPORT : 'ws';
+
+// wss: the certificate run.sh made for localhost (SDK_TLS_CERT / SDK_TLS_KEY),
+// served by every server and handed to each driver as its CA (`caFile`).
+const TLS = TRANSPORT === 'wss' ? { cert: process.env.SDK_TLS_CERT, key: process.env.SDK_TLS_KEY } : null;
+if (TLS && !(TLS.cert && TLS.key)) throw new Error('--transport wss needs SDK_TLS_CERT and SDK_TLS_KEY (run.sh sets them)');
 
 /** Short reconnect delays, so a scenario's outages cost little time. */
 export const FAST = { minMs: 50, maxMs: 400, factor: 2 };
@@ -29,7 +34,7 @@ export class World {
 
   /** Starts a server (ParleyServer options: tenants, serverExtra, ...). */
   async server(opts = {}) {
-    const s = new ParleyServer(opts);
+    const s = new ParleyServer({ tls: TLS, ...opts });
     this.servers.push(s);
     await s.start();
     return s;
@@ -74,8 +79,9 @@ export class World {
     const d = await this.driver(user);
     const url = direct
       ? (TRANSPORT === 'tcp' ? `tcp://127.0.0.1:${server.tcpPort}` : server.url)
-      : (TRANSPORT === 'tcp' ? proxy.tcpUrl : proxy.wsUrl);
+      : { tcp: proxy.tcpUrl, ws: proxy.wsUrl, wss: proxy.wssUrl }[TRANSPORT];
     const cmd = { cmd: 'connect', url, token: tok ?? token(user), reconnect };
+    if (TLS) cmd.caFile = TLS.cert;
     if (heartbeatMs !== undefined) cmd.heartbeatMs = heartbeatMs;
     d.send(cmd);
     if (awaitOpen) await d.next({ ev: 'open' }, { what: `${user}'s first open` });

@@ -4,22 +4,33 @@
 // error), whether the SDK sends the `pub` pipelined behind the `join` or
 // waits for `joined`; the same after a cut, where the rejoin (with `since`,
 // reading a backlog from history) and the resent publishes go out together.
-// The channel has 300 messages of history, so a join from seq 0 takes the
+// The channel has 200 messages of history, so a join from seq 0 takes the
 // server a while (join_order_test in tests/ is the wire-level twin).
 import assert from 'node:assert/strict';
 import { scenario } from '../lib/world.mjs';
 import { awaitPublished, awaitSeq, assertPublished, assertStream, range } from '../lib/checks.mjs';
 
-const HISTORY = 300;
+const HISTORY = 200;
 
 // `n` messages on `ch` through the HTTP API, 25 at a time (their order does
-// not matter here; one publisher's round trips would cost seconds).
+// not matter here; one publisher's round trips would cost seconds). Each has
+// an id, so a request that failed in flight (a kept-alive connection the
+// server closed as it was reused) is sent again without a second copy.
+let backlogs = 0;
 async function backlog(server, ch, n) {
+  const tag = `backlog-${++backlogs}`;
+  const publish = async (j) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await server.api('POST', '/v1/publish', { ch, id: `${tag}-${j}`, body: { backlog: j, pad: 'x'.repeat(200) } });
+      } catch (err) {
+        if (attempt === 3) throw err;
+      }
+    }
+  };
   for (let k = 0; k < n; k += 25) {
     const batch = [];
-    for (let j = k; j < Math.min(n, k + 25); j++) {
-      batch.push(server.api('POST', '/v1/publish', { ch, body: { backlog: j, pad: 'x'.repeat(200) } }));
-    }
+    for (let j = k; j < Math.min(n, k + 25); j++) batch.push(publish(j));
     for (const r of await Promise.all(batch)) assert.equal(r.status, 200, JSON.stringify(r.body));
   }
 }

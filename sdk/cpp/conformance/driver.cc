@@ -130,7 +130,9 @@ class Driver {
     parley::ClientOptions o;
     o.url = str(cmd, "url");
     o.token_provider = [this] { return token_; };
-    o.transport = parley::make_default_transport();
+    parley::DefaultTransportOptions tls;
+    tls.tls_ca_file = str(cmd, "caFile");  // wss: the harness's certificate
+    o.transport = parley::make_default_transport(tls);
     if (cmd.contains("reconnect") && cmd["reconnect"].is_object()) {
       const Json& r = cmd["reconnect"];
       o.reconnect.min_ms = num(r, "minMs", o.reconnect.min_ms);

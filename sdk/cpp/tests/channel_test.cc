@@ -125,47 +125,57 @@ TEST_F(ChannelTest, WhatHistoryNoLongerHasIsReportedOnceAsAGap) {
   EXPECT_EQ(seqs, range(3990, 4002));
 }
 
-// A full repair buffer drops the newest held, not the oldest, and reads the
-// dropped ones from history once the hole is filled: on a channel that goes
-// quiet too (no later message comes to reveal them), and with no gap.
-TEST(ChannelRepairBuffer, AFullBufferDropsTheNewestAndReadsItFromHistoryLater) {
-  Harness h([](ClientOptions& o) { o.max_repair_buffer = 5; });
-  Channel ch = h.client->channel("chat:a");
+// chat:a on a client whose repair buffer holds `cap` messages, joined at
+// `seq`: what it delivered and reported, and the server's side of it.
+struct SmallBuffer {
+  Harness h;
+  Channel ch;
   std::vector<int64_t> seqs;
   std::vector<Gap> gaps;
-  ch.on_msg([&](const Message& m) { seqs.push_back(m.seq); });
-  ch.on_gap([&](const Gap& g) { gaps.push_back(g); });
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 10);
-  auto deliver = [&](int64_t from, int64_t to) {
+  SmallBuffer(std::size_t cap, int64_t seq)
+      : h([cap](ClientOptions& o) { o.max_repair_buffer = cap; }), ch(h.client->channel("chat:a")) {
+    ch.on_msg([this](const Message& m) { seqs.push_back(m.seq); });
+    ch.on_gap([this](const Gap& g) { gaps.push_back(g); });
+    ch.join();
+    h.welcome();
+    h.joined("chat:a", seq);
+  }
+  void deliver(int64_t from, int64_t to) {
     Json batch = Json::array();
     for (int64_t s = from; s <= to; s++) batch.push_back(Harness::msg("chat:a", s));
     h.t->frame(batch);
     h.poll();
-  };
-  auto answer = [&](const Json& q, int64_t from, int64_t to) {
+  }
+  /// Answers history request `q` with seqs from..to.
+  void answer(const Json& q, int64_t from, int64_t to) {
     Json msgs = Json::array();
     for (int64_t s = from; s <= to; s++) msgs.push_back(Harness::msg("chat:a", s));
     h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"}, {"msgs", msgs}});
     h.poll();
-  };
-  deliver(15, 15);  // a hole: 11..14
-  auto hist = h.t->sent("history");
+  }
+};
+
+// A full repair buffer drops the newest held, not the oldest, and reads the
+// dropped ones from history once the hole is filled: on a channel that goes
+// quiet too (no later message comes to reveal them), and with no gap.
+TEST(ChannelRepairBuffer, AFullBufferDropsTheNewestAndReadsItFromHistoryLater) {
+  SmallBuffer b(5, 10);
+  b.deliver(15, 15);  // a hole: 11..14
+  auto hist = b.h.t->sent("history");
   ASSERT_EQ(hist.size(), 1u);
-  deliver(16, 30);  // held while the page is read: 15..19 kept, 20..30 dropped
-  answer(hist[0], 11, 14);
-  EXPECT_EQ(seqs, ChannelTest::range(11, 19));
-  hist = h.t->sent("history");
+  b.deliver(16, 30);  // held while the page is read: 15..19 kept, 20..30 dropped
+  b.answer(hist[0], 11, 14);
+  EXPECT_EQ(b.seqs, ChannelTest::range(11, 19));
+  hist = b.h.t->sent("history");
   ASSERT_EQ(hist.size(), 2u) << "the dropped ones are read from history without a later message";
   EXPECT_EQ(hist[1]["after"], 19);
   EXPECT_EQ(hist[1]["limit"], 11);
-  answer(hist[1], 20, 30);  // more than the buffer holds: delivered, not cut down to it
-  EXPECT_EQ(seqs, ChannelTest::range(11, 30));
-  EXPECT_TRUE(gaps.empty());
-  EXPECT_EQ(h.t->sent("history").size(), 2u);
-  deliver(31, 31);  // live again, at once
-  EXPECT_EQ(seqs.back(), 31);
+  b.answer(hist[1], 20, 30);  // more than the buffer holds: delivered, not cut down to it
+  EXPECT_EQ(b.seqs, ChannelTest::range(11, 30));
+  EXPECT_TRUE(b.gaps.empty());
+  EXPECT_EQ(b.h.t->sent("history").size(), 2u);
+  b.deliver(31, 31);  // live again, at once
+  EXPECT_EQ(b.seqs.back(), 31);
 }
 
 // A repair read that fails (here: no answer within request_timeout_ms) is
@@ -215,34 +225,18 @@ TEST_F(ChannelTest, AHistoryPageThatMovesNothingForwardEndsAsAGapInsteadOfALoop)
 
 // What history no longer has of the dropped ones is a gap, and only that.
 TEST(ChannelRepairBuffer, DroppedSeqsHistoryLostAreAGap) {
-  Harness h([](ClientOptions& o) { o.max_repair_buffer = 3; });
-  Channel ch = h.client->channel("chat:a");
-  std::vector<int64_t> seqs;
-  std::vector<Gap> gaps;
-  ch.on_msg([&](const Message& m) { seqs.push_back(m.seq); });
-  ch.on_gap([&](const Gap& g) { gaps.push_back(g); });
-  ch.join();
-  h.welcome();
-  h.joined("chat:a", 0);
-  Json batch = Json::array();
-  for (int64_t s = 3; s <= 10; s++) batch.push_back(Harness::msg("chat:a", s));
-  h.t->frame(batch);  // hole 1..2; 3..5 held, 6..10 dropped
-  h.poll();
-  auto q = h.t->sent("history")[0];
-  h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"},
-              {"msgs", Json::array({Harness::msg("chat:a", 1), Harness::msg("chat:a", 2)})}});
-  h.poll();
-  EXPECT_EQ(seqs, ChannelTest::range(1, 5));
+  SmallBuffer b(3, 0);
+  b.deliver(3, 10);  // hole 1..2; 3..5 held, 6..10 dropped
+  b.answer(b.h.t->sent("history")[0], 1, 2);
+  EXPECT_EQ(b.seqs, ChannelTest::range(1, 5));
   // History was trimmed meanwhile: it starts at 8.
-  q = h.t->sent("history")[1];
+  auto q = b.h.t->sent("history")[1];
   EXPECT_EQ(q["after"], 5);
-  h.t->frame({{"op", "history"}, {"rid", q["rid"]}, {"ch", "chat:a"},
-              {"msgs", Json::array({Harness::msg("chat:a", 8), Harness::msg("chat:a", 9), Harness::msg("chat:a", 10)})}});
-  h.poll();
-  ASSERT_EQ(gaps.size(), 1u);
-  EXPECT_EQ(gaps[0].from, 6);
-  EXPECT_EQ(gaps[0].to, 7);
-  EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 3, 4, 5, 8, 9, 10}));
+  b.answer(q, 8, 10);
+  ASSERT_EQ(b.gaps.size(), 1u);
+  EXPECT_EQ(b.gaps[0].from, 6);
+  EXPECT_EQ(b.gaps[0].to, 7);
+  EXPECT_EQ(b.seqs, (std::vector<int64_t>{1, 2, 3, 4, 5, 8, 9, 10}));
 }
 
 TEST_F(ChannelTest, APageThatStartsLateJoinsWhatIsHeld) {

@@ -50,14 +50,9 @@ namespace Parley.Tests
         public void AHistoryPageThatMovesNothingForwardEndsAsAGapInsteadOfALoop()
         {
             var rig = new Rig();
-            var ch = rig.Client.Channel("chat:a");
             var seqs = new List<long>();
             var gaps = new List<GapInfo>();
-            ch.MessageReceived += m => seqs.Add(m.Seq);
-            ch.Gap += g => gaps.Add(g);
-            ch.Join();
-            rig.Welcome();
-            rig.Joined("chat:a", 10);
+            JoinedAt10(rig, seqs, gaps);
             rig.T.Deliver(Rig.Msg("chat:a", 11));
             rig.T.Deliver(Rig.Msg("chat:a", 15));
             rig.Poll();
@@ -71,6 +66,17 @@ namespace Parley.Tests
             Assert.AreEqual(12, gaps[0].From);
             Assert.AreEqual(14, gaps[0].To);
             CollectionAssert.AreEqual(new long[] { 11, 15 }, seqs);
+        }
+
+        // chat:a joined at seq 10, its deliveries and gaps recorded.
+        private static void JoinedAt10(Rig rig, List<long> seqs, List<GapInfo> gaps)
+        {
+            var ch = rig.Client.Channel("chat:a");
+            ch.MessageReceived += m => seqs.Add(m.Seq);
+            ch.Gap += g => gaps.Add(g);
+            ch.Join();
+            rig.Welcome();
+            rig.Joined("chat:a", 10);
         }
 
         private static JsonValue Page(JsonValue request, long from, long to)
@@ -94,14 +100,9 @@ namespace Parley.Tests
         public void AFullRepairBufferDropsTheNewestAndReadsItFromHistoryLater()
         {
             var rig = new Rig(o => o.MaxRepairBuffer = 5);
-            var ch = rig.Client.Channel("chat:a");
             var seqs = new List<long>();
             var gaps = new List<GapInfo>();
-            ch.MessageReceived += m => seqs.Add(m.Seq);
-            ch.Gap += g => gaps.Add(g);
-            ch.Join();
-            rig.Welcome();
-            rig.Joined("chat:a", 10);
+            JoinedAt10(rig, seqs, gaps);
             rig.T.Deliver(Rig.Msg("chat:a", 15)); // a hole: 11..14
             rig.Poll();
             var h = rig.T.Last("history");
@@ -130,14 +131,9 @@ namespace Parley.Tests
         public void AFailedRepairReadIsAskedAgainAndAGapOnlyAfterThreeInARow()
         {
             var rig = new Rig();
-            var ch = rig.Client.Channel("chat:a");
             var seqs = new List<long>();
             var gaps = new List<GapInfo>();
-            ch.MessageReceived += m => seqs.Add(m.Seq);
-            ch.Gap += g => gaps.Add(g);
-            ch.Join();
-            rig.Welcome();
-            rig.Joined("chat:a", 10);
+            JoinedAt10(rig, seqs, gaps);
             rig.T.Deliver(Rig.Msg("chat:a", 15)); // a hole: 11..14
             rig.Poll();
             rig.ErrorFor(rig.T.Last("history"), "internal");
