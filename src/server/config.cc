@@ -195,6 +195,8 @@ void read_server(const toml::table& t, ServerConfig& c, Problems& problems) {
       s = read_nonempty(v, path, c.data_dir);
     } else if (key == "fsync") {
       s = read_one_of(v, path, {"never", "always"}, c.fsync);
+    } else if (key == "topic_log") {
+      s = read_one_of(v, path, {"rocksdb", "segment"}, c.topic_log);
     } else if (key == "accept_data_loss") {
       s = read_bool(v, path, c.accept_data_loss);
     } else if (key == "store_verify_bytes") {

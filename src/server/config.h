@@ -68,6 +68,9 @@ struct ServerConfig {
   std::string store = "embedded";         // embedded | memory | valkey
   std::string data_dir = "./data";
   std::string fsync = "never";            // never | always
+  // Where the embedded store keeps topic partitions: rocksdb | segment (the
+  // segment log, store/segment/segment_log.h; docs/operations.md "Topic log").
+  std::string topic_log = "rocksdb";
   // A start whose store recovery finds damaged data refuses (exit 1) unless set:
   // then it starts with what is readable and bumps the epoch (docs/operations.md).
   bool accept_data_loss = false;

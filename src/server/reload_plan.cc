@@ -51,6 +51,7 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   server_key("store", running.store, n.store, r);
   server_key("data_dir", running.data_dir, n.data_dir, r);
   server_key("fsync", running.fsync, n.fsync, r);
+  server_key("topic_log", running.topic_log, n.topic_log, r);
   server_key("accept_data_loss", running.accept_data_loss, n.accept_data_loss, r);
   server_key("threads", running.threads, n.threads, r);
   server_key("heartbeat_ms", running.heartbeat_ms, n.heartbeat_ms, r);

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "events/topic_channel.h"
 #include "net/preauth_budget.h"
 #include "runtime/every_loop.h"
 #include "runtime/thread_slice.h"
@@ -123,6 +124,10 @@ Status Server::open_stores() {
   eo.dir = config_.data_dir + "/store";
   eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
   eo.accept_data_loss = config_.accept_data_loss;
+  eo.topic_log = config_.topic_log == "segment" ? store::TopicLog::kSegment : store::TopicLog::kRocksDb;
+  eo.is_partition = [](const store::ChannelId& id) {
+    return events::parse_partition_channel(id.channel).has_value();
+  };
   eo.verify_bytes = config_.store_verify_bytes;
   eo.channel_idle_ms = forget_ms;
   auto opened = store::EmbeddedStore::open(eo);

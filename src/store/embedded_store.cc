@@ -34,6 +34,7 @@
 #include "store/reader_pool.h"
 #include "store/record_codec.h"
 #include "store/rocksdb_logger.h"
+#include "store/segment/segment_log.h"
 #include "store/store_state.h"
 
 namespace parley::store {
@@ -508,10 +509,17 @@ Result<std::unique_ptr<EmbeddedStore>> EmbeddedStore::open(const EmbeddedOptions
     }
   }
   EmbeddedStore* self = store.get();
+  if (Status s = store->open_log(); !s) return s.error();
   GroupCommitter::Hooks hooks{
       [self] { return self->db_.get(); },
       [self](uint64_t max_seq) { return self->state_->reserve(max_seq); },
-      [self] { return self->try_recover_writes(); }};
+      [self] { return self->try_recover_writes(); },
+      nullptr,
+      {}};
+  if (opts.topic_log == TopicLog::kSegment && store->log_) {
+    hooks.log = store->log_.get();
+    hooks.in_log = [self](const ChannelKey& key) { return self->in_log(key); };
+  }
   store->committer_ =
       std::make_unique<GroupCommitter>(std::move(hooks), opts.fsync, opts.max_batch, refusing,
                                        opts.channel_idle_ms);
@@ -736,6 +744,9 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
     }
     if (!it->status().ok()) return read_failed(key, it->status().ToString());
   }
+  if (log_) {
+    if (Status s = recover_from_log(key, dedupe_cutoff_ms, out); !s) return read_failed(key, s.error().msg);
+  }
   keep_newest_per_id(out.dedupe);
   // Best effort: the compaction filter drops whatever this misses. A stopped or
   // read-only database refuses the write without touching its files.
@@ -757,6 +768,10 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_after_now(const ChannelKe
   if (unavailable(key)) return damaged_channel();
   std::vector<StoredMessage> out;
   if (limit == 0 || after == UINT64_MAX) return out;
+  if (in_log(key)) {
+    auto r = log_->read_after(key, after, limit);
+    return r ? std::move(r) : read_failed(key, r.error().msg);
+  }
   std::shared_lock lock(db_mu_);
   if (!db_) return read_failed(key, "store not open");
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));
@@ -775,6 +790,10 @@ Result<std::vector<StoredMessage>> EmbeddedStore::read_before_now(const ChannelK
   if (unavailable(key)) return damaged_channel();
   std::vector<StoredMessage> out;
   if (limit == 0 || before == 0) return out;
+  if (in_log(key)) {
+    auto r = log_->read_before(key, before, limit);
+    return r ? std::move(r) : read_failed(key, r.error().msg);
+  }
   std::shared_lock lock(db_mu_);
   if (!db_) return read_failed(key, "store not open");
   ChannelIterator it(db_.get(), channel_prefix(kMessageTag, key));

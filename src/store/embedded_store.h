@@ -46,6 +46,10 @@ class Status;
 
 namespace parley::store {
 
+namespace segment {
+class SegmentLog;
+}
+
 class DedupeExpiryFilter;
 class GroupCommitter;
 class ReaderPool;
@@ -133,6 +137,16 @@ class EmbeddedStore final : public Store {
   // (StoreStateFile's `damaged`); constant after open.
   std::unordered_set<std::string> unavailable_;
   bool unavailable(const ChannelKey& key) const;
+
+  // Topic partitions, when kept in the segment log (embedded_store_log.cc); also
+  // opened under topic_log = rocksdb when dir/segments exists, so that offsets
+  // continue above what it holds. Destroyed after the committer, which writes it.
+  std::unique_ptr<segment::SegmentLog> log_;
+  Status open_log();
+  bool in_log(const ChannelKey& key) const;
+  // recover_now's part for the segment log: `out` (RocksDB's answer) gets the log's
+  // last offset (the higher one wins) and, for a partition kept there, its dedupe ids.
+  Status recover_from_log(const ChannelKey& key, int64_t dedupe_cutoff_ms, ChannelRecovery& out);
 
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_

@@ -19,6 +19,7 @@
 #include "store/blocking_check.h"
 #include "store/completion_round.h"
 #include "store/record_codec.h"
+#include "store/segment/segment_log.h"
 #include "store/store_policy.h"
 
 namespace parley::store {
@@ -164,6 +165,10 @@ void GroupCommitter::maybe_recover() {
   next_recover_ms_ = steady_ms() + kRetryMs;
   Status s = hooks_.try_recover ? hooks_.try_recover() : Status(*failed_);
   if (!s) return;
+  // The log reads each partition back (its torn tail cut) before writing it again.
+  if (hooks_.log != nullptr) {
+    if (Status r = hooks_.log->reset(); !r) return;
+  }
   // What the failed batch left is unknown until read again.
   channels_.clear();
   tracked_.store(0, std::memory_order_relaxed);
@@ -245,7 +250,8 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
         break;
       }
     }
-    if (ok && wb.Count() > 0) {
+    segment::SegmentLog* log = hooks_.log;
+    if (ok && (wb.Count() > 0 || (log != nullptr && log->has_staged()))) {
       uint64_t max_seq = 0;
       for (const Pending& p : batch) max_seq = std::max(max_seq, p.req.msg.seq);
       // The ceiling is on disk before any seq above it can be: whatever RocksDB
@@ -260,10 +266,16 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
         // the WAL record to the OS before Write() returns (manual_wal_flush is off),
         // so an acknowledged append survives kill -9 of the process. A failed write
         // stops the database (paranoid_checks) before it touches the WAL again.
-        rocksdb::Status s = hooks_.db()->Write(wo, &wb);
-        if (!s.ok()) refuse("store write failed", s.ToString());
+        if (wb.Count() > 0) {
+          rocksdb::Status s = hooks_.db()->Write(wo, &wb);
+          if (!s.ok()) refuse("store write failed", s.ToString());
+        }
+        if (!failed_ && log != nullptr && log->has_staged()) {
+          if (Status s = log->commit(now_ms_); !s) refuse("segment log write failed", s.error().msg);
+        }
       }
     }
+    if (log != nullptr) log->discard();  // what a failed batch staged
     if (wb.GetDataSize() > kKeepBatchBytes) wb_ = std::make_unique<rocksdb::WriteBatch>();
   }
   if (failed_) {
@@ -272,6 +284,19 @@ void GroupCommitter::commit(std::vector<Pending>& batch) {
 }
 
 bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
+  if (hooks_.log != nullptr && hooks_.in_log(p.req.key)) {
+    Status why;
+    switch (hooks_.log->stage(p.req, now_ms_, why)) {
+      case segment::SegmentLog::Staged::kOk:
+        return true;
+      case segment::SegmentLog::Staged::kRejected:
+        p.status = std::move(why);
+        return true;
+      case segment::SegmentLog::Staged::kFailed:
+        refuse("segment log failed", why.error().msg);
+        return false;
+    }
+  }
   const StoredMessage& msg = p.req.msg;
   std::string& key = key_buf_;
   assign_channel_prefix(key, kMessageTag, p.req.key);

@@ -11,6 +11,10 @@
 // Ordering: one writer, FIFO queue, callbacks run in queue order, so appends
 // complete in submission order (globally, hence per channel).
 //
+// The segment log: a batch's appends to topic partitions (when the store keeps
+// them there) are staged in it beside the WriteBatch and written after it, in the
+// same round: one group commit, one writer thread, one failure state for both.
+//
 // Waking the writer: at low rates every append is its own group commit, so the
 // writer sleeps and is woken once per append. It sleeps on a futex word (bell_)
 // rather than a condition variable: glibc's condvar re-takes its mutex as
@@ -52,6 +56,10 @@ class WriteBatch;
 
 namespace parley::store {
 
+namespace segment {
+class SegmentLog;
+}
+
 class GroupCommitter {
  public:
   static constexpr int kRetryMs = 1000;
@@ -64,6 +72,11 @@ class GroupCommitter {
     std::function<Status(uint64_t max_seq)> reserve;
     // While refusing: make the store writable again. Ok: appends are taken again.
     std::function<Status()> try_recover;
+    // Appends of the channels `in_log` names go to this segment log instead of the
+    // batch (topic partitions, store/segment/segment_log.h): staged with the rest,
+    // written right after the WriteBatch, completed with it. Null: none.
+    segment::SegmentLog* log = nullptr;
+    std::function<bool(const ChannelKey&)> in_log;
   };
 
   // Starts the writer thread; refuses from the start when `refusing` is set (a store

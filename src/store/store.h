@@ -199,6 +199,10 @@ class Store {
 };
 
 enum class FsyncMode { kNever, kAlways };
+// Where the embedded store keeps topic partitions (the channels "<topic>\x1f<p>",
+// events/topic_channel.h): in RocksDB beside the channels, or in the segment log
+// (store/segment/segment_log.h), a log built for appending.
+enum class TopicLog { kRocksDb, kSegment };
 
 struct EmbeddedOptions {
   std::string dir;                 // created when missing
@@ -215,6 +219,15 @@ struct EmbeddedOptions {
   // newest first, up to this many bytes (0: none); damage is logged and shown
   // in health() (data_check.h).
   uint64_t verify_bytes = 256ull << 20;
+  // Topic partitions in RocksDB or in dir/segments. Whichever holds them, a
+  // partition's offsets continue above what the other one holds (a switch never
+  // reuses an offset; history is not moved across).
+  TopicLog topic_log = TopicLog::kRocksDb;
+  uint64_t segment_bytes = 16ull << 20;  // the segment log seals a segment past this
+  // Which channels are topic partitions (the server passes events'
+  // parse_partition_channel; the store knows no topic names). Unset: none. The
+  // conformance suite says every channel, to run it on the segment log.
+  std::function<bool(const ChannelId&)> is_partition;
 };
 
 // A MemoryStore (memory_store.h) without a memory budget.

@@ -124,6 +124,68 @@ void BM_EmbeddedPacedAppend(benchmark::State& state) {
 }
 BENCHMARK(BM_EmbeddedPacedAppend)->ArgNames({"rate"})->Arg(200)->Iterations(3000)->UseRealTime();
 
+// Issue 31: a topic's partitions on the embedded store, in RocksDB or in the
+// segment log (topic_log), the same appends: 16 partitions of one topic, events of
+// the hunt workload's size with an id each, group-committed in emits of 50 as the
+// topic's loop hands them over (append_many). Counter cpu_us: the process's CPU per
+// append (the writer, RocksDB's flushes and compactions, and this thread's
+// submitting), so the two engines' whole cost. Args: log (0 rocksdb, 1 segment),
+// fsync (0 never, 1 always).
+void BM_TopicAppend(benchmark::State& state) {
+  testing::TempDir dir;
+  EmbeddedOptions o{dir.sub("db"), state.range(1) ? FsyncMode::kAlways : FsyncMode::kNever, 4096};
+  o.topic_log = state.range(0) ? TopicLog::kSegment : TopicLog::kRocksDb;
+  o.is_partition = [](const ChannelId& id) { return id.channel.rfind("hunt\x1f", 0) == 0; };
+  o.verify_bytes = 0;
+  auto opened = open_embedded_store(o);
+  if (!opened) {
+    state.SkipWithError(opened.error().msg.c_str());
+    return;
+  }
+  Store& store = **opened;
+  constexpr int kParts = 16, kEmit = 50, kWindow = 4096;
+  std::vector<ChannelKey> keys;
+  for (int p = 0; p < kParts; ++p) keys.push_back(ChannelKey{"bench", "hunt\x1f" + std::to_string(p)});
+  std::vector<uint64_t> offs(kParts, 0);
+  std::counting_semaphore<kMaxInFlight> window(kWindow / kEmit);
+  std::vector<std::pair<AppendRequest, AppendDone>> emit;
+  uint64_t i = 0;
+  const int64_t cpu0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+  for (auto _ : state) {
+    const int p = static_cast<int>((i * 2654435761u) % kParts);
+    const int64_t ts = wall_ms();
+    char id[40];
+    std::snprintf(id, sizeof id, "ev-%016llx", static_cast<unsigned long long>(i * 0x9e3779b97f4aULL));
+    emit.emplace_back(
+        AppendRequest{keys[p],
+                      StoredMessage{++offs[p], ts, "game-server", id,
+                                    R"({"key":"player-)" + std::to_string(i % 5000) +
+                                        R"(","type":"kill","body":{"player":"p)" + std::to_string(i % 5000) +
+                                        R"(","points":10,"weapon":"bow","zone":"north-ridge"}})"},
+                      1'000'000, 120},
+        AppendDone{});
+    ++i;
+    if (emit.size() == kEmit) {
+      window.acquire();
+      emit.back().second = [&window](AppendOutcome) { window.release(); };
+      store.append_many(std::move(emit));
+      emit.clear();
+    }
+  }
+  if (!emit.empty()) store.append_many(std::move(emit));
+  store.flush();
+  const int64_t cpu = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+  state.counters["cpu_us"] = double(cpu) / 1000.0 / double(state.iterations());
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TopicAppend)
+    ->ArgNames({"log", "fsync"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->UseRealTime();
+
 // Args: appends in flight. One pipelined connection per node and loop
 // (pool_size 2 on the two test loops); each channel's appends on one of them.
 void BM_ValkeyAppend(benchmark::State& state) {

@@ -39,6 +39,16 @@ std::unique_ptr<Store> make_embedded(const std::string& dir) {
   return r ? std::move(*r) : nullptr;
 }
 
+// The embedded store with every channel in its segment log (store/segment/).
+std::unique_ptr<Store> make_embedded_segment(const std::string& dir) {
+  EmbeddedOptions o{dir + "/db"};
+  o.topic_log = TopicLog::kSegment;
+  o.is_partition = [](const ChannelId&) { return true; };
+  o.segment_bytes = 8192;  // many segments per channel
+  auto r = open_embedded_store(o);
+  return r ? std::move(*r) : nullptr;
+}
+
 // A fresh keyspace on the test binary's redis-server (tests/support/redis_server.h).
 std::unique_ptr<Store> make_valkey(const std::string&) {
   auto& redis = parley::testing::shared_redis();
@@ -341,6 +351,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllStores, StoreConformance,
     ::testing::Values(StoreKind{"memory", [](const std::string&) { return make_memory_store(); }},
                       StoreKind{"embedded", make_embedded},
+                      StoreKind{"embedded_segment", make_embedded_segment},
                       StoreKind{"valkey", make_valkey},
                       StoreKind{"valkey_cluster", make_valkey_cluster}),
     [](const ::testing::TestParamInfo<StoreKind>& info) { return info.param.name; });

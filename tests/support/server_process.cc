@@ -57,8 +57,15 @@ void ServerProcess::write_config_text(std::ostream& cfg) const {
   if (spec_.tcp) cfg << "tcp_listen = \"127.0.0.1:0\"\n";
   if (spec_.unix_socket) cfg << "unix_listen = \"" << unix_path() << "\"\n";
   cfg << "store = \"" << spec_.store << "\"\ndata_dir = \"" << dir_ << "/data\"\n"
-      << "log_level = \"" << spec_.log_level << "\"\n"
-      << spec_.server_extra << "\n\n" << spec_.tenants_toml;
+      << "log_level = \"" << spec_.log_level << "\"\n";
+  // The topic tests run once per topic log (tests/CMakeLists.txt registers the
+  // second run with PARLEY_TEST_TOPIC_LOG=segment): the same tests, another engine.
+  const char* topic_log = std::getenv("PARLEY_TEST_TOPIC_LOG");
+  if (topic_log != nullptr && *topic_log != '\0' && spec_.store == "embedded" &&
+      spec_.server_extra.find("topic_log") == std::string::npos) {
+    cfg << "topic_log = \"" << topic_log << "\"\n";
+  }
+  cfg << spec_.server_extra << "\n\n" << spec_.tenants_toml;
 }
 
 ServerProcess::~ServerProcess() {

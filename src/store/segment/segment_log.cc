@@ -559,7 +559,11 @@ Status SegmentLog::commit(int64_t now_ms) {
     p->staged.clear();
     if (p->staged.capacity() > kKeepStagedBytes) p->staged.shrink_to_fit();
     const SegmentMeta& m = p->segs.back();
-    if (m.bytes >= opts_.segment_bytes || m.records >= history_slack(p->limit)) {
+    // By count too, so that retention's granularity is the store policy's slack;
+    // not below 1/64 of segment_bytes: a young partition's limit is its offset
+    // (retention_s, Partition::limit_for), which would seal segments of a few records.
+    if (m.bytes >= opts_.segment_bytes ||
+        (m.records >= history_slack(p->limit) && m.bytes >= opts_.segment_bytes / 64)) {
       if (Status s = seal(*p); !s && st) st = s;
     }
     if (Status s = trim(*p); !s && st) st = s;

@@ -10,7 +10,8 @@
 // the batch's RocksDB part is written, commit() makes ONE write per partition the
 // batch touched, then, with `sync`, one fdatasync per such partition, and only then
 // shows the new records to readers. A segment is sealed (fdatasync'd, its index
-// written) once it holds segment_bytes or history_slack(limit) records, and
+// written) once it holds segment_bytes, or history_slack(limit) records and
+// segment_bytes / 64, and
 // deleted whole once every record in it is older than the history limit keeps
 // (retention by count; retention by age reaches the store as a count too, see
 // events/partition.cc limit_for). Creating and deleting segment files fsyncs the
