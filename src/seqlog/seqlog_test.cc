@@ -9,12 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/loop_group.h"
+#include "runtime/run_and_wait.h"
 #include "store/manual_store.h"
 
 namespace parley::seqlog {
@@ -237,12 +237,7 @@ class SequencedLogStore : public ::testing::Test {
 
   template <typename Fn>
   void on_loop(Fn fn) {
-    std::promise<void> ran;
-    loops_.run_on(0, [&] {
-      fn();
-      ran.set_value();
-    });
-    ASSERT_EQ(ran.get_future().wait_for(5s), std::future_status::ready);
+    ASSERT_TRUE(runtime::run_and_wait(loops_, 0, fn));
   }
 
   // A log the store numbers, recovered at `last` (on the loop).
