@@ -331,8 +331,10 @@ void Partition::read_page(uint64_t id, Cursor& c) {
       if (!r || r->empty() || r->front().seq != from) {
         // Trimmed under the reader, or the store failed: it cannot go on
         // without a gap. It retries from what the store holds now after a pause.
-        if (!r) {
-          // c.paced stays set until the retry.
+        if (!r || r->empty()) {
+          // Failed, or nothing held from `from` on yet (after a loss the last
+          // committed offset may be a skipped one): again after a pause, not in
+          // a loop. c.paced stays set until the retry.
           auto t = std::make_shared<boost::asio::steady_timer>(loops_.loop(loop_),
                                                                std::chrono::milliseconds(200));
           t->async_wait([this, id, from, t](const boost::system::error_code&) {
@@ -349,8 +351,7 @@ void Partition::read_page(uint64_t id, Cursor& c) {
         // or offsets a start after a data loss skipped (the partition continues
         // above the store's ceiling). Without this a reader stayed at the skipped
         // offsets for good, reading the same page again and again (issue 26).
-        const uint64_t first_held = r->empty() ? cut + 1 : std::min(r->front().seq, cut + 1);
-        c.next = std::max(c.next, first_held);
+        if (r->front().seq > c.next && r->front().seq <= cut) c.next = r->front().seq;
         return pump_now(id, c);
       }
       std::string frame;
