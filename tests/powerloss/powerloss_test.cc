@@ -289,8 +289,9 @@ std::map<int, std::map<int64_t, std::string>> read_topic(uint16_t port,
   // Past every offset the ledger knows, a second of silence ends the read: the
   // last offset below `next` may hold no event (a start after a loss moves a
   // partition's offset up without writing; corruption_test checks that a tail
-  // crosses the offsets a loss skipped). Before that, a page read from a store
-  // busy compacting may take seconds under load: 20 s.
+  // crosses the offsets a loss skipped). Before that, up to 60 s: a partition's
+  // first event waits for its recovery, which reads every dedupe record of the
+  // window (hundreds of thousands after a few rounds: 5 s and more under load).
   auto past_known = [&] {
     for (auto& [p, k] : known) {
       if (out[p].empty() || out[p].rbegin()->first < std::min(k, end[p] - 1)) return false;
@@ -298,7 +299,7 @@ std::map<int, std::map<int64_t, std::string>> read_topic(uint16_t port,
     return true;
   };
   while (!done()) {
-    auto o = r->next(past_known() ? 1s : 20s);
+    auto o = r->next(past_known() ? 1s : 60s);
     if (!o) break;
     if (op_of(*o) != "events") continue;
     const int p = static_cast<int>(json_int(*o, "p").value_or(-1));
