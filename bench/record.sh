@@ -17,6 +17,8 @@
 #                    first half of the CPUs for the servers, the rest for the
 #                    generator; 0 and 1 on two cores)
 #        NO_PEERS=1  no Bun (what the compares then lack says so)
+#        POWERLOSS_TEST  a build's tests/powerloss_test (built with tests): the
+#                    powerloss row (root and /dev/fuse; skipped without)
 # Exit status: 0 every row ran; 1 a row failed (its cell says so); 2 usage or build.
 #
 # A past figure is reproduced by checking out its commit and running its row's

@@ -435,9 +435,45 @@ row_wayback() {
   return $rc
 }
 
+# The cost of fsync = "always" at a steady 2,000 msg/s, paired with "never" in turns
+# (tests/powerloss/fsync_cost.sh: fresh servers, data on the real disk).
+row_durability() {
+  local d=$1 env rounds
+  env=$(q "SECS=12" "SECS=1 CONNS=20 RATE=200 FLOOD=0"); rounds=$(q 2 1)
+  # shellcheck disable=SC2086
+  env $env DIR="$d/runs" bash "$root/tests/powerloss/fsync_cost.sh" "$parley" "$bench" "$rounds" > "$d/fsync-cost.txt" 2>&1
+  local rc=$?
+  local f="$d/fsync-cost.txt"
+  emit durability.fsync_p50 "$(val re "$f" '^median fixed always: .*ack p50 (\S+) ms')"     "$(val re "$f" '^median fixed never : .*ack p50 (\S+) ms' | sed 's/^/never /;s/$/ ms/')"     "$env tests/powerloss/fsync_cost.sh PARLEY BENCH $rounds" durability/fsync-cost.txt     "p99 $(val re "$f" '^median fixed always: .*p99 (\S+) ms') ms (never $(val re "$f" '^median fixed never : .*p99 (\S+) ms') ms); server CPU $(val re "$f" '^median fixed always: .*server CPU (\S+) s') s (never $(val re "$f" '^median fixed never : .*server CPU (\S+) s') s)"
+  [ "$quick" = 1 ] || emit durability.fsync_flood "$(val re "$f" '^median flood always: acked/s (\S+)')"     "$(val re "$f" '^median flood never : acked/s (\S+)' | sed 's/^/never /')"     "(same run)" durability/fsync-cost.txt "40,000 msg/s offered"
+  rm -rf "$d/runs"
+  return $rc
+}
+
+# Power loss under load (tests/powerloss: a FUSE file system that forgets what was
+# not fsynced): the test binary of a build with tests, root and /dev/fuse.
+row_powerloss() {
+  local d=$1 n; n=$(q 50 2)
+  quick_skip "$d" "two settings x 50 power losses take ~10 min" && return 3
+  [ -n "${POWERLOSS_TEST:-}" ] && [ -x "$POWERLOSS_TEST" ] ||
+    { echo "POWERLOSS_TEST (a build's tests/powerloss_test) not given" > "$d/skipped"; return 3; }
+  [ "$(id -u)" = 0 ] && [ -w /dev/fuse ] || { echo "needs root and /dev/fuse" > "$d/skipped"; return 3; }
+  PARLEY_TEST_BIN=$parley POWERLOSS_ROUNDS=$n "$POWERLOSS_TEST" > "$d/powerloss.txt" 2>&1
+  local rc=$?
+  local f="$d/powerloss.txt" cmd="POWERLOSS_ROUNDS=$n build/tests/powerloss_test (root, /dev/fuse)"
+  emit powerloss.always_lost "$(val re "$f" '^powerloss: fsync=always .* lost_acked_total=(\d+)')" "" \
+    "$cmd" powerloss/powerloss.txt \
+    "$(val re "$f" '^powerloss: fsync=always losses=(\d+)') losses; $(val re "$f" '^powerloss: fsync=always .* acked_msgs=(\d+)') messages + $(val re "$f" '^powerloss: fsync=always .* acked_events=(\d+)') events acked; seq reused $(val re "$f" '^powerloss: fsync=always .* seq_reused=(\d+)'), holes $(val re "$f" '^powerloss: fsync=always .* holes=(\d+)')"
+  emit powerloss.never_lost "$(val re "$f" '^powerloss: fsync=never .* lost_per_loss_median=(\d+)')" "" \
+    "(same run)" powerloss/powerloss.txt \
+    "max $(val re "$f" '^powerloss: fsync=never .* lost_per_loss_max=(\d+)') per loss; $(val re "$f" '^powerloss: fsync=never .* acked_msgs=(\d+)') messages + $(val re "$f" '^powerloss: fsync=never .* acked_events=(\d+)') events acked; seq reused $(val re "$f" '^powerloss: fsync=never .* seq_reused=(\d+)'), holes $(val re "$f" '^powerloss: fsync=never .* holes=(\d+)')"
+  return $rc
+}
+
 # Every row, in the record's order: name, function, the folder its reports go to.
 # shellcheck disable=SC2034  # read by record.sh
 RECORD_ROWS="chat-6k:row_chat_6k ccu-soak:row_ccu_soak ccu_two_nodes:row_ccu_two_nodes
 world-6k:row_world_6k world-big:row_world_big compares:row_compares capacity:row_capacity
 events:row_events idle:row_idle store-path:row_store_path scaleup:row_scaleup
-persister:row_persister churn:row_churn ramps:row_ramps history:row_history way-back:row_wayback"
+persister:row_persister churn:row_churn ramps:row_ramps history:row_history way-back:row_wayback
+durability:row_durability powerloss:row_powerloss"

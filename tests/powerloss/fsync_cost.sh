@@ -6,8 +6,8 @@
 # takes (acknowledged throughput). Prints one line per run and the medians.
 #
 # usage: tests/powerloss/fsync_cost.sh PARLEY_BIN BENCH_BIN [ROUNDS]
-#   env: SECS (15), RATE (2000 msg/s), FLOOD (40000 msg/s), CONNS (200), DIR (a new
-#        folder under /var/tmp)
+#   env: SECS (15), RATE (2000 msg/s), FLOOD (40000 msg/s; 0: no flood runs), CONNS
+#        (200), DIR (a new folder under /var/tmp)
 set -euo pipefail
 parley=$1
 bench=$2
@@ -17,6 +17,7 @@ rate=${RATE:-2000}
 flood=${FLOOD:-40000}
 conns=${CONNS:-200}
 work=${DIR:-$(mktemp -d /var/tmp/fsync-cost.XXXXXX)}
+mkdir -p "$work"
 echo "fsync_cost: $conns connections in channels of 2, $secs s per run, $rounds rounds; $(nproc) cores, shared; uptime: $(uptime)"
 echo "data on: $(df --output=source,fstype "$work" | tail -1)"
 
@@ -64,7 +65,7 @@ PY
 
 for i in $(seq "$rounds"); do
   for mode in never always; do run_one "$mode" "$rate" fixed; done
-  for mode in never always; do run_one "$mode" "$flood" flood; done
+  [ "$flood" = 0 ] || for mode in never always; do run_one "$mode" "$flood" flood; done
 done | tee "$work/runs.txt"
 python3 - "$work/runs.txt" <<'PY'
 import sys, statistics, re
