@@ -19,14 +19,20 @@ std::string board_channel(std::string_view board, std::string_view round) {
 std::optional<BoardChannel> parse_board_channel(std::string_view ch, const TenantConfig& tenant) {
   if (!ch.starts_with(kPrefix)) return std::nullopt;
   const std::string_view rest = ch.substr(kPrefix.size());
-  const size_t colon = rest.find(':');
-  BoardChannel out;
-  out.board = std::string(rest.substr(0, colon));
-  if (colon != std::string_view::npos) out.round = std::string(rest.substr(colon + 1));
-  auto it = tenant.leaderboards.find(out.board);
-  if (it == tenant.leaderboards.end()) return std::nullopt;
-  if (it->second.round.empty() != out.round.empty()) return std::nullopt;
-  return out;
+  // A configured board named `board`, with a round exactly when it has rounds.
+  auto fits = [&tenant](std::string_view board, std::string_view round) {
+    auto it = tenant.leaderboards.find(board);
+    return it != tenant.leaderboards.end() && it->second.round.empty() == round.empty();
+  };
+  // Board names may hold ':' too: the first split that names a board wins, so
+  // a channel read at the first ':' reads as it always did.
+  for (size_t colon = rest.find(':'); colon != std::string_view::npos;
+       colon = rest.find(':', colon + 1)) {
+    const std::string_view board = rest.substr(0, colon), round = rest.substr(colon + 1);
+    if (fits(board, round)) return BoardChannel{std::string(board), std::string(round)};
+  }
+  if (fits(rest, {})) return BoardChannel{std::string(rest), std::string()};
+  return std::nullopt;
 }
 
 }  // namespace parley::events

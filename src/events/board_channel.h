@@ -24,8 +24,8 @@ std::string board_channel(std::string_view board, std::string_view round);
 
 // The board (and round) channel `ch` names, when it names one of `tenant`'s
 // configured boards: a board with rounds needs a round, one without takes none.
-// The name splits at its first ':' after "lb:" (a board whose own name holds a
-// ':' is not found).
+// Board names may hold ':' (config.cc): the name splits at the first ':' after
+// "lb:" that gives a configured board, else it is a board without rounds.
 std::optional<BoardChannel> parse_board_channel(std::string_view ch, const TenantConfig& tenant);
 
 }  // namespace parley::events

@@ -69,5 +69,39 @@ TEST(BoardChannel, WhatABoardPushesToParsesBackToIt) {
   }
 }
 
+// config.cc accepts ':' in a board's name; its pushes go to lb:NAME[:ROUND]
+// with the name as it is, so a join of that channel must find the board.
+TEST(BoardChannel, ABoardWhoseNameHoldsAColonIsFound) {
+  TenantConfig t;
+  t.leaderboards["season:1"] = LeaderboardConfig{};
+  LeaderboardConfig cup;
+  cup.round = "match";
+  t.leaderboards["cup:eu"] = cup;
+  auto season = parse_board_channel("lb:season:1", t);
+  ASSERT_TRUE(season);
+  EXPECT_EQ(season->board, "season:1");
+  EXPECT_EQ(season->round, "");
+  auto cup_round = parse_board_channel(board_channel("cup:eu", "r3"), t);
+  ASSERT_TRUE(cup_round);
+  EXPECT_EQ(cup_round->board, "cup:eu");
+  EXPECT_EQ(cup_round->round, "r3");
+  EXPECT_FALSE(parse_board_channel("lb:cup:eu", t)) << "a board with rounds needs one";
+  EXPECT_FALSE(parse_board_channel("lb:season:1:r1", t)) << "one without takes none";
+}
+
+// Boards "a" (with rounds) and "a:b" (without) both fit lb:a:b: the first ':'
+// decides, as it did before names with ':' were looked for.
+TEST(BoardChannel, TheFirstColonThatNamesABoardDecides) {
+  TenantConfig t;
+  LeaderboardConfig rounds;
+  rounds.round = "match";
+  t.leaderboards["a"] = rounds;
+  t.leaderboards["a:b"] = LeaderboardConfig{};
+  auto b = parse_board_channel("lb:a:b", t);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->board, "a");
+  EXPECT_EQ(b->round, "b");
+}
+
 }  // namespace
 }  // namespace parley::events
