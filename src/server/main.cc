@@ -92,8 +92,11 @@ int serve(const std::vector<std::string>& argv) {
   // Not ready before the store answers (valkey: some master replied): /healthz
   // says 503 meanwhile, and the line below says where to ask.
   if (!server.store_answers()) {
-    std::cout << "parley waiting for the store http=" << server.http_port() << " tcp=" << server.tcp_port()
-              << "\n";
+    // One write per line: spdlog's default sink shares stdout from other threads,
+    // and a line written in pieces can take a log record between them.
+    std::cout << ("parley waiting for the store http=" + std::to_string(server.http_port()) +
+                  " tcp=" + std::to_string(server.tcp_port()) + "\n")
+              << std::flush;
     spdlog::warn("the store does not answer yet; not ready until it does");
     int held = 0;  // a SIGHUP meanwhile is put back for run_until_signal
     while (!server.store_answers()) {
@@ -117,7 +120,7 @@ int serve(const std::vector<std::string>& argv) {
         std::chrono::system_clock::now(), "info", ready, spdlog::details::os::thread_id(),
         {{"http", server.http_port()}, {"tcp", server.tcp_port()}}) << std::flush;
   } else {
-    std::cout << ready << "\n";
+    std::cout << (ready + "\n") << std::flush;  // one write (see "waiting" above)
   }
   if (demo) {
     std::cout << "\nDemo tenant \"demo\" is ready.\n"
