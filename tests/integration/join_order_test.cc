@@ -37,6 +37,16 @@ void expect_joined_before_ack(ServerProcess& server) {
   }
 }
 
+// The valkey store on the shared Redis, emptied first.
+void valkey_spec(ServerSpec& spec) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  spec = spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n"));
+  spec.store = "valkey";
+  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+}
+
 TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnTheEmbeddedStore) {
   ServerProcess server(spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n")));
   server.start();
@@ -46,12 +56,8 @@ TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnTheEmbeddedStore) {
 // The reconnect case on several nodes: the channel is not loaded on the node the
 // client reconnects to, so the join first recovers it (and reads presence).
 TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnANodeThatLoadsTheChannel) {
-  RedisServer& redis = shared_redis();
-  ASSERT_TRUE(redis.ok()) << redis.why();
-  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-  ServerSpec spec = spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n"));
-  spec.store = "valkey";
-  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+  ServerSpec spec;
+  ASSERT_NO_FATAL_FAILURE(valkey_spec(spec));
   ServerProcess a(spec), b(spec);
   a.start();
   b.start();
@@ -78,12 +84,8 @@ TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnANodeThatLoadsTheChannel) {
 }
 
 TEST(JoinOrder, JoinedComesBeforeAPipelinedPubsAckOnTheValkeyStore) {
-  RedisServer& redis = shared_redis();
-  ASSERT_TRUE(redis.ok()) << redis.why();
-  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-  ServerSpec spec = spec_with_tenants(default_tenants_toml("publish_per_conn_sec = 0\n"));
-  spec.store = "valkey";
-  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+  ServerSpec spec;
+  ASSERT_NO_FATAL_FAILURE(valkey_spec(spec));
   ServerProcess server(spec);
   server.start();
   expect_joined_before_ack(server);
