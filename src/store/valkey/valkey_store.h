@@ -36,6 +36,9 @@
 // archives every WAL entry there. A read whose Valkey answer does not reach down
 // to what was asked is completed from it on the archive's reader threads, so the
 // callback then runs on one of those.
+//
+// Files: valkey_store.cc (open, routing, calls and their redirections, reads),
+// valkey_append.cc (appends), valkey_feed.cc (partition feeds), valkey_health.cc.
 #pragma once
 
 #include <atomic>
@@ -220,6 +223,8 @@ class ValkeyStore final : public Store {
   std::condition_variable idle_;
   size_t outstanding_ = 0;  // every call not yet completed (guarded by mu_)
   std::unique_ptr<postgres::PgHistory> archive_;  // with postgres_url only
+
+  static Error closed_error();
 
   Feed feed_;  // set before the first watch
   // Watched channels by partition feed channel, and where each feed is subscribed

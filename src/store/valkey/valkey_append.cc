@@ -1,0 +1,142 @@
+// An append: the script call, WAIT behind it with wait_replicas, the commit's
+// publication, and completions handed out in submission order (valkey_store.h).
+#include "store/valkey/valkey_store.h"
+
+#include <hiredis/hiredis.h>
+
+#include "common/clock.h"
+#include "store/store_policy.h"
+#include "store/valkey/partition_map.h"
+#include "store/valkey/replies.h"
+#include "store/valkey/scripts.h"
+
+namespace parley::store::valkey {
+
+void ValkeyStore::complete_in_order(const std::string& key, uint64_t ticket, std::function<void()> fire) {
+  std::unique_lock lock(route_mu_);
+  Sticky& st = sticky_.find(key)->second;  // a reference survives other inserts
+  st.ready.emplace(ticket, std::move(fire));
+  if (st.delivering) return;  // the thread handing out will find it
+  st.delivering = true;
+  std::vector<std::function<void()>> batch;
+  for (;;) {
+    for (auto r = st.ready.begin(); r != st.ready.end() && r->first == st.next_done;
+         r = st.ready.erase(r)) {
+      batch.push_back(std::move(r->second));
+      ++st.next_done;
+    }
+    if (batch.empty()) break;
+    // Outside the lock: a completion may append again (to this channel too).
+    lock.unlock();
+    for (auto& f : batch) f();
+    batch.clear();
+    lock.lock();
+  }
+  st.delivering = false;
+  // By key: another channel's insert may have rehashed the map meanwhile.
+  if (st.next_done == st.next_ticket) sticky_.erase(key);
+}
+
+void ValkeyStore::append(AppendRequest req, AppendDone done) {
+  if (closed_.load()) return done(AppendOutcome{closed_error()});
+  const ChannelKeys k = channel_keys(req.key, opts_.partitions);
+  const StoredMessage& m = req.msg;
+  appends_.fetch_add(1, std::memory_order_relaxed);
+  begin_op();
+  NodePool* pool;
+  std::string sticky_key;
+  uint64_t ticket = 0;
+  // The script publishes the commit itself (atomically: no node's crash can lose
+  // the push), unless an ack waits for replicas: then this node publishes once
+  // WAIT confirmed it, so no member gets what was not acknowledged. The hub's own
+  // seqs (one node) are not published: nobody listens.
+  std::string script_feed;
+  {
+    std::lock_guard lock(route_mu_);
+    if (opts_.cluster) {
+      // A channel's appends in flight start on one connection, whatever moves.
+      sticky_key = req.key.key();
+      Sticky& st = sticky_[sticky_key];
+      if (st.next_ticket == st.next_done) st.pool = route_locked(k.tag);
+      ticket = st.next_ticket++;
+      pool = st.pool;
+    } else {
+      pool = route_locked(k.tag);
+    }
+    if (m.seq == 0 && opts_.wait_replicas == 0) script_feed = feed_name(k.feed, pool);
+  }
+  std::string cmd = format_command(
+      {"EVALSHA", append_script().sha1, "5", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal,
+       std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
+       std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
+       std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
+       std::to_string(opts_.wal_max_len), script_feed});
+  const int64_t start = steady_ns();
+  // Sent again only with the hub's seq: the script refuses it out of turn, so a
+  // resend can never put two appends of a channel in the other order.
+  const bool resend = m.seq != 0;
+  // The script's answer and, with wait_replicas, WAIT's, on the same connection
+  // right behind it (both answers run on that connection's loop, in either order
+  // when the script was redirected).
+  struct Pending {
+    int left = 1;
+    Result<Reply> script = Error{ErrorCode::kUnavailable, "no answer", 1000};
+    Result<Reply> wait = Error{ErrorCode::kUnavailable, "no answer", 1000};
+  };
+  auto p = std::make_shared<Pending>();
+  const bool waits = opts_.wait_replicas > 0;
+  if (waits) p->left = 2;
+  // With wait_replicas: published by this node once WAIT confirmed the append.
+  std::string publish = m.seq == 0 && waits ? k.feed : std::string();
+  auto finish = [this, p, start, ticket, sticky_key = std::move(sticky_key), publish = std::move(publish),
+                 key = req.key, msg = req.msg, tag = k.tag, done = std::move(done)]() mutable {
+    AppendOutcome out = parse_append(p->script);
+    if (out && !out->dup && opts_.wait_replicas > 0) {
+      const redisReply* w = p->wait ? p->wait.value().get() : nullptr;
+      if (!w || w->type != REDIS_REPLY_INTEGER || w->integer < opts_.wait_replicas) {
+        // Written on the master, not (yet) on enough replicas: not acknowledged.
+        // A retry with the same id answers its seq as a duplicate if it survives.
+        out = AppendOutcome{Error{ErrorCode::kUnavailable,
+                                  "store unavailable: fewer than " + std::to_string(opts_.wait_replicas) +
+                                      " replicas confirmed the write",
+                                  1000}};
+        wait_short_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (out && !out->dup && !publish.empty()) {
+      msg.seq = out->seq;
+      NodePool* to = route(tag);
+      std::string name;
+      {
+        std::lock_guard lock(route_mu_);
+        name = feed_name(publish, to);
+      }
+      begin_op();
+      call(to, key, tag, format_command({"SPUBLISH", name, format_commit(key.channel, msg)}), true,
+           [this](Result<Reply>) { end_op(); });
+    }
+    auto fire = [this, out = std::move(out), done = std::move(done)]() mutable {
+      appends_.fetch_sub(1, std::memory_order_relaxed);
+      done(std::move(out));
+      end_op();
+    };
+    if (sticky_key.empty()) return fire();
+    complete_in_order(sticky_key, ticket, std::move(fire));
+  };
+  auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+  call(pool, req.key, k.tag, std::move(cmd), resend, [this, p, start, shared_finish](Result<Reply> r) mutable {
+    if (r && observe_) observe_(steady_ns() - start);
+    p->script = std::move(r);
+    if (--p->left == 0) (*shared_finish)();
+  });
+  if (waits) {
+    call(pool, req.key, k.tag,
+         format_command({"WAIT", std::to_string(opts_.wait_replicas), std::to_string(opts_.wait_timeout_ms)}),
+         false, [p, shared_finish](Result<Reply> r) mutable {
+           p->wait = std::move(r);
+           if (--p->left == 0) (*shared_finish)();
+         });
+  }
+}
+
+}  // namespace parley::store::valkey
