@@ -11,8 +11,8 @@
 namespace parley::events {
 
 Engine::Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics,
-               seqlog::Options follow)
-    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()), follow_(follow) {
+               seqlog::Options follow, cluster::Cluster* cluster)
+    : loops_(loops), store_(store), metrics_(metrics), topics_(loops.size()), follow_(follow), cluster_(cluster) {
   std::random_device rd;
   char id[17];
   std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
@@ -41,7 +41,8 @@ Topic& Engine::topic(const TenantConfig& tenant, const std::string& name) {
       stats_.push_back(stats);
     }
     it = table.emplace(std::move(key), std::make_unique<Topic>(loop, loops_, store_, tenant, name,
-                                                               *cfg, std::move(stats), metrics_, node_, follow_))
+                                                               *cfg, std::move(stats), metrics_,
+                                                               TopicNodes{node_, cluster_, this}, follow_))
              .first;
     it->second->rebuild_boards();
   }
@@ -57,7 +58,7 @@ Partition* Engine::partition_of_channel(const store::ChannelId& id) {
   return &it->second->partition(pc->p);
 }
 
-void Engine::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
+void Engine::on_message(const store::ChannelId& id, store::StoredMessage msg) {
   const auto topic = topic_of_channel(id.channel);
   if (!topic) return;
   loops_.run_on(loop_of(id.tenant, *topic), [this, id, msg = std::move(msg)]() mutable {

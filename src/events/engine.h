@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "events/topic.h"
 #include "events/topic_stats.h"
 #include "metrics/metrics.h"
@@ -26,12 +27,13 @@
 
 namespace parley::events {
 
-class Engine final : public EventService {
+class Engine final : public EventService, private cluster::FeedListener {
  public:
   // `follow`: how a topic partition follows a store that numbers it (the
-  // channels' knobs: seqlog::Options).
+  // channels' knobs: seqlog::Options). `cluster`: the other nodes of such a
+  // store (null: this node alone).
   Engine(runtime::LoopGroup& loops, store::Store& store, metrics::Metrics& metrics,
-         seqlog::Options follow = {});
+         seqlog::Options follow = {}, cluster::Cluster* cluster = nullptr);
   ~Engine() override;
 
   void emit(EmitRequest req) override;
@@ -55,12 +57,6 @@ class Engine final : public EventService {
 
   unsigned loop_of(std::string_view tenant, std::string_view topic) const;
 
-  // Shared store (Store::assigns_seq): what any node commits into a topic's
-  // partitions, the channels "<topic>\x1f<p>" (the hub passes the store's feed
-  // for those on). Any thread; a topic not created on this node ignores it.
-  void on_feed(const store::ChannelId& id, store::StoredMessage msg);
-  void on_resync(const store::ChannelId& id);
-
   // Every topic created so far (a scrape reads them; any thread).
   std::vector<std::shared_ptr<TopicStats>> stats() const;
 
@@ -72,6 +68,13 @@ class Engine final : public EventService {
   Partition* partition_of_channel(const store::ChannelId& id);
   template <typename Fn>
   void on_topic(const TenantConfig* tenant, const std::string& name, Fn&& fn);
+  // Shared store (Store::assigns_seq): what any node commits into a topic's
+  // partitions, the channels "<topic>\x1f<p>", which each partition watches in
+  // the broker with the engine as listener. Any thread; posted to the topic's
+  // loop; a partition gone meanwhile ignores it.
+  void on_message(const store::ChannelId& id, store::StoredMessage msg) override;
+  void on_resync(const store::ChannelId& id) override;
+  void on_note(const store::ChannelId&, std::string) override {}  // partitions have no presence
 
   runtime::LoopGroup& loops_;
   store::Store& store_;
@@ -82,6 +85,7 @@ class Engine final : public EventService {
   std::vector<std::shared_ptr<TopicStats>> stats_;
   seqlog::Options follow_;
   std::string node_;  // random per start: the name this node holds consumer groups under
+  cluster::Cluster* cluster_;
 };
 
 }  // namespace parley::events

@@ -57,10 +57,12 @@ std::string encode_item(uint64_t off, int64_t ts, std::string_view from, std::st
 
 Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
                      store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
-                     metrics::Metrics& metrics, const seqlog::Options& follow_opts)
+                     metrics::Metrics& metrics, const seqlog::Options& follow_opts,
+                     cluster::Broker& broker, cluster::FeedListener* listener)
     : loop_(loop),
       loops_(loops),
       store_(store),
+      broker_(broker),
       id_(std::move(id)),
       topic_(std::move(topic)),
       p_(p),
@@ -76,12 +78,13 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
     follow(follow_opts);
     // Before the recovery reads the last offset: nothing committed after that
     // read can be missed for good.
-    store_.watch(id_);
+    PARLEY_CHECK(listener != nullptr);
+    broker_.watch(id_, *listener);
   }
 }
 
 Partition::~Partition() {
-  if (log_.store_numbers()) store_.unwatch(id_);
+  if (log_.store_numbers()) broker_.unwatch(id_);
 }
 
 void Partition::recover(std::function<void()> then) {

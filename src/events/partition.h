@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/broker.h"
 #include "common/status.h"
 #include "events/append_box.h"
 #include "events/frame_batch.h"
@@ -51,7 +52,8 @@ class Partition {
  public:
   Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
             store::ChannelId id, std::string topic, uint32_t p, const TopicConfig& cfg,
-            metrics::Metrics& metrics, const seqlog::Options& follow);
+            metrics::Metrics& metrics, const seqlog::Options& follow, cluster::Broker& broker,
+            cluster::FeedListener* listener);
   Partition(const Partition&) = delete;
   Partition& operator=(const Partition&) = delete;
 
@@ -99,8 +101,9 @@ class Partition {
   // Where the partition lives in the store (a rebuild reads it back).
   const store::ChannelId& store_id() const { return id_; }
 
-  // Shared store only (see above): an event some node committed (the store's
-  // feed), and a (re)established feed subscription (read what may have been missed).
+  // Shared store only (see above): an event some node committed (the broker's
+  // feed, which `listener` hears and hands here on this loop), and a
+  // (re)established feed subscription (read what may have been missed).
   void on_feed(store::StoredMessage m);
   void on_resync();
   ~Partition();
@@ -140,6 +143,7 @@ class Partition {
   unsigned loop_;
   runtime::LoopGroup& loops_;
   store::Store& store_;
+  cluster::Broker& broker_;
   store::ChannelId id_;
   std::string topic_;
   uint32_t p_;

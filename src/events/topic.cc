@@ -63,7 +63,7 @@ bool decode_offsets(std::string_view s, std::vector<std::optional<uint64_t>>& co
 
 Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
              const TenantConfig& tenant, std::string name, const TopicConfig& cfg,
-             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics, std::string node,
+             std::shared_ptr<TopicStats> stats, metrics::Metrics& metrics, TopicNodes nodes,
              const seqlog::Options& follow)
     : loop_(loop),
       loops_(loops),
@@ -73,7 +73,9 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
       cfg_(cfg),
       stats_(std::move(stats)),
       metrics_(metrics),
-      node_(std::move(node)) {
+      node_(std::move(nodes.node)),
+      leases_((nodes.cluster ? *nodes.cluster : cluster::in_process()).leases()) {
+  cluster::Broker& broker = (nodes.cluster ? *nodes.cluster : cluster::in_process()).broker();
   snap_id_ = store::ChannelId{tenant.id, snapshot_channel(name_)};
   hash_id_ = store::ChannelId{tenant.id, key_hash_channel(name_)};
   box_ = std::make_unique<AppendBox>(loop, loops, [this](uint32_t p, store::AppendOutcome out) {
@@ -83,7 +85,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
         loop, loops, store, store::ChannelId{tenant.id, partition_channel(name_, p)}, name_,
-        p, cfg, metrics, follow);
+        p, cfg, metrics, follow, broker, nodes.listener);
     part->set_box(box_.get());
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
@@ -527,7 +529,7 @@ void Topic::remove_member(Group& g, uint64_t conn) {
   if (g.members.empty() && g.held) {
     // Another node may take the group now (it reads the commit log afresh).
     g.held = false;
-    store_.release(g.log, node_);
+    leases_.release(g.log, node_);
   }
 }
 
@@ -536,7 +538,7 @@ void Topic::hold_group(Group& g, std::function<void(Status)> then) {
   g.claim_waiting.push_back(std::move(then));
   if (g.claiming) return;
   g.claiming = true;
-  store_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
+  leases_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
     loops_.run_on(loop_, [this, &g, r = std::move(r)]() mutable {
       g.claiming = false;
       Status st = Status::ok();
@@ -578,11 +580,11 @@ void Topic::renew_groups() {
     if (!g.held) continue;
     if (g.members.empty()) {
       g.held = false;
-      store_.release(g.log, node_);
+      leases_.release(g.log, node_);
       continue;
     }
     any = true;
-    store_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
+    leases_.claim(g.log, node_, kGroupHoldMs, [this, &g](Result<std::string> r) {
       loops_.run_on(loop_, [this, &g, r = std::move(r)]() mutable {
         if (r && *r != node_) {
           // The hold lapsed (the store was out of reach for kGroupHoldMs) and

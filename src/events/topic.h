@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "events/append_box.h"
 #include "events/key_hash.h"
 #include "events/leaderboard.h"
@@ -33,13 +34,20 @@
 
 namespace parley::events {
 
+// What a topic on a store shared by several nodes (Store::assigns_seq) has of
+// the others (the engine's).
+struct TopicNodes {
+  std::string node;  // this process's id: the name it holds consumer groups under
+  cluster::Cluster* cluster = nullptr;  // null: cluster::in_process()
+  // Hears the partitions' feed from the broker (the engine; outlives the topic).
+  cluster::FeedListener* listener = nullptr;
+};
+
 class Topic {
  public:
-  // `node`: this process's id, the name under which it holds consumer groups
-  // on a store shared by several nodes.
   Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store, const TenantConfig& tenant,
         std::string name, const TopicConfig& cfg, std::shared_ptr<TopicStats> stats,
-        metrics::Metrics& metrics, std::string node = {}, const seqlog::Options& follow = {});
+        metrics::Metrics& metrics, TopicNodes nodes = {}, const seqlog::Options& follow = {});
   Topic(const Topic&) = delete;
   Topic& operator=(const Topic&) = delete;
 
@@ -173,6 +181,7 @@ class Topic {
   metrics::Metrics& metrics_;
   size_t inflight_ = 0;
   std::string node_;
+  cluster::Leases& leases_;
   std::unique_ptr<boost::asio::steady_timer> renew_timer_;
   bool renew_armed_ = false;
 };

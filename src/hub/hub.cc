@@ -29,33 +29,9 @@ Hub::Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, Sh
     shards_.push_back(std::make_unique<Shard>(i, loops, views, stores, metrics, opts));
   }
   if (stores.durable && stores.durable->assigns_seq()) {
-    // Several nodes write the same channels: what each commits comes back
-    // through the store, to the shard owning the channel here.
-    store::Store::Feed feed;
-    feed.message = [this](const store::ChannelId& id, store::StoredMessage msg) {
-      if (id.channel.find('\x1f') != std::string::npos) {
-        if (topic_feed_.message) topic_feed_.message(id, std::move(msg));
-        return;
-      }
-      const unsigned i = shard_of(id.tenant, id.channel);
-      loops_.run_on(i, [s = shards_[i].get(), id, msg = std::move(msg)]() mutable {
-        s->on_feed(id, std::move(msg));
-      });
-    };
-    feed.resync = [this](const store::ChannelId& id) {
-      if (id.channel.find('\x1f') != std::string::npos) {
-        if (topic_feed_.resync) topic_feed_.resync(id);
-        return;
-      }
-      const unsigned i = shard_of(id.tenant, id.channel);
-      loops_.run_on(i, [s = shards_[i].get(), id] { s->on_resync(id); });
-    };
-    feed.note = [this](const store::ChannelId& id, std::string note) {
-      const unsigned i = shard_of(id.tenant, id.channel);
-      loops_.run_on(i, [s = shards_[i].get(), id, note = std::move(note)] { s->on_note(id, note); });
-    };
-    stores.durable->set_feed(std::move(feed));
-    // Presence entries name this process: a random id per start.
+    // Several nodes write the same channels (each shard hears its own from the
+    // cluster's broker) and share their presence, whose entries name this
+    // process: a random id per start.
     std::random_device rd;
     char id[17];
     std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());

@@ -41,10 +41,6 @@ class Hub {
   // sessions forward their join/leave/state/up to. Set before start.
   void set_upstream(UpstreamSink* sink);
   UpstreamSink* upstream() const { return upstream_; }
-  // Shared store: where the store's feed for channels with a '\x1f' in their
-  // name goes (the event topics' partitions, "<topic>\x1f<p>"; no client channel
-  // can hold that byte). Set before start; without it they are dropped.
-  void set_topic_feed(store::Store::Feed feed) { topic_feed_ = std::move(feed); }
   // A session's upstream event, through the channel's shard (Shard::forward_upstream).
   void forward_upstream(UpstreamEvent ev);
   // Runs the idle sweep on every shard (call periodically, any thread).
@@ -76,7 +72,6 @@ class Hub {
   std::vector<std::unique_ptr<Shard>> shards_;
   runtime::Gate requests_;  // joins and publishes not yet answered
   UpstreamSink* upstream_ = nullptr;
-  store::Store::Feed topic_feed_;
 };
 
 }  // namespace parley::hub

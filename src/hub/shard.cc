@@ -30,7 +30,8 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       }),
       inbound_(loops.loop(index), [](std::vector<std::function<void()>>& batch) {
         for (auto& fn : batch) fn();
-      }) {
+      }),
+      cluster_(stores.cluster ? *stores.cluster : cluster::in_process()) {
   // Control work before fan-out (issue 9): each drain slice of this loop first
   // takes the store completions and the hub's requests (pubs, joins, ...) that
   // arrived meanwhile, so they wait for at most the slice in progress, not for
@@ -97,7 +98,7 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
     fresh->idle_since_ms = wall_ms();
     if (fresh->store->assigns_seq()) {
       // Before the recovery reads the counter: a push committed after it is held.
-      fresh->store->watch(fresh->id);
+      cluster_.broker().watch(fresh->id, *this);
       fresh->watched = true;
       follow(*fresh);
     }
@@ -112,7 +113,7 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
   c->waiting.push_back(std::move(fn));
   c->shared_presence = c->store->assigns_seq() && ns.presence;
   const int64_t cutoff = c->log.dedupe_cutoff(wall_ms());
-  c->store->recover(c->id, cutoff, [this, key = std::move(key), st = c->store, id = c->id,
+  c->store->recover(c->id, cutoff, [this, key = std::move(key), id = c->id,
                                     presence = c->shared_presence](auto rec) mutable {
     if (!presence || !rec) {
       return loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec)]() mutable {
@@ -120,8 +121,8 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
       });
     }
     // The other nodes' members, so that a join here lists them.
-    st->presence_read(id, [this, key = std::move(key), rec = std::move(rec)](auto members) mutable {
-      std::vector<store::Store::PresenceEntry> entries;
+    cluster_.presence().read(id, [this, key = std::move(key), rec = std::move(rec)](auto members) mutable {
+      std::vector<cluster::PresenceEntry> entries;
       if (members) entries = std::move(*members);
       loops_.run_on(index_, [this, key = std::move(key), rec = std::move(rec),
                              entries = std::move(entries)]() mutable {
@@ -132,7 +133,7 @@ void Shard::with_channel(const TenantConfig* tenant, std::string_view ch, Channe
 }
 
 void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> rec,
-                         std::vector<store::Store::PresenceEntry> presence) {
+                         std::vector<cluster::PresenceEntry> presence) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(key);
   PARLEY_CHECK(it != channels_.end() && it->second->loading);  // never unloaded while loading
@@ -162,7 +163,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
 }
 
 void Shard::forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it) {
-  if (it->second->watched) it->second->store->unwatch(it->second->id);
+  if (it->second->watched) cluster_.broker().unwatch(it->second->id);
   channels_.erase(it);
   channel_count_.fetch_sub(1, std::memory_order_relaxed);
 }

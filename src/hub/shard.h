@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "metrics/metrics.h"
 #include "hub/channel.h"
 #include "hub/channel_stats.h"
@@ -39,6 +40,9 @@ namespace parley::hub {
 struct Stores {
   store::Store* durable = nullptr;    // namespaces with durable = true
   store::Store* ephemeral = nullptr;  // durable = false: kept in memory only
+  // The other nodes of a durable store that numbers the log (Store::assigns_seq);
+  // null: this node alone (cluster::in_process()).
+  cluster::Cluster* cluster = nullptr;
 };
 
 struct ShardOptions {
@@ -52,7 +56,7 @@ struct ShardOptions {
   int64_t presence_ttl_ms = 15'000;
 };
 
-class Shard {
+class Shard final : private cluster::FeedListener {
  public:
   Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*> fanouts, Stores stores,
         metrics::Metrics& metrics, ShardOptions opts);
@@ -83,13 +87,6 @@ class Shard {
   // still walking is skipped.
   void sweep_idle(int64_t now_ms);
 
-  // A store that assigns seqs (several nodes; shard_cross_node.cc): a committed
-  // message the store pushed (another node's, or this node's own), a request to
-  // read what a lost subscription may have missed, and a presence note from
-  // another node.
-  void on_feed(const store::ChannelId& id, store::StoredMessage msg);
-  void on_resync(const store::ChannelId& id);
-  void on_note(const store::ChannelId& id, const std::string& note);
   // This node's id in presence entries and notes (set before any request).
   void set_node_id(std::string id) { node_id_ = std::move(id); }
   // Refreshes this node's presence entries and re-reads the other nodes' (their
@@ -114,12 +111,12 @@ class Shard {
   // a store recovery when needed; fn(nullptr, error) when it cannot be.
   void with_channel(const TenantConfig* tenant, std::string_view ch, ChannelFn fn);
   void on_recovered(const std::string& key, Result<store::ChannelRecovery> rec,
-                    std::vector<store::Store::PresenceEntry> presence = {});
+                    std::vector<cluster::PresenceEntry> presence = {});
   // Presence across nodes: a user's first / last connection here, and the
   // others' entries read from the store.
   void share_presence(Channel& c, const std::string& user, bool joined);
   void presence_event(Channel& c, const std::string& user, bool joined);
-  void reconcile_presence(Channel& c, const std::vector<store::Store::PresenceEntry>& entries);
+  void reconcile_presence(Channel& c, const std::vector<cluster::PresenceEntry>& entries);
   void refresh_presence();
   void join_loaded(Channel* c, JoinRequest req);
   void backfill_step(Channel* c, std::shared_ptr<Backfill> b);
@@ -150,7 +147,7 @@ class Shard {
   // follower; this node's append got `seq`: acked, delivered in seq order.
   void follow(Channel& c);
   void on_assigned(Channel* c, Channel::Log::Completion done);
-  // Drops a channel from channels_ (and its store watch).
+  // Drops a channel from channels_ (and its broker watch).
   void forget(std::unordered_map<std::string, std::unique_ptr<Channel>>::iterator it);
   void broadcast(Channel& c, ChannelEvent ev);
   void remove_member(Channel& c, uint64_t conn);
@@ -192,6 +189,21 @@ class Shard {
 
   // One slice of sweep_idle, from bucket `from` of channels_ on.
   void sweep_slice(int64_t now_ms, size_t from);
+
+  // A store that assigns seqs (several nodes; shard_cross_node.cc): the shard
+  // watches its channels' feed in the broker and hears it here, on a broker
+  // thread (posted to this loop): a committed message (another node's, or this
+  // node's own), a request to read what a lost subscription may have missed,
+  // and a presence note from another node.
+  void on_message(const store::ChannelId& id, store::StoredMessage msg) override;
+  void on_resync(const store::ChannelId& id) override;
+  void on_note(const store::ChannelId& id, std::string note) override;
+  // The same, on this loop.
+  void pushed(const store::ChannelId& id, store::StoredMessage msg);
+  void resync(const store::ChannelId& id);
+  void noted(const store::ChannelId& id, const std::string& note);
+
+  cluster::Cluster& cluster_;
 };
 
 }  // namespace parley::hub

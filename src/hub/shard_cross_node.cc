@@ -1,11 +1,13 @@
 // The Shard's cross-node part, for a store that numbers the log (several nodes
 // share a channel): this node's own appends answered with the store's seq and
-// the pushes of committed messages from the store, both handed to the channel's
-// seqlog::SequencedLog, which follows the log (held until every earlier seq was
-// delivered, gaps filled from the channel's history), and presence shared with
-// the other nodes through notes and expiring entries.
+// the pushes of committed messages from the broker (cluster/broker.h), both
+// handed to the channel's seqlog::SequencedLog, which follows the log (held
+// until every earlier seq was delivered, gaps filled from the channel's
+// history), and presence shared with the other nodes through notes and the
+// cluster's presence registry.
 // The channel's own sequencing (a store that takes the shard's seq) is in
-// shard.cc. Same class, same thread: every method runs on the shard's loop.
+// shard.cc. Same class, same thread: every method runs on the shard's loop,
+// except the broker's three calls, which post to it.
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
@@ -61,7 +63,19 @@ void Shard::follow(Channel& c) {
   c.log.follow(loops_, index_, *c.store, c.id, opts_.follow, std::move(hooks));
 }
 
-void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
+void Shard::on_message(const store::ChannelId& id, store::StoredMessage msg) {
+  loops_.run_on(index_, [this, id, msg = std::move(msg)]() mutable { pushed(id, std::move(msg)); });
+}
+
+void Shard::on_resync(const store::ChannelId& id) {
+  loops_.run_on(index_, [this, id] { resync(id); });
+}
+
+void Shard::on_note(const store::ChannelId& id, std::string note) {
+  loops_.run_on(index_, [this, id, note = std::move(note)] { noted(id, note); });
+}
+
+void Shard::pushed(const store::ChannelId& id, store::StoredMessage msg) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   metrics::ThreadMetrics::inc(metrics_.local().fanout_received);
   auto it = channels_.find(id.key());
@@ -69,7 +83,7 @@ void Shard::on_feed(const store::ChannelId& id, store::StoredMessage msg) {
   it->second->log.on_feed(msg);
 }
 
-void Shard::on_resync(const store::ChannelId& id) {
+void Shard::resync(const store::ChannelId& id) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto it = channels_.find(id.key());
   if (it == channels_.end()) return;
@@ -90,14 +104,14 @@ void Shard::presence_event(Channel& c, const std::string& user, bool joined) {
 // Notes: "j" or "l", this node's id (hex), 0x1f, the user id.
 void Shard::share_presence(Channel& c, const std::string& user, bool joined) {
   if (joined) {
-    c.store->presence_set(c.id, node_id_, user, wall_ms() + opts_.presence_ttl_ms);
+    cluster_.presence().set(c.id, node_id_, user, wall_ms() + opts_.presence_ttl_ms);
   } else {
-    c.store->presence_remove(c.id, node_id_, user);
+    cluster_.presence().remove(c.id, node_id_, user);
   }
-  c.store->publish_note(c.id, (joined ? "j" : "l") + node_id_ + '\x1f' + user);
+  cluster_.broker().publish_note(c.id, (joined ? "j" : "l") + node_id_ + '\x1f' + user);
 }
 
-void Shard::on_note(const store::ChannelId& id, const std::string& note) {
+void Shard::noted(const store::ChannelId& id, const std::string& note) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   const size_t sep = note.find('\x1f');
   if (note.size() < 3 || (note[0] != 'j' && note[0] != 'l') || sep == std::string::npos) return;
@@ -121,7 +135,7 @@ void Shard::on_note(const store::ChannelId& id, const std::string& note) {
   if (was && !c.users.contains(user) && !c.remote_users.contains(user)) presence_event(c, user, false);
 }
 
-void Shard::reconcile_presence(Channel& c, const std::vector<store::Store::PresenceEntry>& entries) {
+void Shard::reconcile_presence(Channel& c, const std::vector<cluster::PresenceEntry>& entries) {
   const int64_t now = wall_ms();
   std::unordered_map<std::string, std::vector<std::string>> fresh;
   for (const auto& e : entries) {
@@ -153,9 +167,9 @@ void Shard::refresh_presence() {
     Channel& c = *cp;
     if (!c.shared_presence || c.loading) continue;
     if (c.users.empty() && c.remote_users.empty()) continue;
-    for (const auto& [user, n] : c.users) c.store->presence_set(c.id, node_id_, user, expires);
+    for (const auto& [user, n] : c.users) cluster_.presence().set(c.id, node_id_, user, expires);
     if (c.members.empty()) continue;  // nobody here to tell
-    c.store->presence_read(c.id, [this, key = key](auto r) mutable {
+    cluster_.presence().read(c.id, [this, key = key](auto r) mutable {
       if (!r) return;
       loops_.run_on(index_, [this, key = std::move(key), entries = std::move(*r)] {
         auto it = channels_.find(key);

@@ -23,6 +23,7 @@
 #include "net/stream_connection.h"
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
+#include "cluster/valkey_cluster.h"
 #include "store/valkey/valkey_store.h"
 #include "protocol/decoder.h"
 
@@ -162,6 +163,8 @@ Status Server::open_valkey_store() {
   valkey_->set_script_latency_observer(
       [m = metrics_.get()](int64_t ns) { m->local().valkey_script.observe_ns(ns); });
   durable_ = std::move(*opened);
+  // The nodes sharing the store hear each other through it.
+  cluster_ = cluster::valkey_cluster(*valkey_);
   return Status::ok();
 }
 
@@ -187,7 +190,7 @@ void Server::create_loops() {
 }
 
 void Server::create_services() {
-  const hub::Stores stores{durable_.get(), ephemeral_.get()};
+  const hub::Stores stores{durable_.get(), ephemeral_.get(), cluster_.get()};
   tenants_ = std::make_unique<TenantRegistry>(config_.tenants);
   hub_ = std::make_unique<hub::Hub>(*loops_, stores, *metrics_,
                                     hub::ShardOptions{config_.append_queue_limit, 100, idle_ms(),
@@ -213,16 +216,7 @@ void Server::create_services() {
   go.preauth_frame_bytes = config_.preauth_frame_bytes;
   net::PreauthBudget::process().set_limit(config_.preauth_memory_bytes);
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
-  events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_, follow_options());
-  if (durable_->assigns_seq()) {
-    // Topics on a store shared by nodes hear every node's events (events/partition.h).
-    store::Store::Feed topic_feed;
-    topic_feed.message = [e = events_.get()](const store::ChannelId& id, store::StoredMessage m) {
-      e->on_feed(id, std::move(m));
-    };
-    topic_feed.resync = [e = events_.get()](const store::ChannelId& id) { e->on_resync(id); };
-    hub_->set_topic_feed(std::move(topic_feed));
-  }
+  events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_, follow_options(), cluster_.get());
   gateway_->set_events(events_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {

@@ -27,6 +27,7 @@
 #include "session/gateway.h"
 #include "tenant/tenant_registry.h"
 #include "events/engine.h"
+#include "cluster/cluster.h"
 #include "hub/hub.h"
 #include "net/http_session.h"
 #include "net/listener.h"
@@ -125,6 +126,8 @@ class Server {
   std::unique_ptr<store::MemoryStore> ephemeral_;
   store::EmbeddedStore* embedded_ = nullptr;  // durable_, when it is the embedded store
   store::valkey::ValkeyStore* valkey_ = nullptr;  // durable_, when it is the valkey store
+  // The other nodes of a store they share (valkey); null: this node alone.
+  std::unique_ptr<cluster::Cluster> cluster_;
   std::unique_ptr<runtime::LoopGroup> loops_;
   std::unique_ptr<metrics::Metrics> metrics_;
   std::unique_ptr<TenantRegistry> tenants_;

@@ -1,0 +1,24 @@
+// The cluster of nodes sharing one valkey store (store/valkey/): the broker
+// feed is the partitions' sharded pub/sub channels, to which the append script
+// publishes each commit; presence and leases are keys of the channel's
+// partition. Every command goes through the store's connections and routing
+// (one connection per channel, cluster redirects followed).
+//
+// Threads: any thread calls in; listeners and answers run on the store's
+// connection loops. Lives no longer than the store, and is made before the
+// first watch.
+#pragma once
+
+#include <memory>
+
+#include "cluster/cluster.h"
+
+namespace parley::store::valkey {
+class ValkeyStore;
+}
+
+namespace parley::cluster {
+
+std::unique_ptr<Cluster> valkey_cluster(store::valkey::ValkeyStore& store);
+
+}  // namespace parley::cluster
