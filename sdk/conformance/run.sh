@@ -4,7 +4,7 @@
 # machine is small).
 #   sdk/conformance/run.sh --sdk js                  # every scenario
 #   sdk/conformance/run.sh --sdk js drain kill9      # the files whose names contain these
-#   sdk/conformance/run.sh --driver "CMD" [--transport tcp|wss]
+#   sdk/conformance/run.sh --driver "CMD" [--transport tcp|wss] [--encoding json|msgpack]
 # PARLEY_BIN is the server binary (default build/src/server/parley). Exit 77
 # (ctest: skipped) only when node is missing.
 set -euo pipefail
@@ -13,13 +13,15 @@ root="$(cd "$here/../.." && pwd)"
 sdk=""
 driver="${SDK_DRIVER:-}"
 transport="${SDK_TRANSPORT:-ws}"
+encoding="${SDK_ENCODING:-json}"
 filters=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sdk) sdk="$2"; shift 2 ;;
     --driver) driver="$2"; shift 2 ;;
     --transport) transport="$2"; shift 2 ;;
-    -h|--help) sed -n 2,9p "${BASH_SOURCE[0]}"; exit 0 ;;
+    --encoding) encoding="$2"; shift 2 ;;
+    -h|--help) sed -n 2,10p "${BASH_SOURCE[0]}"; exit 0 ;;
     *) filters+=("$1"); shift ;;
   esac
 done
@@ -43,7 +45,8 @@ case "$sdk" in
 esac
 [[ -n "$driver" ]] || { echo "usage: run.sh --sdk js | --driver CMD [scenario ...]" >&2; exit 2; }
 
-export SDK_DRIVER="$driver" SDK_TRANSPORT="$transport"
+case "$encoding" in json|msgpack) ;; *) echo "sdk_conformance: --encoding json or msgpack, not $encoding" >&2; exit 2 ;; esac
+export SDK_DRIVER="$driver" SDK_TRANSPORT="$transport" SDK_ENCODING="$encoding"
 PARLEY_BIN="${PARLEY_BIN:-$root/build/src/server/parley}"
 export PARLEY_BIN
 [[ -x "$PARLEY_BIN" ]] || { echo "sdk_conformance: no server binary at $PARLEY_BIN (build it or set PARLEY_BIN)" >&2; exit 1; }
@@ -92,7 +95,7 @@ fi
 # this bound is for a harness that cannot reach its own (a spinning process).
 FILE_TIMEOUT_S="${SDK_FILE_TIMEOUT_S:-75}"
 
-echo "sdk_conformance: driver \"$driver\" over $transport, ${#files[@]} scenario file(s)"
+echo "sdk_conformance: driver \"$driver\" over $transport in $encoding, ${#files[@]} scenario file(s)"
 status=0
 failed=()
 start=$SECONDS

@@ -34,7 +34,9 @@ export interface ReconnectOptions {
 /** What the SDK needs of a WebSocket: the browser's, Node's global one, or `ws`'s. */
 export interface WebSocketLike {
   readonly readyState: number;
-  send(data: string): void;
+  send(data: string | Uint8Array): void;
+  /** Set to 'arraybuffer' for MessagePack (binary messages). */
+  binaryType?: string;
   close(code?: number, reason?: string): void;
   terminate?(): void;
   onopen: ((ev: unknown) => void) | null;
@@ -42,7 +44,7 @@ export interface WebSocketLike {
   onclose: ((ev: { code: number; reason: string }) => void) | null;
   onerror: ((ev: unknown) => void) | null;
 }
-export type WebSocketConstructor = new (url: string) => WebSocketLike;
+export type WebSocketConstructor = new (url: string, protocols?: string[]) => WebSocketLike;
 
 export interface ClientOptions {
   /** ws://host:port/v1/ws, or a function called before every (re)connect. */
@@ -88,6 +90,12 @@ export interface ClientOptions {
   idPrefix?: string;
   /** Source of randomness for jitter and ids (tests). */
   random?: () => number;
+  /**
+   * 'json' (default) or 'msgpack': MessagePack in binary frames, asked for with
+   * the subprotocol parley.v1.msgpack (PROTOCOL.md "Binary encoding"). Bodies
+   * are the same either way: binary values are {"$bin": base64} (see bin()).
+   */
+  encoding?: 'json' | 'msgpack';
 }
 
 export interface Welcome {
@@ -95,6 +103,8 @@ export interface Welcome {
   user: string;
   tenant: string;
   heartbeat_ms: number;
+  /** The encoding of this connection's frames. */
+  enc: 'json' | 'msgpack';
 }
 
 export interface MsgFrame {
@@ -221,6 +231,7 @@ export declare class ParleyClient extends TypedEmitter<ClientEvents> {
   readonly welcome: Welcome | null;
   readonly user: string | null;
   readonly conn: string | null;
+  readonly encoding: 'json' | 'msgpack';
   connect(): Promise<Welcome>;
   close(): void;
   channel(name: string): Channel;
@@ -235,3 +246,8 @@ export declare function backoffDelay(
   random?: () => number,
 ): number;
 export declare function withJitter(ms: number, fraction: number, random?: () => number): number;
+
+/** {"$bin": standard padded base64 of `bytes`}: a binary value of a body (MessagePack `bin`, JSON `$bin`). */
+export declare function bin(bytes: Uint8Array | ArrayBuffer | ArrayLike<number>): { $bin: string };
+/** The bytes of a {"$bin": canonical base64} value, or null for anything else. */
+export declare function binBytes(value: unknown): Uint8Array | null;

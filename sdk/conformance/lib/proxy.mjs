@@ -67,6 +67,9 @@ class Pair {
     this.client = client;
     this.stalled = false;
     this.upstream = connect({ host: '127.0.0.1', port: proxy.target });
+    // The first bytes the client sends (a WebSocket upgrade request or a TCP
+    // hello): what the harness reads a client's encoding from (`heads`).
+    client.once('data', (chunk) => proxy.heads.push(chunk.subarray(0, 4096).toString('latin1')));
     this.up = new Pipe(client, this.upstream, this);
     this.down = new Pipe(this.upstream, client, this);
     const kill = () => this.reset();
@@ -112,6 +115,8 @@ export class FaultProxy {
     this.pairs = new Set();
     /** One entry per accepted connection: { t (performance.now()), refused }. */
     this.connects = [];
+    /** The first chunk each forwarded connection's client sent, as latin1 text. */
+    this.heads = [];
     this.server = createServer((sock) => this.#accept(sock));
     this.port = 0;
   }
@@ -151,6 +156,17 @@ export class FaultProxy {
     }
     const pair = new Pair(this, sock);
     this.pairs.add(pair);
+  }
+
+  /**
+   * The encoding a connection's first chunk asked for: the WebSocket
+   * subprotocol `parley.v1.msgpack` or a TCP hello's `"enc":"msgpack"` is
+   * msgpack; anything else readable is json; null for TLS (opaque here).
+   */
+  static encodingOf(head) {
+    if (/^GET /.test(head)) return /^sec-websocket-protocol:[^\r]*parley\.v1\.msgpack/im.test(head) ? 'msgpack' : 'json';
+    if (head.length > 4 && head[4] === '{') return /"enc"\s*:\s*"msgpack"/.test(head) ? 'msgpack' : 'json';
+    return null;
   }
 
   setTarget(port) {

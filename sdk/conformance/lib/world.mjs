@@ -19,6 +19,13 @@ export const TRANSPORT = ['tcp', 'wss'].includes(process.env.SDK_TRANSPORT) ? pr
 const TLS = TRANSPORT === 'wss' ? { cert: process.env.SDK_TLS_CERT, key: process.env.SDK_TLS_KEY } : null;
 if (TLS && !(TLS.cert && TLS.key)) throw new Error('--transport wss needs SDK_TLS_CERT and SDK_TLS_KEY (run.sh sets them)');
 
+/**
+ * json (default) or msgpack: the encoding every client connects with unless a
+ * scenario names one (SDK_ENCODING, run.sh --encoding). In JSON runs `enc` is
+ * left out of `connect`, so a driver that knows no encodings runs unchanged.
+ */
+export const ENCODING = process.env.SDK_ENCODING === 'msgpack' ? 'msgpack' : 'json';
+
 /** Short reconnect delays, so a scenario's outages cost little time. */
 export const FAST = { minMs: 50, maxMs: 400, factor: 2 };
 
@@ -74,7 +81,8 @@ export class World {
    * connected through it as `user` (welcome seen, unless `awaitOpen` is
    * false). Options go into `connect`.
    */
-  async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false, awaitOpen = true } = {}) {
+  async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false, awaitOpen = true,
+    enc = ENCODING } = {}) {
     const proxy = direct ? null : await this.proxy(server);
     const d = await this.driver(user);
     const url = direct
@@ -83,8 +91,18 @@ export class World {
     const cmd = { cmd: 'connect', url, token: tok ?? token(user), reconnect };
     if (TLS) cmd.caFile = TLS.cert;
     if (heartbeatMs !== undefined) cmd.heartbeatMs = heartbeatMs;
+    if (enc !== 'json') cmd.enc = enc;
     d.send(cmd);
-    if (awaitOpen) await d.next({ ev: 'open' }, { what: `${user}'s first open` });
+    if (awaitOpen) {
+      await d.next({ ev: 'open' }, { what: `${user}'s first open` });
+      // The SDK really speaks the encoding asked for: read from its first
+      // bytes on the wire (not from what the driver says), where not TLS.
+      const seen = proxy?.heads[0] !== undefined ? FaultProxy.encodingOf(proxy.heads[0]) : null;
+      if (seen !== null && seen !== enc) {
+        throw new Error(`${user} was asked to connect in ${enc} but its first bytes ask for ${seen}: ` +
+          JSON.stringify(proxy.heads[0].slice(0, 300)));
+      }
+    }
     d.proxy = proxy;
     d.user = user;
     return d;

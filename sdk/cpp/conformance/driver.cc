@@ -122,8 +122,9 @@ class Driver {
 
  private:
   void connect(const Json& cmd) {
-    if (str(cmd, "enc") == "msgpack") {
-      return emit({{"ev", "error"}, {"code", "unsupported"}, {"msg", "the C++ SDK speaks JSON only (msgpack: a later issue)"}});
+    const std::string enc = str(cmd, "enc");
+    if (!enc.empty() && enc != "json" && enc != "msgpack") {
+      return emit({{"ev", "error"}, {"code", "unsupported"}, {"msg", "enc is json or msgpack, not " + enc}});
     }
     if (client_) client_->close();
     token_ = str(cmd, "token");
@@ -140,12 +141,13 @@ class Driver {
       if (r.contains("factor") && r["factor"].is_number()) o.reconnect.factor = r["factor"].get<double>();
     }
     o.heartbeat_ms = num(cmd, "heartbeatMs", 0);
+    if (enc == "msgpack") o.codec = parley::msgpack_codec();
     client_ = std::make_unique<parley::Client>(std::move(o));
     wired_.clear();
     opens_ = 0;
     auto* cl = client_.get();
     cl->on_open([this](const parley::Welcome& w) {
-      emit({{"ev", "open"}, {"conn_id", w.conn}, {"reconnect", opens_++ > 0}});
+      emit({{"ev", "open"}, {"conn_id", w.conn}, {"reconnect", opens_++ > 0}, {"enc", w.enc}});
     });
     cl->on_disconnect([](const parley::Disconnect& d) {
       emit({{"ev", "disconnect"}, {"code", d.code}, {"reason", d.reason}, {"willReconnect", d.will_reconnect},
@@ -201,7 +203,8 @@ class Driver {
     const std::string padding(static_cast<std::size_t>(std::max<int64_t>(0, pad)), 'x');
     for (int64_t k = 0; k < n; k++) {
       const int64_t i = start + k;
-      Json body = {{"i", i}};
+      Json body = cmd.contains("body") && cmd["body"].is_object() ? cmd["body"] : Json::object();
+      body["i"] = i;
       if (cmd.contains("tag")) body["tag"] = cmd["tag"];
       if (pad > 0) body["pad"] = padding;
       ch.publish(std::move(body), [name, i](const parley::Result<parley::Ack>& r) {

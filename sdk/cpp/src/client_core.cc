@@ -58,6 +58,7 @@ ClientCore::ClientCore(ClientOptions options) : options_(std::move(options)) {
     options_.random = [gen] { return std::uniform_real_distribution<double>(0, 1)(*gen); };
   }
   if (!options_.codec) options_.codec = json_codec();
+  wire_ = options_.codec.get();
   options_.max_in_flight = std::max(1, options_.max_in_flight);
   id_prefix_ = options_.id_prefix.empty() ? random_prefix(options_.random) : options_.id_prefix;
 }
@@ -202,8 +203,8 @@ void ClientCore::submit(const std::shared_ptr<Call>& call) {
 
 bool ClientCore::send_frame(const Json& frame) {
   if (!conn_ || !is_open()) return false;
-  if (!options_.codec->encode(frame, encoded_)) return false;
-  conn_->send(std::move(encoded_), options_.codec->binary());
+  if (!wire_->encode(frame, encoded_)) return false;
+  conn_->send(std::move(encoded_), wire_->binary());
   encoded_.clear();
   last_tx_ = now();
   return true;
@@ -244,7 +245,14 @@ void ClientCore::open_connection() {
   }
   sink_ = std::make_unique<Sink>(*this, epoch);
   pending_token_ = std::move(token);
-  conn_ = options_.transport->connect(options_.url, options_.connection, *sink_);
+  stream_ = options_.url.rfind("tcp://", 0) == 0 || options_.url.rfind("unix://", 0) == 0;
+  wire_ = stream_ ? json_codec().get() : options_.codec.get();
+  ConnectOptions connection = options_.connection;
+  // PROTOCOL.md: a WebSocket picks its encoding by subprotocol; JSON needs none.
+  if (!stream_ && connection.subprotocol.empty() && options_.codec->name() != "json") {
+    connection.subprotocol = "parley.v1." + std::string(options_.codec->name());
+  }
+  conn_ = options_.transport->connect(options_.url, connection, *sink_);
   if (!conn_) {
     emit_error(Error{"transport", "the transport cannot connect to " + options_.url});
     if (epoch != epoch_ || state_ == ClientState::closed) return;
@@ -260,14 +268,21 @@ void ClientCore::open_connection() {
 
 void ClientCore::on_transport_open(uint64_t epoch) {
   if (epoch != epoch_ || state_ != ClientState::connecting) return;
-  hello_rid_ = next_rid_++;
   last_rx_ = now();
+  send_hello(stream_ && options_.codec->name() != "json");
+}
+
+// On a WebSocket the hello travels in the subprotocol's encoding; on raw TCP /
+// Unix it is JSON, asking for the codec's encoding with `enc`.
+void ClientCore::send_hello(bool with_enc) {
+  hello_rid_ = next_rid_++;
+  hello_enc_ = with_enc;
   Json hello = {{"op", "hello"}, {"v", 1}, {"token", pending_token_}, {"rid", hello_rid_}};
-  if (options_.codec->name() != "json") hello["enc"] = std::string(options_.codec->name());
+  if (with_enc) hello["enc"] = std::string(options_.codec->name());
   // hello goes out before the state is open, so send_frame's check does not apply.
   std::string bytes;
-  json_codec()->encode(hello, bytes);
-  conn_->send(std::move(bytes), false);
+  if (!wire_->encode(hello, bytes)) return;
+  conn_->send(std::move(bytes), wire_->binary());
   last_tx_ = now();
 }
 
@@ -275,8 +290,10 @@ void ClientCore::on_transport_frame(uint64_t epoch, std::string_view bytes) {
   if (epoch != epoch_) return;
   last_rx_ = now();
   decoded_.clear();
-  if (!options_.codec->decode(bytes, decoded_)) {
-    emit_error(Error{"bad_frame", "the server sent a frame that is not an object or an array of objects"});
+  if (!wire_->decode(bytes, decoded_)) {
+    emit_error(Error{"bad_frame", std::string("the server sent a frame that is not ") +
+                                      (wire_->binary() ? "a MessagePack map or array of maps (PROTOCOL.md's mapping)"
+                                                       : "a JSON object or array of objects")});
     return;
   }
   // A callback may close the client or drop this connection: the rest of the
@@ -340,6 +357,14 @@ void ClientCore::dispatch(Json& obj) {
 void ClientCore::on_error_frame(const Json& obj) {
   const int64_t rid = rid_of(obj);
   if (rid != 0 && rid == hello_rid_ && state_ == ClientState::connecting) {
+    // PROTOCOL.md: a TCP server that does not speak the `enc` asked for answers
+    // bad_request and stays in JSON, unauthenticated: say hello again in JSON.
+    if (hello_enc_ && str_or(obj, "code") == "bad_request" && conn_) {
+      emit_error(Error{"unsupported_enc", "the server does not take enc " + std::string(options_.codec->name()) +
+                                              " (" + str_or(obj, "msg") + "): continuing in JSON"});
+      send_hello(false);
+      return;
+    }
     // The close that follows decides; remember why (raw TCP has no close codes).
     hello_error_ = str_or(obj, "code");
     emit_error(error_from(obj));
@@ -363,8 +388,10 @@ void ClientCore::on_error_frame(const Json& obj) {
 void ClientCore::on_welcome(const Json& obj) {
   cancel(connect_timer_);
   state_ = ClientState::open;
+  // Raw TCP / Unix: everything after a welcome carrying our `enc` is in it.
+  if (stream_ && hello_enc_ && str_or(obj, "enc") == options_.codec->name()) wire_ = options_.codec.get();
   welcome_ = Welcome{str_or(obj, "conn"), str_or(obj, "user"), str_or(obj, "tenant"),
-                     int_or(obj, "heartbeat_ms", 0)};
+                     int_or(obj, "heartbeat_ms", 0), std::string(wire_->name())};
   attempt_ = 0;
   auth_failures_ = 0;
   const uint64_t epoch = epoch_;

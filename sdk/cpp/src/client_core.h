@@ -98,6 +98,7 @@ class ClientCore {
   void dispatch(Json& obj);
   void on_error_frame(const Json& obj);
   void on_welcome(const Json& obj);
+  void send_hello(bool with_enc);
   void start_liveness(int64_t heartbeat_ms);
   void liveness_tick(uint64_t epoch, int64_t period);
   void abandon(int code, const std::string& reason);
@@ -133,6 +134,12 @@ class ClientCore {
   Welcome welcome_;
   int in_poll_ = 0;
   std::deque<std::function<void()>> deferred_;
+  // The encoding frames travel in now: options_.codec from the start on a
+  // WebSocket (its subprotocol), and on raw TCP / Unix JSON until a welcome
+  // carrying the codec's `enc` (the hello and its answer are always JSON).
+  const Codec* wire_ = nullptr;
+  bool stream_ = false;        // raw TCP / Unix (tcp://, unix://): no subprotocols
+  bool hello_enc_ = false;     // our hello of this connection asked for options_.codec's enc
   std::vector<Json> decoded_;  // reused across frames
   std::string encoded_;
 };

@@ -143,9 +143,9 @@ internal sealed class Driver
         _wired.Clear();
         _token = cmd.GetString("token");
         string enc = cmd.GetString("enc") ?? "json";
-        if (enc != "json")
+        if (enc != "json" && enc != "msgpack")
         {
-            Emit(Ev("error").Set("code", "unsupported").Set("msg", "encoding " + enc + " is not in this SDK yet"));
+            Emit(Ev("error").Set("code", "unsupported").Set("msg", "enc is json or msgpack, not " + enc));
             return;
         }
         var o = new ClientOptions
@@ -163,8 +163,9 @@ internal sealed class Driver
             if (rc.Has("factor")) o.Reconnect.Factor = rc["factor"].AsDouble;
         }
         if (cmd.Has("heartbeatMs")) o.HeartbeatMs = (int)cmd["heartbeatMs"].AsDouble;
+        if (enc == "msgpack") o.Codec = MsgPackCodec.Instance;
         var c = new ParleyClient(o);
-        c.Opened += w => Emit(Ev("open").Set("conn_id", w.Conn).Set("reconnect", w.Reconnect));
+        c.Opened += w => Emit(Ev("open").Set("conn_id", w.Conn).Set("reconnect", w.Reconnect).Set("enc", w.Enc));
         c.Disconnected += d => Emit(Ev("disconnect").Set("code", d.Code).Set("reason", d.Reason ?? "")
             .Set("willReconnect", d.WillReconnect).Set("delayMs", d.DelayMs));
         c.Bye += b => Emit(Ev("bye").Set("code", b.Code).Set("reconnectMs",
@@ -218,11 +219,15 @@ internal sealed class Driver
         cmd.TryGetLong("pad", out pad);
         string padding = pad > 0 ? new string('x', (int)Math.Min(pad, 16 << 20)) : null;
         var tag = cmd["tag"];
+        var extra = cmd["body"];
         string name = ch.Name;
         for (long k = 0; k < n; k++)
         {
             long i = start + k;
-            var body = JsonValue.Object().Set("i", i);
+            var body = JsonValue.Object();
+            if (extra != null && extra.Type == JsonType.Object)
+                foreach (var m in extra.Members) body.Set(m.Key, m.Value);
+            body.Set("i", i);
             if (tag != null) body.Set("tag", tag);
             if (padding != null) body.Set("pad", padding);
             ch.Publish(body).ContinueWith(t =>

@@ -6,7 +6,7 @@
 // stand-in passed through the public `WebSocket` option (the SDK tests'
 // scripted server); it answers hello and join as the server would, so the
 // client is in its ordinary joined state.
-//   node sdk/js/bench/receive.mjs [--msgs 200000] [--batch 1] [--runs 5]
+//   node sdk/js/bench/receive.mjs [--msgs 200000] [--batch 1] [--runs 5] [--enc json|msgpack]
 // Prints one JSON line per shape: msgs per second, the median of the runs.
 import { ParleyClient } from '../src/index.js';
 import { scriptedServer } from '../test/support/scripted_server.mjs';
@@ -18,6 +18,7 @@ function arg(name, dflt) {
 const MSGS = arg('msgs', 200000);
 const RUNS = arg('runs', 5);
 const BATCHES = process.argv.includes('--batch') ? [arg('batch', 1)] : [1, 16];
+const ENCS = process.argv.includes('--enc') ? [process.argv[process.argv.indexOf('--enc') + 1]] : ['json', 'msgpack'];
 const CH = 'chat:bench';
 const TEXT = 'x'.repeat(64);
 
@@ -28,20 +29,21 @@ function msgFrame(seq) {
 }
 
 // Frames of `batch` messages each (1: one object per frame, else an array,
-// as the server batches per tick), seqs from `first` on.
-function frames(first, count, batch) {
+// as the server batches per tick), seqs from `first` on, in the server's
+// encoding (JSON text, or MessagePack bytes).
+function frames(net, first, count, batch) {
   const out = [];
   for (let s = first; s < first + count; s += batch) {
     const n = Math.min(batch, first + count - s);
-    if (batch === 1) out.push(JSON.stringify(msgFrame(s)));
-    else out.push(JSON.stringify(Array.from({ length: n }, (_, k) => msgFrame(s + k))));
+    if (batch === 1) out.push(net.encode(msgFrame(s)));
+    else out.push(net.encode(Array.from({ length: n }, (_, k) => msgFrame(s + k))));
   }
   return out;
 }
 
-async function run(batch) {
-  const net = scriptedServer();
-  const client = new ParleyClient({ url: 'ws://bench.invalid/v1/ws', token: 't', WebSocket: net.WebSocket });
+async function run(batch, encoding) {
+  const net = scriptedServer({ encoding });
+  const client = new ParleyClient({ url: 'ws://bench.invalid/v1/ws', token: 't', WebSocket: net.WebSocket, encoding });
   const ch = client.channel(CH);
   let count = 0;
   let lastSeq = 0;
@@ -54,8 +56,8 @@ async function run(batch) {
   await ch.join();
   const sock = net.sock;
   const warm = Math.min(20000, MSGS);
-  for (const data of frames(1, warm, batch)) sock.onmessage({ data });
-  const timed = frames(warm + 1, MSGS, batch); // encoded before the clock starts
+  for (const data of frames(net, 1, warm, batch)) sock.onmessage({ data });
+  const timed = frames(net, warm + 1, MSGS, batch); // encoded before the clock starts
   count = 0;
   sum = 0;
   const t0 = process.hrtime.bigint();
@@ -69,12 +71,12 @@ async function run(batch) {
   return (MSGS * 1e9) / ns;
 }
 
-for (const batch of BATCHES) {
+for (const enc of ENCS) for (const batch of BATCHES) {
   const rates = [];
-  for (let r = 0; r < RUNS; r++) rates.push(await run(batch));
+  for (let r = 0; r < RUNS; r++) rates.push(await run(batch, enc));
   const sorted = [...rates].sort((a, b) => a - b);
   console.log(JSON.stringify({
-    sdk: 'js', runtime: `node ${process.version}`, enc: 'json', batch, msgs: MSGS,
+    sdk: 'js', runtime: `node ${process.version}`, enc, batch, msgs: MSGS,
     msgs_per_sec: Math.round(sorted[Math.floor(sorted.length / 2)]),
     runs: rates.map(Math.round),
   }));

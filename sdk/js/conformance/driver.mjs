@@ -42,8 +42,13 @@ function connect(cmd) {
   const opts = { url: cmd.url, token: () => currentToken, WebSocket };
   if (cmd.reconnect) opts.reconnect = cmd.reconnect;
   if (cmd.heartbeatMs !== undefined) opts.heartbeatMs = cmd.heartbeatMs;
-  client = new ParleyClient(opts);
-  client.on('open', (w) => out({ ev: 'open', conn_id: w.conn, reconnect: opens++ > 0 }));
+  if (cmd.enc !== undefined) opts.encoding = cmd.enc;
+  try {
+    client = new ParleyClient(opts);
+  } catch (e) {
+    return out({ ev: 'error', code: 'unsupported', msg: e.message });
+  }
+  client.on('open', (w) => out({ ev: 'open', conn_id: w.conn, reconnect: opens++ > 0, enc: w.enc }));
   client.on('disconnect', (d) => out({ ev: 'disconnect', code: d.code, reason: d.reason,
     willReconnect: d.willReconnect, delayMs: d.delayMs }));
   client.on('bye', (b) => out({ ev: 'bye', code: b.code, reconnectMs: b.reconnect_ms }));
@@ -60,7 +65,7 @@ function publish(cmd) {
   const pad = cmd.pad ? 'x'.repeat(cmd.pad) : undefined;
   for (let k = 0; k < cmd.n; k++) {
     const i = start + k;
-    const body = { i };
+    const body = { ...(cmd.body ?? {}), i };
     if (cmd.tag !== undefined) body.tag = cmd.tag;
     if (pad !== undefined) body.pad = pad;
     ch.publish(body).then(

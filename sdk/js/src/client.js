@@ -11,6 +11,7 @@ import { Emitter } from './emitter.js';
 import { backoffDelay, withJitter } from './backoff.js';
 import { Channel } from './channel.js';
 import { ParleyError, RETRYABLE_CODES } from './errors.js';
+import { codecFor } from './codec.js';
 
 const DEFAULTS = {
   reconnect: { minMs: 250, maxMs: 15000, factor: 2 },
@@ -35,20 +36,25 @@ function randomPrefix(random) {
   return s;
 }
 
-function textOf(data) {
+// What a socket's message event holds, as the codec takes it: JSON text, or
+// the bytes of a binary message (binaryType 'arraybuffer': browsers would
+// hand over a Blob otherwise; ws may still give a Buffer, a Uint8Array).
+function dataOf(data, codec) {
   if (typeof data === 'string') return data;
-  // ws (Node) may hand over a Buffer or an ArrayBuffer; browsers a Blob for
-  // binary messages, which the server never sends.
-  if (data instanceof ArrayBuffer || ArrayBuffer.isView(data)) {
-    return new TextDecoder().decode(data);
+  if (data instanceof ArrayBuffer) data = new Uint8Array(data);
+  else if (ArrayBuffer.isView(data) && !(data instanceof Uint8Array)) {
+    data = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
-  return String(data);
+  // ws hands a text message to a JSON socket as a Buffer.
+  if (!codec.binary && data instanceof Uint8Array) return new TextDecoder().decode(data);
+  return data;
 }
 
 export class ParleyClient extends Emitter {
   #url;
   #token;
   #WS;
+  #codec;
   #opts;
   #random;
   #ws = null;
@@ -86,6 +92,7 @@ export class ParleyClient extends Emitter {
         'ParleyClient: no WebSocket implementation; pass { WebSocket } (e.g. from the ws package)');
     }
     this.#random = opts.random ?? Math.random;
+    this.#codec = codecFor(opts.encoding);
     this.#opts = {
       ...DEFAULTS,
       ...opts,
@@ -110,6 +117,10 @@ export class ParleyClient extends Emitter {
   }
   get options() {
     return this.#opts;
+  }
+  /** 'json' or 'msgpack': the encoding frames travel in (the `encoding` option). */
+  get encoding() {
+    return this.#codec.name;
   }
   get random() {
     return this.#random;
@@ -267,7 +278,14 @@ export class ParleyClient extends Emitter {
   sendFrame(frame) {
     const ws = this.#ws;
     if (!ws || ws.readyState !== WS_OPEN) return false;
-    ws.send(JSON.stringify(frame));
+    let data;
+    try {
+      data = this.#codec.encode(frame);
+    } catch (err) {
+      // A body MessagePack cannot carry (nested past 1,024 levels): as JSON.stringify would throw.
+      throw new ParleyError('bad_request', `cannot encode ${frame.op}: ${err.message}`);
+    }
+    ws.send(data);
     return true;
   }
 
@@ -294,7 +312,9 @@ export class ParleyClient extends Emitter {
     if (epoch !== this.#epoch) return;
     let ws;
     try {
-      ws = new this.#WS(url);
+      // PROTOCOL.md: MessagePack is asked for with its subprotocol; JSON needs none.
+      ws = this.#codec.subprotocol ? new this.#WS(url, [this.#codec.subprotocol]) : new this.#WS(url);
+      if (this.#codec.binary) ws.binaryType = 'arraybuffer';
     } catch (err) {
       this.emit('error', err);
       return this.#scheduleReconnect(null);
@@ -306,11 +326,11 @@ export class ParleyClient extends Emitter {
       if (epoch !== this.#epoch) return;
       this.#helloRid = this.#nextRid++;
       this.#lastRx = Date.now();
-      ws.send(JSON.stringify({ op: 'hello', v: 1, token, rid: this.#helloRid }));
+      ws.send(this.#codec.encode({ op: 'hello', v: 1, token, rid: this.#helloRid }));
     };
     ws.onmessage = (ev) => {
       if (epoch !== this.#epoch) return;
-      this.#onData(textOf(ev.data));
+      this.#onData(dataOf(ev.data, this.#codec));
     };
     ws.onclose = (ev) => {
       if (epoch !== this.#epoch) return;
@@ -340,13 +360,14 @@ export class ParleyClient extends Emitter {
     this.#onDrop(code, reason, true);
   }
 
-  #onData(text) {
+  #onData(data) {
     this.#lastRx = Date.now();
     let value;
     try {
-      value = JSON.parse(text);
-    } catch {
-      this.emit('error', new ParleyError('bad_frame', 'the server sent a frame that is not JSON'));
+      value = this.#codec.decode(data);
+    } catch (err) {
+      this.emit('error', new ParleyError('bad_frame', `the server sent a frame that is not ${
+        this.#codec.binary ? 'MessagePack as PROTOCOL.md maps it' : 'JSON'}: ${err.message}`));
       return;
     }
     // PROTOCOL.md: a server frame is one object or an array of objects.
@@ -406,7 +427,8 @@ export class ParleyClient extends Emitter {
   #onWelcome(obj) {
     clearTimeout(this.#connectTimer);
     this.#state = 'open';
-    this.#welcome = { conn: obj.conn, user: obj.user, tenant: obj.tenant, heartbeat_ms: obj.heartbeat_ms };
+    this.#welcome = { conn: obj.conn, user: obj.user, tenant: obj.tenant, heartbeat_ms: obj.heartbeat_ms,
+      enc: this.#codec.name };
     this.#attempt = 0;
     this.#authFailures = 0;
     this.#startLiveness(obj.heartbeat_ms);

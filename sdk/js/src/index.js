@@ -4,3 +4,4 @@ export { ParleyClient } from './client.js';
 export { Channel } from './channel.js';
 export { ParleyError, RETRYABLE_CODES } from './errors.js';
 export { backoffDelay, withJitter } from './backoff.js';
+export { bin, binBytes } from './codec.js';

@@ -33,4 +33,17 @@ class Codec {
 /// The JSON encoding (text frames). Shared; it holds no state.
 std::shared_ptr<const Codec> json_codec();
 
+/// MessagePack (PROTOCOL.md "Binary encoding: MessagePack"): the WebSocket
+/// subprotocol `parley.v1.msgpack`, or `"enc":"msgpack"` in a TCP / Unix
+/// `hello`. Bodies reach the application as they would over JSON: a `bin`
+/// inside a body is the object {"$bin": "<standard base64, padded>"}, and
+/// such an object (one key, canonical base64) in a body the application
+/// sends goes out as `bin`. Shared; it holds no state.
+std::shared_ptr<const Codec> msgpack_codec();
+
+/// {"$bin": base64 of `bytes`}: a binary value of a body, in either encoding.
+Json make_bin(std::string_view bytes);
+/// The bytes of a {"$bin": canonical base64} value; false for anything else.
+bool read_bin(const Json& value, std::string& bytes);
+
 }  // namespace parley

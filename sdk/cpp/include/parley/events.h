@@ -16,6 +16,9 @@ struct Welcome {
   std::string user;
   std::string tenant;
   int64_t heartbeat_ms = 0;
+  /// The encoding frames travel in on this connection: "json" or "msgpack"
+  /// (ClientOptions::codec; "json" when a TCP server did not take `enc`).
+  std::string enc;
 };
 
 /// A connection ended.

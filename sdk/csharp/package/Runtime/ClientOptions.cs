@@ -78,7 +78,10 @@ namespace Parley
         /// <summary>A monotonic clock in ms (tests pass a fake one); default: Stopwatch.</summary>
         public Func<long> Clock;
 
-        /// <summary>The wire codec (default JSON).</summary>
+        /// <summary>
+        /// The wire codec: <see cref="JsonCodec"/> (default) or <see cref="MsgPackCodec"/>
+        /// (asked for with its WebSocket subprotocol, or a TCP hello's <c>enc</c>).
+        /// </summary>
         public ICodec Codec;
 
         /// <summary>Makes one transport per connection attempt (default: <see cref="WebSocketTransport"/>).</summary>

@@ -17,6 +17,11 @@ namespace Parley
         public int HeartbeatMs { get; internal set; }
         /// <summary>False for the first welcome of this client, true after a reconnect.</summary>
         public bool Reconnect { get; internal set; }
+        /// <summary>
+        /// The encoding of this connection's frames: "json" or "msgpack" (the codec's
+        /// name; "json" when a TCP server did not take the hello's <c>enc</c>).
+        /// </summary>
+        public string Enc { get; internal set; }
     }
 
     /// <summary>A dropped connection.</summary>

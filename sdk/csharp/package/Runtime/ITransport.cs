@@ -45,3 +45,17 @@ namespace Parley
         void Abort();
     }
 }
+
+namespace Parley
+{
+    /// <summary>
+    /// A WebSocket transport that can offer a subprotocol: the client sets it before
+    /// Connect when its codec needs one (<see cref="MsgPackCodec.SubProtocol"/>). A
+    /// WebSocket transport of your own implements this to carry MessagePack.
+    /// </summary>
+    public interface IWebSocketTransport : ITransport
+    {
+        /// <summary>The subprotocol to offer in the handshake (null: none).</summary>
+        string SubProtocol { get; set; }
+    }
+}

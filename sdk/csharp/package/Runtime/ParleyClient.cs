@@ -53,6 +53,11 @@ namespace Parley
         private readonly Random _random;
         private readonly Func<long> _clock;
         private readonly ICodec _codec;
+        // What frames are sent in now: _codec from the start on a WebSocket (its
+        // subprotocol); on raw TCP JSON until a welcome carrying _codec's enc.
+        private ICodec _sendCodec;
+        private bool _stream; // raw TCP (tcp://): no subprotocols, the hello is JSON
+        private bool _helloEnc; // this connection's hello asked for _codec's enc
         private readonly Func<ITransport> _factory;
         private readonly string _idPrefix;
         private readonly Timers _timers = new Timers();
@@ -102,6 +107,7 @@ namespace Parley
                 _clock = () => sw.ElapsedMilliseconds;
             }
             _codec = options.Codec ?? JsonCodec.Instance;
+            _sendCodec = _codec;
             _factory = options.TransportFactory ?? DefaultTransport(options.Url);
             _idPrefix = options.IdPrefix ?? RandomPrefix(_random) + "-";
         }
@@ -406,7 +412,7 @@ namespace Parley
         {
             if (_transport == null || !_socketOpen) return false;
             var f = rid != 0 ? frame.ShallowCopy().Set("rid", rid) : frame;
-            _transport.Send(_codec.Encode(f), _codec.Binary);
+            _transport.Send(_sendCodec.Encode(f), _sendCodec.Binary);
             return true;
         }
 
@@ -467,6 +473,12 @@ namespace Parley
             }
             _transport = tr;
             _socketOpen = false;
+            _stream = IsStreamUrl(_opts.Url);
+            _sendCodec = _stream ? JsonCodec.Instance : _codec;
+            var ws = tr as IWebSocketTransport;
+            // PROTOCOL.md: a WebSocket picks its encoding by subprotocol; JSON needs none.
+            if (ws != null && !_stream && _codec.Name != "json" && string.IsNullOrEmpty(ws.SubProtocol))
+                ws.SubProtocol = "parley.v1." + _codec.Name;
             _helloToken = token;
             _helloRid = 0;
             _byeReconnectMs = null;
@@ -476,7 +488,7 @@ namespace Parley
                 _connectTimer = null;
                 if (epoch == _epoch && _state == ClientState.Connecting) Abandon(4000, "connect timeout");
             });
-            tr.Connect(_opts.Url, new Link(this, epoch));
+            tr.Connect(_opts.Url, new Link(this, epoch, _stream, _sendCodec, _stream && _codec.Name != "json" ? _codec : null));
         }
 
         // Drops the socket at once (a dead peer may never complete a close) and
@@ -509,14 +521,8 @@ namespace Parley
                     return;
                 case InboundKind.Open:
                     _socketOpen = true;
-                    _helloRid = _nextRid++;
                     _lastRx = Now;
-                {
-                    var hello = JsonValue.Object().Set("op", "hello").Set("v", 1);
-                    if (_helloToken != null) hello.Set("token", _helloToken);
-                    else hello.Set("api_key", _opts.ApiKey);
-                    SendFrame(hello.Set("rid", _helloRid), 0);
-                }
+                    SendHello(_stream && _codec.Name != "json");
                     return;
                 case InboundKind.BadFrame:
                     _lastRx = Now;
@@ -536,6 +542,25 @@ namespace Parley
                     OnDrop(item.Code, item.Reason ?? "");
                     return;
             }
+        }
+
+        // On a WebSocket the hello travels in the subprotocol's encoding; on raw
+        // TCP it is JSON, asking for the codec's encoding with `enc`.
+        private void SendHello(bool withEnc)
+        {
+            _helloRid = _nextRid++;
+            _helloEnc = withEnc;
+            var hello = JsonValue.Object().Set("op", "hello").Set("v", 1);
+            if (_helloToken != null) hello.Set("token", _helloToken);
+            else hello.Set("api_key", _opts.ApiKey);
+            if (withEnc) hello.Set("enc", _codec.Name);
+            SendFrame(hello.Set("rid", _helloRid), 0);
+        }
+
+        private static bool IsStreamUrl(string url)
+        {
+            return url.StartsWith("tcp://", StringComparison.OrdinalIgnoreCase) ||
+                   url.StartsWith("unix://", StringComparison.OrdinalIgnoreCase);
         }
 
         private void Dispatch(JsonValue obj)
@@ -589,6 +614,15 @@ namespace Parley
         {
             if (hasRid && rid == _helloRid)
             {
+                // PROTOCOL.md: a TCP server that does not speak the `enc` asked for answers
+                // bad_request and stays in JSON, unauthenticated: say hello again in JSON.
+                if (_helloEnc && obj.GetString("code") == ErrorCodes.BadRequest && _socketOpen)
+                {
+                    EmitError(new ParleyException("unsupported_enc", "the server does not take enc " + _codec.Name +
+                                                                     " (" + obj.GetString("msg") + "): continuing in JSON"));
+                    SendHello(false);
+                    return;
+                }
                 // The close that follows decides; over TCP it carries no code, so remember why.
                 _helloRefusal = obj.GetString("code");
                 EmitError(ParleyException.FromFrame(obj));
@@ -612,12 +646,16 @@ namespace Parley
         {
             CancelTimer(ref _connectTimer);
             _state = ClientState.Open;
+            // Raw TCP: everything after a welcome carrying our `enc` is in it (the
+            // Link switched its decoding when it read this welcome).
+            if (_stream && _helloEnc && obj.GetString("enc") == _codec.Name) _sendCodec = _codec;
             long hb;
             obj.TryGetLong("heartbeat_ms", out hb);
             _welcome = new Welcome
             {
                 Conn = obj.GetString("conn"), User = obj.GetString("user"), Tenant = obj.GetString("tenant"),
                 HeartbeatMs = (int)Math.Min(Math.Max(hb, 0), int.MaxValue), Reconnect = _welcomes++ > 0,
+                Enc = _sendCodec.Name,
             };
             _attempt = 0;
             _authFailures = 0;
@@ -817,8 +855,21 @@ namespace Parley
             private readonly ParleyClient _c;
             private readonly int _epoch;
             private int _closed;
+            // The codec of the messages read now, and (raw TCP) the one to switch
+            // to after a welcome that carries its enc. Read and changed only on
+            // the transport's receive thread, which reads one message at a time.
+            private ICodec _wire;
+            private ICodec _afterWelcome;
+            private readonly bool _stream;
 
-            public Link(ParleyClient c, int epoch) { _c = c; _epoch = epoch; }
+            public Link(ParleyClient c, int epoch, bool stream, ICodec wire, ICodec afterWelcome)
+            {
+                _c = c;
+                _epoch = epoch;
+                _stream = stream;
+                _wire = wire;
+                _afterWelcome = afterWelcome;
+            }
 
             public void OnOpen() { _c.Enqueue(new Inbound { Epoch = _epoch, Kind = InboundKind.Open }); }
 
@@ -827,12 +878,22 @@ namespace Parley
                 JsonValue v;
                 try
                 {
-                    v = _c._codec.Decode(bytes, offset, count);
+                    // A WebSocket's message type says its encoding; the wrong one is malformed.
+                    if (!_stream && binary != _wire.Binary)
+                        throw new FormatException(binary ? "a binary message on a JSON connection"
+                                                         : "a text message on a MessagePack connection");
+                    v = _wire.Decode(bytes, offset, count);
                 }
                 catch (FormatException e)
                 {
                     _c.Enqueue(new Inbound { Epoch = _epoch, Kind = InboundKind.BadFrame, Reason = e.Message });
                     return;
+                }
+                if (_afterWelcome != null && v.Type == JsonType.Object && v.GetString("op") == "welcome" &&
+                    v.GetString("enc") == _afterWelcome.Name)
+                {
+                    _wire = _afterWelcome;
+                    _afterWelcome = null;
                 }
                 _c.Enqueue(new Inbound { Epoch = _epoch, Kind = InboundKind.Frame, Frame = v });
             }

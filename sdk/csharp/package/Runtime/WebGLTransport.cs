@@ -18,14 +18,17 @@ using AOT;
 namespace Parley
 {
     /// <summary>A WebSocket transport over the browser's WebSocket (Unity WebGL players).</summary>
-    public sealed class WebGLTransport : ITransport
+    public sealed class WebGLTransport : IWebSocketTransport
     {
+        /// <inheritdoc/>
+        public string SubProtocol { get; set; }
+
         private delegate void OpenCallback(int id);
         private delegate void MessageCallback(int id, IntPtr data, int length, int binary);
         private delegate void CloseCallback(int id, int code, IntPtr reason);
 
         [DllImport("__Internal")]
-        private static extern void ParleyWsOpen(int id, string url, OpenCallback onOpen, MessageCallback onMessage,
+        private static extern void ParleyWsOpen(int id, string url, string protocol, OpenCallback onOpen, MessageCallback onMessage,
                                                 CloseCallback onClose);
 
         [DllImport("__Internal")]
@@ -45,7 +48,7 @@ namespace Parley
         {
             _events = events;
             Live[_id] = this;
-            ParleyWsOpen(_id, url, OnOpen, OnMessage, OnClose);
+            ParleyWsOpen(_id, url, SubProtocol ?? "", OnOpen, OnMessage, OnClose);
         }
 
         /// <inheritdoc/>

@@ -16,8 +16,11 @@ using System.Threading.Tasks;
 namespace Parley
 {
     /// <summary>A WebSocket transport over <see cref="ClientWebSocket"/>.</summary>
-    public sealed class WebSocketTransport : ITransport
+    public sealed class WebSocketTransport : IWebSocketTransport
     {
+        /// <inheritdoc/>
+        public string SubProtocol { get; set; }
+
         /// <summary>The largest server message accepted, bytes (default 16 MiB).</summary>
         public int MaxMessageBytes = 16 << 20;
 
@@ -54,6 +57,7 @@ namespace Parley
                 Report(1006, "bad url: " + e.Message);
                 return;
             }
+            if (!string.IsNullOrEmpty(SubProtocol)) _ws.Options.AddSubProtocol(SubProtocol);
             Task.Run(() => Run(uri));
         }
 

@@ -3,8 +3,14 @@
 // (`joinedSeq`) at once; every other request waits in `requests` for the
 // caller, which writes whatever server frames it chooses, in any order, with
 // push(). For the orders a real server produces only by chance (sdk/js
-// tests) and for feeding frames without a network (sdk/js/bench).
-export function scriptedServer({ joinedSeq = 0 } = {}) {
+// tests) and for feeding frames without a network (sdk/js/bench). With
+// `encoding: 'msgpack'` it speaks MessagePack (the client must be given the
+// same `encoding`): it decodes what the client sends and encodes what it pushes.
+import { msgpackCodec, jsonCodec } from '../../src/codec.js';
+import { encode } from '@msgpack/msgpack';
+
+export function scriptedServer({ joinedSeq = 0, encoding = 'json' } = {}) {
+  const codec = encoding === 'msgpack' ? msgpackCodec : jsonCodec;
   const net = { sock: null, requests: [], waiters: [] };
   class ScriptedSocket {
     constructor() {
@@ -16,8 +22,8 @@ export function scriptedServer({ joinedSeq = 0 } = {}) {
       });
     }
 
-    send(text) {
-      const f = JSON.parse(text);
+    send(data) {
+      const f = codec.decode(data);
       if (f.op === 'hello') {
         return this.push({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u', tenant: 'demo', heartbeat_ms: 25000 });
       }
@@ -28,7 +34,7 @@ export function scriptedServer({ joinedSeq = 0 } = {}) {
 
     /** Delivers a server frame (an object or an array of them) on the next microtask. */
     push(frame) {
-      queueMicrotask(() => this.onmessage?.({ data: JSON.stringify(frame) }));
+      queueMicrotask(() => this.onmessage?.({ data: net.encode(frame) }));
     }
 
     close() {
@@ -36,6 +42,8 @@ export function scriptedServer({ joinedSeq = 0 } = {}) {
     }
   }
   net.WebSocket = ScriptedSocket;
+  /** A server frame's bytes as the socket would deliver them (JSON text, or MessagePack). */
+  net.encode = (frame) => (encoding === 'msgpack' ? encode(frame) : JSON.stringify(frame));
   /** The next request the client sent (other than hello and join), within `ms`. */
   net.request = async (ms = 3000) => {
     const deadline = Date.now() + ms;

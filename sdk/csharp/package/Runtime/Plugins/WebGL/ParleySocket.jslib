@@ -9,10 +9,11 @@ var ParleySocketLib = {
   $ParleySockets: {},
 
   ParleyWsOpen__deps: ['$ParleySockets'],
-  ParleyWsOpen: function (id, urlPtr, onOpen, onMessage, onClose) {
+  ParleyWsOpen: function (id, urlPtr, protocolPtr, onOpen, onMessage, onClose) {
     var ws;
     try {
-      ws = new WebSocket(UTF8ToString(urlPtr));
+      var protocol = UTF8ToString(protocolPtr);
+      ws = protocol ? new WebSocket(UTF8ToString(urlPtr), [protocol]) : new WebSocket(UTF8ToString(urlPtr));
     } catch (e) {
       var why = stringToNewUTF8('bad url: ' + e.message);
       {{{ makeDynCall('viii', 'onClose') }}}(id, 1006, why);
