@@ -1,5 +1,5 @@
 // The receive path on one core (sdk/conformance/BENCH.md): server frames
-// (JSON) handed over by the transport, decoded, sequenced by a joined channel
+// (JSON, or the same frames as MessagePack: arg msgpack) handed over by the transport, decoded, sequenced by a joined channel
 // and delivered to the application's on_msg, through the public API only. The
 // transport replays frames encoded before the clock starts from its poll(),
 // as the default transport does after a socket read; no socket time is in the
@@ -63,11 +63,19 @@ std::string msg_frame(int64_t n) {
          std::to_string(n) + R"(,"text":")" + std::string(64, 'x') + R"("}})";
 }
 
-std::vector<std::string> frames(int batch, int64_t from, int64_t count) {
+// A server frame in the session's encoding: the JSON text, or the same value
+// as MessagePack (nlohmann's writer standing in for the server's).
+std::string wire(const std::string& json, bool msgpack) {
+  if (!msgpack) return json;
+  const auto v = parley::Json::to_msgpack(parley::Json::parse(json));
+  return std::string(v.begin(), v.end());
+}
+
+std::vector<std::string> frames(int batch, int64_t from, int64_t count, bool msgpack) {
   std::vector<std::string> out;
   for (int64_t n = from; n < from + count; n += batch) {
     if (batch == 1) {
-      out.push_back(msg_frame(n));
+      out.push_back(wire(msg_frame(n), msgpack));
       continue;
     }
     std::string s = "[";
@@ -75,7 +83,7 @@ std::vector<std::string> frames(int batch, int64_t from, int64_t count) {
       if (k) s += ",";
       s += msg_frame(n + k);
     }
-    out.push_back(s + "]");
+    out.push_back(wire(s + "]", msgpack));
   }
   return out;
 }
@@ -86,11 +94,12 @@ struct Session {
   std::unique_ptr<parley::Client> client;
   int64_t count = 0, last_seq = 0, sum = 0;
 
-  Session() {
+  explicit Session(bool msgpack) {
     parley::ClientOptions o;
     o.url = "ws://bench/v1/ws";
     o.token = "t";
     o.transport = t;
+    if (msgpack) o.codec = parley::msgpack_codec();
     client = std::make_unique<parley::Client>(std::move(o));
     parley::Channel ch = client->channel("chat:bench");
     ch.on_msg([this](const parley::Message& m) {
@@ -100,8 +109,9 @@ struct Session {
       if (it != m.body.end() && it->is_number_integer()) sum += it->get<int64_t>();
     });
     ch.join();
-    const std::string welcome = R"({"op":"welcome","rid":1,"conn":"c1","user":"u1","tenant":"demo","heartbeat_ms":25000})";
-    const std::string joined = R"({"op":"joined","rid":2,"ch":"chat:bench","seq":0,"recovered":false})";
+    const std::string welcome =
+        wire(R"({"op":"welcome","rid":1,"conn":"c1","user":"u1","tenant":"demo","heartbeat_ms":25000})", msgpack);
+    const std::string joined = wire(R"({"op":"joined","rid":2,"ch":"chat:bench","seq":0,"recovered":false})", msgpack);
     client->poll();  // open: hello (rid 1)
     t->next = &welcome;
     client->poll();  // welcome: join (rid 2)
@@ -126,16 +136,17 @@ struct Runs {
   std::vector<double> wall;
   std::vector<double> cpu;
 };
-std::map<int, Runs> g_runs;
+std::map<std::pair<int, int>, Runs> g_runs;  // (msgpack, batch)
 
 void BM_Receive(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
-  const auto warm = frames(batch, 1, kWarmup);
-  const auto timed = frames(batch, 1 + kWarmup, kTimed);
+  const bool msgpack = state.range(1) != 0;
+  const auto warm = frames(batch, 1, kWarmup, msgpack);
+  const auto timed = frames(batch, 1 + kWarmup, kTimed, msgpack);
   const int64_t last = kWarmup + kTimed;
   const int64_t want_sum = last * (last + 1) / 2;
   for (auto _ : state) {
-    Session s;
+    Session s(msgpack);
     s.feed(warm);
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = thread_cpu_seconds();
@@ -147,12 +158,12 @@ void BM_Receive(benchmark::State& state) {
       state.SkipWithError("a run did not deliver every message once, in order");
       return;
     }
-    g_runs[batch].wall.push_back(kTimed / wall);
-    g_runs[batch].cpu.push_back(kTimed / cpu);
+    g_runs[{msgpack, batch}].wall.push_back(kTimed / wall);
+    g_runs[{msgpack, batch}].cpu.push_back(kTimed / cpu);
   }
   state.SetItemsProcessed(state.iterations() * kTimed);
 }
-BENCHMARK(BM_Receive)->ArgName("batch")->Arg(1)->Arg(16)->Iterations(1)->Repetitions(5)->UseManualTime()
+BENCHMARK(BM_Receive)->ArgNames({"batch", "msgpack"})->ArgsProduct({{1, 16}, {0, 1}})->Iterations(1)->Repetitions(5)->UseManualTime()
     ->Unit(benchmark::kMillisecond)->ReportAggregatesOnly(false);
 
 double median(std::vector<double> v) {
@@ -172,11 +183,12 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  for (auto& [batch, r] : g_runs) {
+  for (auto& [key, r] : g_runs) {
+    const auto& [msgpack, batch] = key;
     std::printf(
-        "{\"sdk\":\"cpp\",\"runtime\":\"%s %s, gcc %d.%d\",\"enc\":\"json\",\"batch\":%d,\"msgs\":%lld,"
+        "{\"sdk\":\"cpp\",\"runtime\":\"%s %s, gcc %d.%d\",\"enc\":\"%s\",\"batch\":%d,\"msgs\":%lld,"
         "\"msgs_per_sec\":%lld,\"runs\":%s,\"msgs_per_cpu_sec\":%lld,\"cpu_runs\":%s}\n",
-        "parley-cpp", parley::kVersion, __GNUC__, __GNUC_MINOR__, batch, static_cast<long long>(kTimed),
+        "parley-cpp", parley::kVersion, __GNUC__, __GNUC_MINOR__, msgpack ? "msgpack" : "json", batch, static_cast<long long>(kTimed),
         static_cast<long long>(median(r.wall)), list(r.wall).c_str(), static_cast<long long>(median(r.cpu)),
         list(r.cpu).c_str());
   }

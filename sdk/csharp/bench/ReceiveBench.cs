@@ -9,7 +9,8 @@
 // state. Also reported: the rate per second of the process's CPU time, which
 // a shared machine disturbs less than wall time.
 //
-//   taskset -c 1 mono parley-receive-bench.exe [--msgs 200000] [--batch 1] [--runs 5]
+//   taskset -c 1 mono parley-receive-bench.exe [--msgs 200000] [--batch 1] [--runs 5] [--enc json|msgpack]
+// (without --enc both encodings: the same frames as MessagePack, binary messages.)
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -24,6 +25,7 @@ internal static class ReceiveBench
     private sealed class ReplayTransport : ITransport
     {
         public ITransportEvents Events;
+        public ICodec Codec;
 
         public void Connect(string url, ITransportEvents events)
         {
@@ -33,7 +35,7 @@ internal static class ReceiveBench
 
         public void Send(byte[] bytes, bool binary)
         {
-            var f = JsonReader.Parse(bytes, 0, bytes.Length);
+            var f = binary ? MsgPackCodec.Instance.Decode(bytes, 0, bytes.Length) : JsonReader.Parse(bytes, 0, bytes.Length);
             string op = f.GetString("op");
             if (op == "hello")
                 Deliver("{\"op\":\"welcome\",\"rid\":" + f["rid"] + ",\"conn\":\"c1\",\"user\":\"u-bench\",\"tenant\":\"demo\",\"heartbeat_ms\":25000}");
@@ -46,8 +48,8 @@ internal static class ReceiveBench
 
         private void Deliver(string json)
         {
-            var b = Encoding.UTF8.GetBytes(json);
-            Events.OnMessage(b, 0, b.Length, false);
+            var b = Codec.Binary ? Codec.Encode(JsonValue.Parse(json)) : Encoding.UTF8.GetBytes(json);
+            Events.OnMessage(b, 0, b.Length, Codec.Binary);
         }
     }
 
@@ -56,14 +58,18 @@ internal static class ReceiveBench
         int msgs = Arg(args, "msgs", 200000);
         int runs = Arg(args, "runs", 5);
         var batches = Array.IndexOf(args, "--batch") >= 0 ? new[] { Arg(args, "batch", 1) } : new[] { 1, 16 };
+        int e = Array.IndexOf(args, "--enc");
+        var encs = e >= 0 && e + 1 < args.Length ? new[] { args[e + 1] } : new[] { "json", "msgpack" };
+        foreach (string enc in encs)
         foreach (int batch in batches)
         {
+            ICodec codec = enc == "msgpack" ? (ICodec)MsgPackCodec.Instance : JsonCodec.Instance;
             var rates = new List<double>();
             var cpuRates = new List<double>();
             for (int r = 0; r < runs; r++)
             {
                 double cpu;
-                rates.Add(Run(msgs, batch, out cpu));
+                rates.Add(Run(msgs, batch, codec, out cpu));
                 cpuRates.Add(cpu);
             }
             var sorted = new List<double>(rates);
@@ -72,7 +78,7 @@ internal static class ReceiveBench
             var runList = JsonValue.Array();
             foreach (var x in rates) runList.Add(Math.Round(x));
             Console.WriteLine(JsonValue.Object().Set("sdk", "csharp").Set("runtime", "mono " + MonoVersion())
-                .Set("enc", "json").Set("batch", batch).Set("msgs", msgs)
+                .Set("enc", codec.Name).Set("batch", batch).Set("msgs", msgs)
                 .Set("msgs_per_sec", Math.Round(sorted[sorted.Count / 2])).Set("runs", runList)
                 .Set("msgs_per_cpu_sec", Math.Round(cpuRates[cpuRates.Count / 2])));
         }
@@ -80,13 +86,13 @@ internal static class ReceiveBench
     }
 
     // One run in a fresh client: 20,000 messages of warm-up, then msgs timed.
-    private static double Run(int msgs, int batch, out double cpuRate)
+    private static double Run(int msgs, int batch, ICodec codec, out double cpuRate)
     {
         ReplayTransport t = null;
         var client = new ParleyClient(new ClientOptions
         {
-            Url = "ws://bench.invalid/v1/ws", Token = "t",
-            TransportFactory = () => t = new ReplayTransport(),
+            Url = "ws://bench.invalid/v1/ws", Token = "t", Codec = codec,
+            TransportFactory = () => t = new ReplayTransport { Codec = codec },
         });
         var ch = client.Channel(Ch);
         long count = 0, lastSeq = 0, sum = 0;
@@ -103,12 +109,13 @@ internal static class ReceiveBench
         if (!joined.IsCompleted) throw new InvalidOperationException("the stand-in did not get the client joined");
 
         int warm = Math.Min(20000, msgs);
-        foreach (var f in Frames(1, warm, batch))
+        bool bin = codec.Binary;
+        foreach (var f in Frames(1, warm, batch, codec))
         {
-            t.Events.OnMessage(f, 0, f.Length, false);
+            t.Events.OnMessage(f, 0, f.Length, bin);
             client.Poll();
         }
-        var timed = Frames(warm + 1, msgs, batch); // encoded before the clock starts
+        var timed = Frames(warm + 1, msgs, batch, codec); // encoded before the clock starts
         count = 0;
         sum = 0;
         var proc = Process.GetCurrentProcess();
@@ -116,7 +123,7 @@ internal static class ReceiveBench
         var sw = Stopwatch.StartNew();
         foreach (var f in timed)
         {
-            t.Events.OnMessage(f, 0, f.Length, false);
+            t.Events.OnMessage(f, 0, f.Length, bin);
             client.Poll();
         }
         sw.Stop();
@@ -132,7 +139,7 @@ internal static class ReceiveBench
 
     // BENCH.md's message: the server's msg frame with a small object body;
     // batch 1: one object per frame, else arrays of `batch`.
-    private static List<byte[]> Frames(int first, int count, int batch)
+    private static List<byte[]> Frames(int first, int count, int batch, ICodec codec)
     {
         string text = new string('x', 64);
         var frames = new List<byte[]>();
@@ -151,9 +158,21 @@ internal static class ReceiveBench
                   .Append(",\"body\":{\"i\":").Append(seq).Append(",\"text\":\"").Append(text).Append("\"}}");
             }
             if (batch > 1) sb.Append(']');
-            frames.Add(Encoding.UTF8.GetBytes(sb.ToString()));
+            frames.Add(codec.Binary ? MsgPack(JsonValue.Parse(sb.ToString())) : Encoding.UTF8.GetBytes(sb.ToString()));
         }
         return frames;
+    }
+
+    // The codec encodes client frames (objects); a server batch is an array of them.
+    private static byte[] MsgPack(JsonValue frame)
+    {
+        if (frame.Type == JsonType.Object) return MsgPackCodec.Instance.Encode(frame);
+        var parts = new List<byte>();
+        parts.Add(0xdc);
+        parts.Add((byte)(frame.Count >> 8));
+        parts.Add((byte)frame.Count);
+        foreach (var e in frame.Items) parts.AddRange(MsgPackCodec.Instance.Encode(e));
+        return parts.ToArray();
     }
 
     private static int Arg(string[] args, string name, int dflt)
