@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Node.js packages of tests/node (the independent `ws` client
-# test), sdk/js (the JavaScript SDK's test dependencies) and tests/admin
+# test), sdk/js (the JavaScript SDK's @msgpack/msgpack and test dependencies) and tests/admin
 # (playwright-core, driving Debian's chromium) exactly as their
 # package-lock.json files pin them. Idempotent: does nothing for a folder whose
 # node_modules already matches its lock file. Needs node and npm

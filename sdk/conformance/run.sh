@@ -34,7 +34,7 @@ fi
 # Each SDK's driver command (DRIVER.md). An SDK adds its line here.
 case "$sdk" in
   js)
-    if [[ ! -f "$root/sdk/js/node_modules/ws/package.json" ]]; then
+    if [[ ! -f "$root/sdk/js/node_modules/ws/package.json" || ! -f "$root/sdk/js/node_modules/@msgpack/msgpack/package.json" ]]; then
       echo "sdk_conformance: sdk/js/node_modules is missing: running scripts/setup_node.sh"
       bash "$root/scripts/setup_node.sh"
     fi

@@ -1,6 +1,7 @@
 // The receive path on one core (sdk/conformance/BENCH.md): server frames
-// (JSON, or the same frames as MessagePack: arg msgpack) handed over by the transport, decoded, sequenced by a joined channel
-// and delivered to the application's on_msg, through the public API only. The
+// (JSON, or the same frames as MessagePack: arg msgpack) handed over by the
+// transport, decoded, sequenced by a joined channel and delivered to the
+// application's on_msg, through the public API only. The
 // transport replays frames encoded before the clock starts from its poll(),
 // as the default transport does after a socket read; no socket time is in the
 // figure.

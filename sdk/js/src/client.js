@@ -54,7 +54,9 @@ export class ParleyClient extends Emitter {
   #url;
   #token;
   #WS;
-  #codec;
+  #codec; // null until a MessagePack codec has loaded (#codecLoad)
+  #codecLoad = null;
+  #encoding;
   #opts;
   #random;
   #ws = null;
@@ -92,7 +94,15 @@ export class ParleyClient extends Emitter {
         'ParleyClient: no WebSocket implementation; pass { WebSocket } (e.g. from the ws package)');
     }
     this.#random = opts.random ?? Math.random;
-    this.#codec = codecFor(opts.encoding);
+    const codec = codecFor(opts.encoding);
+    this.#encoding = opts.encoding ?? 'json';
+    if (typeof codec.then === 'function') {
+      this.#codec = null;
+      this.#codecLoad = codec;
+      codec.catch(() => {}); // reported by #open
+    } else {
+      this.#codec = codec;
+    }
     this.#opts = {
       ...DEFAULTS,
       ...opts,
@@ -120,7 +130,7 @@ export class ParleyClient extends Emitter {
   }
   /** 'json' or 'msgpack': the encoding frames travel in (the `encoding` option). */
   get encoding() {
-    return this.#codec.name;
+    return this.#encoding;
   }
   get random() {
     return this.#random;
@@ -310,6 +320,18 @@ export class ParleyClient extends Emitter {
       return this.#scheduleReconnect(null);
     }
     if (epoch !== this.#epoch) return;
+    if (!this.#codec) {
+      try {
+        this.#codec = await this.#codecLoad;
+      } catch (err) {
+        if (epoch !== this.#epoch) return;
+        this.emit('error', new ParleyError('unsupported',
+          `encoding 'msgpack' needs the @msgpack/msgpack package: ${err.message}`));
+        this.close();
+        return;
+      }
+      if (epoch !== this.#epoch) return;
+    }
     let ws;
     try {
       // PROTOCOL.md: MessagePack is asked for with its subprotocol; JSON needs none.

@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encode } from '@msgpack/msgpack';
-import { msgpackCodec, bin, binBytes } from '../src/codec.js';
+import { bin, binBytes } from '../src/codec.js';
+import { msgpackCodec } from '../src/msgpack_codec.js';
 
 const b = (...xs) => Uint8Array.from(xs);
 const cat = (...parts) => Uint8Array.from(parts.flatMap((p) => [...p]));

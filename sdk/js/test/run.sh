@@ -11,7 +11,7 @@ if ! command -v node >/dev/null 2>&1; then
   echo "js_sdk_test: node is not installed (scripts/setup.sh installs it): skipped"
   exit 77
 fi
-if [[ ! -f "$here/../node_modules/ws/package.json" ]]; then
+if [[ ! -f "$here/../node_modules/ws/package.json" || ! -f "$here/../node_modules/@msgpack/msgpack/package.json" ]]; then
   echo "js_sdk_test: sdk/js/node_modules is missing: running scripts/setup_node.sh"
   bash "$here/../../../scripts/setup_node.sh" || {
     echo "js_sdk_test: scripts/setup_node.sh failed; the SDK's tests need its packages" >&2

@@ -6,7 +6,8 @@
 // tests) and for feeding frames without a network (sdk/js/bench). With
 // `encoding: 'msgpack'` it speaks MessagePack (the client must be given the
 // same `encoding`): it decodes what the client sends and encodes what it pushes.
-import { msgpackCodec, jsonCodec } from '../../src/codec.js';
+import { jsonCodec } from '../../src/codec.js';
+import { msgpackCodec } from '../../src/msgpack_codec.js';
 import { encode } from '@msgpack/msgpack';
 
 export function scriptedServer({ joinedSeq = 0, encoding = 'json' } = {}) {
