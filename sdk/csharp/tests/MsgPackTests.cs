@@ -101,5 +101,123 @@ namespace Parley.Tests
             Assert.IsFalse(Bin.TryRead(JsonValue.Parse("{\"$bin\":\"AAF=\"}"), out raw));
             Assert.IsFalse(Bin.TryRead(JsonValue.Parse("{\"$bin\":\"AA E=\"}"), out raw));
         }
+
+        // Records what the client asked for and sent.
+        private sealed class WireTransport : IWebSocketTransport
+        {
+            public string SubProtocol { get; set; }
+            public ITransportEvents Events;
+            public readonly List<KeyValuePair<byte[], bool>> Sent = new List<KeyValuePair<byte[], bool>>();
+            public void Connect(string url, ITransportEvents events) { Events = events; }
+            public void Send(byte[] bytes, bool binary) { Sent.Add(new KeyValuePair<byte[], bool>(bytes, binary)); }
+            public void Close(int code, string reason) { }
+            public void Abort() { }
+
+            public JsonValue Frame(int k)
+            {
+                var f = Sent[k];
+                return f.Value ? MsgPackCodec.Instance.Decode(f.Key, 0, f.Key.Length) : JsonReader.Parse(f.Key, 0, f.Key.Length);
+            }
+
+            public void Json(string text, bool binary = false)
+            {
+                var b = binary ? MsgPackCodec.Instance.Encode(JsonValue.Parse(text)) : Encoding.UTF8.GetBytes(text);
+                Events.OnMessage(b, 0, b.Length, binary);
+            }
+        }
+
+        private static ParleyClient Client(string url, WireTransport t, List<string> errors)
+        {
+            var c = new ParleyClient(new ClientOptions
+            {
+                Url = url, Token = "T", Codec = MsgPackCodec.Instance, TransportFactory = () => t,
+            });
+            c.Error += e => errors.Add(e.Code);
+            return c;
+        }
+
+        [Test]
+        public void WebSocketOffersTheSubprotocolAndSaysHelloInMsgpack()
+        {
+            var t = new WireTransport();
+            var errors = new List<string>();
+            var c = Client("ws://h/v1/ws", t, errors);
+            string enc = null;
+            c.Opened += w => enc = w.Enc;
+            c.Connect();
+            c.Poll();
+            Assert.AreEqual("parley.v1.msgpack", t.SubProtocol);
+            t.Events.OnOpen();
+            c.Poll();
+            Assert.AreEqual(1, t.Sent.Count);
+            Assert.IsTrue(t.Sent[0].Value);
+            var hello = t.Frame(0);
+            Assert.AreEqual("hello", hello.GetString("op"));
+            Assert.IsFalse(hello.Has("enc"));
+            t.Json("{\"op\":\"welcome\",\"rid\":" + hello["rid"] + ",\"conn\":\"c1\",\"enc\":\"msgpack\"}", true);
+            c.Poll();
+            Assert.AreEqual("msgpack", enc);
+            // A text message on a MessagePack WebSocket is malformed: reported, not a crash.
+            t.Json("{\"op\":\"pong\"}");
+            c.Poll();
+            CollectionAssert.AreEqual(new[] { ErrorCodes.BadFrame }, errors);
+        }
+
+        [Test]
+        public void TcpSaysHelloInJsonAndSwitchesAfterTheWelcome()
+        {
+            var t = new WireTransport();
+            var errors = new List<string>();
+            var c = Client("tcp://h:1", t, errors);
+            c.Connect();
+            c.Poll();
+            Assert.IsNull(t.SubProtocol);
+            t.Events.OnOpen();
+            c.Poll();
+            Assert.IsFalse(t.Sent[0].Value);
+            var hello = t.Frame(0);
+            Assert.AreEqual("msgpack", hello.GetString("enc"));
+            t.Json("{\"op\":\"welcome\",\"rid\":" + hello["rid"] + ",\"conn\":\"c1\",\"enc\":\"msgpack\"}");
+            // What follows the welcome is MessagePack both ways (the TCP transport
+            // reports every message as not binary).
+            t.Json("{\"op\":\"pong\",\"rid\":999}", false);
+            c.Poll();
+            CollectionAssert.AreEqual(new[] { ErrorCodes.BadFrame }, errors, "JSON after the welcome");
+            c.Ping();
+            c.Poll();
+            Assert.IsTrue(t.Sent[t.Sent.Count - 1].Value);
+            Assert.AreEqual("ping", t.Frame(t.Sent.Count - 1).GetString("op"));
+            var b = MsgPackCodec.Instance.Encode(JsonValue.Parse("{\"op\":\"pong\",\"rid\":1000}"));
+            t.Events.OnMessage(b, 0, b.Length, false);
+            c.Poll();
+            Assert.AreEqual(1, errors.Count, "MessagePack after the welcome reads");
+        }
+
+        [Test]
+        public void TcpFallsBackToJsonWhenTheServerRefusesEnc()
+        {
+            var t = new WireTransport();
+            var errors = new List<string>();
+            var c = Client("tcp://h:1", t, errors);
+            string enc = null;
+            c.Opened += w => enc = w.Enc;
+            c.Connect();
+            c.Poll();
+            t.Events.OnOpen();
+            c.Poll();
+            var hello = t.Frame(0);
+            t.Json("{\"op\":\"error\",\"rid\":" + hello["rid"] + ",\"code\":\"bad_request\",\"msg\":\"unsupported enc\"}");
+            c.Poll();
+            Assert.AreEqual(2, t.Sent.Count);
+            var again = t.Frame(1);
+            Assert.IsFalse(again.Has("enc"));
+            t.Json("{\"op\":\"welcome\",\"rid\":" + again["rid"] + ",\"conn\":\"c1\"}");
+            c.Poll();
+            Assert.AreEqual("json", enc);
+            Assert.AreEqual(ClientState.Open, c.State);
+            c.Ping();
+            c.Poll();
+            Assert.IsFalse(t.Sent[t.Sent.Count - 1].Value);
+        }
     }
 }
