@@ -10,6 +10,9 @@ using System;
 using System.Collections.Concurrent;
 using System.Collections.Generic;
 using System.IO;
+using System.Net;
+using System.Net.Security;
+using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using System.Threading;
 using System.Threading.Tasks;
@@ -164,6 +167,8 @@ internal sealed class Driver
         }
         if (cmd.Has("heartbeatMs")) o.HeartbeatMs = (int)cmd["heartbeatMs"].AsDouble;
         if (enc == "msgpack") o.Codec = MsgPackCodec.Instance;
+        var caFile = cmd.GetString("caFile");
+        if (caFile != null) TrustOnly(caFile);
         var c = new ParleyClient(o);
         c.Opened += w => Emit(Ev("open").Set("conn_id", w.Conn).Set("reconnect", w.Reconnect).Set("enc", w.Enc));
         c.Disconnected += d => Emit(Ev("disconnect").Set("code", d.Code).Set("reason", d.Reason ?? "")
@@ -207,6 +212,27 @@ internal sealed class Driver
         var ch = Channel(cmd);
         long since;
         ch.Join(cmd.TryGetLong("since", out since) ? (long?)since : null);
+    }
+
+    // wss:// to the harness's self-signed certificate (DRIVER.md connect.caFile).
+    // .NET Standard 2.0's ClientWebSocket has no validation callback of its
+    // own; on Mono (and .NET Framework) it consults ServicePointManager's, so
+    // an application with a private CA does what this does.
+    private static void TrustOnly(string pemFile)
+    {
+        var pem = File.ReadAllText(pemFile);
+        int a = pem.IndexOf("-----BEGIN CERTIFICATE-----", StringComparison.Ordinal);
+        int b = pem.IndexOf("-----END CERTIFICATE-----", StringComparison.Ordinal);
+        if (a < 0 || b < a) throw new InvalidDataException("no certificate in " + pemFile);
+        a += "-----BEGIN CERTIFICATE-----".Length;
+        var der = Convert.FromBase64String(pem.Substring(a, b - a).Replace("\r", "").Replace("\n", ""));
+        var ca = new X509Certificate2(der);
+        ServicePointManager.ServerCertificateValidationCallback = (sender, cert, chain, errors) =>
+        {
+            if (errors == SslPolicyErrors.None) return true;
+            // The harness's certificate is its own CA: the server must present exactly it.
+            return cert != null && Convert.ToBase64String(cert.GetRawCertData()) == Convert.ToBase64String(ca.RawData);
+        };
     }
 
     private void Publish(JsonValue cmd)
