@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <future>
+
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/read.hpp>
@@ -117,17 +121,41 @@ std::string pub_frame(const std::string& ch, const std::string& id, const std::s
   return f + "}";
 }
 
+// Every operation on the stream runs on the client's one io thread: a Beast
+// websocket stream is not thread-safe, and a read that meets a close or ping
+// writes its reply itself, so a write from the test's thread beside the reader's
+// read is a data race (it once corrupted the heap in preauth_test). The test's
+// thread posts its writes and waits for them; they leave one at a time, in order.
 struct Client::Impl {
   asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{io.get_executor()};
   Wire wire = Wire::kWebSocket;
   std::optional<websocket::stream<tcp::socket>> ws;
   std::optional<tcp::socket> tcp_sock;
   std::optional<asio::local::stream_protocol::socket> unix_sock;
 
+  struct Write {
+    std::string bytes;
+    bool raw = false;  // past the WebSocket framing (hand-made frames)
+    std::promise<void> done;
+  };
+  std::deque<std::shared_ptr<Write>> writes;  // io thread only; front() is in flight
+  beast::flat_buffer ws_buf;
+  char prefix[4];
+  std::string body;
+
   template <typename Fn>
   void with_stream(Fn fn) {
     if (tcp_sock) fn(*tcp_sock);
     else fn(*unix_sock);
+  }
+
+  // Runs fn on the io thread and waits for it.
+  template <typename Fn>
+  void on_io(Fn fn) {
+    std::promise<void> ran;
+    asio::post(io, [&] { fn(); ran.set_value(); });
+    ran.get_future().wait();
   }
 };
 
@@ -155,58 +183,93 @@ std::unique_ptr<Client> Client::connect(uint16_t port, Wire wire, const std::str
   }
   auto c = std::unique_ptr<Client>(new Client(std::move(impl)));
   Client* self = c.get();
-  c->reader_ = std::thread([self] {
-    auto& im = *self->impl_;
-    beast::error_code ec;
-    for (;;) {
-      std::string frame;
-      if (im.ws) {
-        beast::flat_buffer buf;
-        im.ws->read(buf, ec);
-        if (ec) {
-          std::lock_guard lk(self->mu_);
-          self->closed_ = true;
-          self->close_code_ = im.ws->reason().code;
-          break;
-        }
-        frame = beast::buffers_to_string(buf.data());
-      } else {
-        char prefix[4];
-        bool ok = true;
-        im.with_stream([&](auto& s) {
-          asio::read(s, asio::buffer(prefix, 4), ec);
-          if (ec) { ok = false; return; }
-          const uint32_t len = (uint32_t(uint8_t(prefix[0])) << 24) | (uint32_t(uint8_t(prefix[1])) << 16) |
-                               (uint32_t(uint8_t(prefix[2])) << 8) | uint32_t(uint8_t(prefix[3]));
-          frame.resize(len);
-          asio::read(s, asio::buffer(frame), ec);
-          if (ec) ok = false;
-        });
-        if (!ok) {
-          std::lock_guard lk(self->mu_);
-          self->closed_ = true;
-          break;
-        }
-      }
-      self->push_frame(frame);
-    }
-    self->cv_.notify_all();
-  });
+  asio::post(self->impl_->io, [self] { self->read_next(); });
+  c->reader_ = std::thread([self] { self->impl_->io.run(); });
   return c;
+}
+
+void Client::read_next() {
+  auto& im = *impl_;
+  auto fail = [this](int code) {
+    std::lock_guard lk(mu_);
+    closed_ = true;
+    close_code_ = code;
+    cv_.notify_all();
+  };
+  if (im.ws) {
+    im.ws->async_read(im.ws_buf, [this, fail](beast::error_code ec, size_t) {
+      auto& im = *impl_;
+      if (ec) return fail(im.ws->reason().code);
+      const std::string frame = beast::buffers_to_string(im.ws_buf.data());
+      im.ws_buf.consume(im.ws_buf.size());
+      push_frame(frame);
+      read_next();
+    });
+    return;
+  }
+  im.with_stream([&](auto& s) {
+    asio::async_read(s, asio::buffer(im.prefix, 4), [this, fail, &s](beast::error_code ec, size_t) {
+      auto& im = *impl_;
+      if (ec) return fail(0);
+      const auto* p = reinterpret_cast<const uint8_t*>(im.prefix);
+      const uint32_t len = (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+      im.body.resize(len);
+      asio::async_read(s, asio::buffer(im.body), [this, fail](beast::error_code ec, size_t) {
+        if (ec) return fail(0);
+        push_frame(impl_->body);
+        read_next();
+      });
+    });
+  });
+}
+
+void Client::write_next() {
+  auto& im = *impl_;
+  if (im.writes.empty()) return;
+  auto w = im.writes.front();
+  auto done = [this, w](beast::error_code, size_t) {
+    w->done.set_value();
+    impl_->writes.pop_front();
+    write_next();
+  };
+  if (im.ws && !w->raw) {
+    im.ws->text(true);
+    im.ws->async_write(asio::buffer(w->bytes), done);
+  } else if (im.ws) {
+    asio::async_write(im.ws->next_layer(), asio::buffer(w->bytes), done);
+  } else {
+    im.with_stream([&](auto& s) { asio::async_write(s, asio::buffer(w->bytes), done); });
+  }
+}
+
+void Client::write(std::string bytes, bool raw) {
+  auto w = std::make_shared<Impl::Write>();
+  w->bytes = std::move(bytes);
+  w->raw = raw;
+  auto left = w->done.get_future();
+  asio::post(impl_->io, [this, w] {
+    impl_->writes.push_back(w);
+    if (impl_->writes.size() == 1) write_next();
+  });
+  left.wait();
 }
 
 Client::~Client() {
   close();
+  impl_->work.reset();
+  impl_->io.stop();
   if (reader_.joinable()) reader_.join();
 }
 
 void Client::close() {
-  beast::error_code ec;
-  if (impl_->ws) {
-    impl_->ws->next_layer().shutdown(tcp::socket::shutdown_both, ec);
-  } else {
-    impl_->with_stream([&](auto& s) { s.shutdown(asio::socket_base::shutdown_both, ec); });
-  }
+  impl_->on_io([this] {
+    beast::error_code ec;
+    if (impl_->ws) {
+      impl_->ws->next_layer().shutdown(tcp::socket::shutdown_both, ec);
+    } else {
+      impl_->with_stream([&](auto& s) { s.shutdown(asio::socket_base::shutdown_both, ec); });
+    }
+  });
 }
 
 void Client::push_frame(const std::string& frame) {
@@ -218,27 +281,15 @@ void Client::push_frame(const std::string& frame) {
 }
 
 void Client::send(const std::string& json) {
-  beast::error_code ec;
-  if (impl_->ws) {
-    impl_->ws->text(true);
-    impl_->ws->write(asio::buffer(json), ec);
-    return;
-  }
+  if (impl_->ws) return write(json, false);
   std::string out(4, '\0');
   const uint32_t n = static_cast<uint32_t>(json.size());
   out[0] = char(n >> 24); out[1] = char(n >> 16); out[2] = char(n >> 8); out[3] = char(n);
   out += json;
-  impl_->with_stream([&](auto& s) { asio::write(s, asio::buffer(out), ec); });
+  write(std::move(out), true);
 }
 
-void Client::send_raw(const std::string& bytes) {
-  beast::error_code ec;
-  if (impl_->ws) {
-    asio::write(impl_->ws->next_layer(), asio::buffer(bytes), ec);
-  } else {
-    impl_->with_stream([&](auto& s) { asio::write(s, asio::buffer(bytes), ec); });
-  }
-}
+void Client::send_raw(const std::string& bytes) { write(bytes, true); }
 
 std::optional<std::string> Client::next(std::chrono::milliseconds timeout) {
   std::unique_lock lk(mu_);

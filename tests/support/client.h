@@ -1,9 +1,10 @@
 // A test client speaking PROTOCOL.md over WebSocket or raw TCP / Unix framing.
-// A background thread reads frames; server arrays (tick batches) are split
+// One io thread owns the stream (reads and writes); server arrays (tick batches) are split
 // into their objects, kept in arrival order for next()/expect().
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -77,6 +78,11 @@ class Client {
   struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
   void push_frame(const std::string& frame);
+  // io thread: the reads loop, the writes leave one at a time.
+  void read_next();
+  void write_next();
+  // Any thread: queues bytes (raw: past the WebSocket framing) and waits until written.
+  void write(std::string bytes, bool raw);
   std::unique_ptr<Impl> impl_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -85,7 +91,6 @@ class Client {
   int close_code_ = 0;
   std::atomic<size_t> frames_{0};
   std::thread reader_;
-  friend struct ClientAccess;
 };
 
 // Every object `c` receives before the msg with this id (which is consumed); a
