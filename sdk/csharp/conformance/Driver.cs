@@ -227,6 +227,25 @@ internal sealed class Driver
         a += "-----BEGIN CERTIFICATE-----".Length;
         var der = Convert.FromBase64String(pem.Substring(a, b - a).Replace("\r", "").Replace("\n", ""));
         var ca = new X509Certificate2(der);
+        // Mono's ClientWebSocket verifies with its own trust store and never asks
+        // ServicePointManager: the certificate goes into a user store of this
+        // process only (XDG_CONFIG_HOME of a fresh folder, so nothing of the
+        // machine's or the user's trust changes).
+        if (Type.GetType("Mono.Runtime") != null)
+        {
+            var home = Path.Combine(Path.GetTempPath(), "parley-driver-trust-" + System.Diagnostics.Process.GetCurrentProcess().Id);
+            Directory.CreateDirectory(home);
+            Environment.SetEnvironmentVariable("XDG_CONFIG_HOME", home);
+            AppDomain.CurrentDomain.ProcessExit += (o, e) => { try { Directory.Delete(home, true); } catch (IOException) { } };
+            // BoringSSL's hashed-folder lookup (Mono's "new-certs"): <subject hash>.0.
+            var trust = Path.Combine(home, ".mono", "new-certs", "Trust");
+            Directory.CreateDirectory(trust);
+            var hash = System.Diagnostics.Process.Start(new System.Diagnostics.ProcessStartInfo("openssl",
+                "x509 -hash -noout -in \"" + pemFile + "\"") { RedirectStandardOutput = true, UseShellExecute = false });
+            string h = hash.StandardOutput.ReadToEnd().Trim();
+            hash.WaitForExit();
+            File.Copy(pemFile, Path.Combine(trust, h + ".0"), true);
+        }
         ServicePointManager.ServerCertificateValidationCallback = (sender, cert, chain, errors) =>
         {
             if (errors == SslPolicyErrors.None) return true;
