@@ -1,8 +1,9 @@
 // The cluster of nodes sharing one valkey store (store/valkey/): the broker
-// feed is the partitions' sharded pub/sub channels, to which the append script
-// publishes each commit; presence and leases are keys of the channel's
-// partition. Every command goes through the store's connections and routing
-// (one connection per channel, cluster redirects followed).
+// is the store's partition feeds (sharded pub/sub channels, to which the
+// append script publishes each commit; valkey_feed.cc), each push handed to
+// the listener watching its channel; presence and leases are keys of the
+// channel's partition, sent with ValkeyStore::command() (the store's
+// connections and routing: one connection per channel, redirects followed).
 //
 // Threads: any thread calls in; listeners and answers run on the store's
 // connection loops. Lives no longer than the store, and is made before the

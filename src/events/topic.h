@@ -92,7 +92,7 @@ class Topic {
     // partition's offset (write_commit).
     bool writing = false;
     std::vector<CommitRequest> queued;
-    // Shared store: this node holds the group (Store::claim on the commit log's
+    // Shared store: this node holds the group (cluster::Leases::claim on the commit log's
     // key) while it has members here; a node that does not is refused.
     bool held = false, claiming = false;
     std::vector<std::function<void(Status)>> claim_waiting;

@@ -70,7 +70,7 @@ struct Channel {
   // recovery and failure rules.
   Log log;
 
-  bool watched = false;    // Store::watch made for this channel
+  bool watched = false;    // watched in the cluster's broker (cluster::Broker::watch)
   // Presence of several nodes (a store that assigns seqs, a namespace with
   // presence): users with a connection on another node -> those nodes. A user
   // is present while in `users` (here) or in `remote_users`.

@@ -17,7 +17,7 @@
 //   gap is ever handed out.
 // - The store numbers it (valkey; several nodes append): append() sends seq 0,
 //   the store dedupes and answers with the seq (or the original's, dup); this
-//   node's answers and the store's feed of every node's commits are merged by
+//   node's answers and the broker's feed of every node's commits are merged by
 //   seq in a LogFollower (held until contiguous, a gap older than Options::gap
 //   read from the store). A failure marks nothing: the store assigned no seq,
 //   or it did and the entry arrives through the feed like any other.
@@ -258,7 +258,7 @@ class SequencedLog {
     if (seq != committed_ + 1 && hooks_.ahead) hooks_.ahead();
     follower_->keep(seq, std::move(e));
   }
-  // A commit the store's feed pushed (any node's, maybe twice, maybe never).
+  // A commit the broker's feed pushed (any node's, maybe twice, maybe never).
   void on_feed(store::StoredMessage& m) {
     if (!follower_ || !follower_->wants(m.seq)) return;
     const uint64_t seq = m.seq;

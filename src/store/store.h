@@ -1,4 +1,5 @@
-// The Store: where a channel's sequenced messages and dedupe entries live.
+// The Store: where a channel's sequenced messages and dedupe entries live: the
+// log, and nothing about the other nodes (src/cluster/ holds that).
 //
 // One interface, several implementations (memory, embedded, later valkey),
 // one conformance suite (store_conformance_test.cc) that each passes.
@@ -144,58 +145,13 @@ class Store {
   // Any thread, cheap (a scrape or /healthz calls it).
   virtual StoreHealth health() const { return {}; }
 
-  // --- Stores shared by several nodes (valkey) -----------------------------
-  // True when the store owns seq and dedupe: the hub appends with seq 0 and takes
-  // the seq (and dup flag) of the answer; appends of one channel from several
-  // nodes interleave, so a node's own answers may skip seqs other nodes took.
+  // The log's numbering. True when the store owns seq and dedupe (a store
+  // shared by several nodes, valkey): the hub appends with seq 0 and takes the
+  // seq (and dup flag) of the answer; appends of one channel from several nodes
+  // interleave, so a node's own answers may skip seqs other nodes took. What
+  // the nodes then tell each other (the commits' feed, presence, leases) is the
+  // cluster's (src/cluster/), not the log's.
   virtual bool assigns_seq() const { return false; }
-  // Where a shared store pushes what every node committed (set once, before the
-  // first watch; both may run on any store thread):
-  // - message: one committed message of a watched channel (or of a channel that
-  //   shares its subscription), in no particular order across channels, maybe
-  //   twice, maybe never (a lost push): the hub orders and fills gaps;
-  // - resync: the subscription covering a watched channel was (re)established;
-  //   anything committed before it may have been missed: read after what you hold.
-  // - note: a small payload another node (or this one) published for a channel
-  //   with publish_note (presence), in no guaranteed order.
-  struct Feed {
-    std::function<void(const ChannelId&, StoredMessage)> message;
-    std::function<void(const ChannelId&)> resync;
-    std::function<void(const ChannelId&, std::string)> note;
-  };
-  virtual void set_feed(Feed) {}
-  // This node wants the feed of `key` (counted: watch twice, unwatch twice).
-  // Any thread; cheap; the subscription itself is made asynchronously.
-  virtual void watch(const ChannelId&) {}
-  virtual void unwatch(const ChannelId&) {}
-  // Publishes `payload` to every node watching `key` (fire and forget).
-  virtual void publish_note(const ChannelId&, std::string) {}
-
-  // Presence shared by nodes: one entry per (node, user) in a channel, kept
-  // until its expiry unless its node refreshes it (a node that died stops).
-  // set/remove are fire and forget; read answers every entry (expired ones
-  // included: the reader filters), on any store thread.
-  struct PresenceEntry {
-    std::string node;
-    std::string user;
-    int64_t expires_ms = 0;
-  };
-  using PresenceDone = std::function<void(Result<std::vector<PresenceEntry>>)>;
-  virtual void presence_set(const ChannelId&, const std::string& /*node*/, const std::string& /*user*/,
-                            int64_t /*expires_ms*/) {}
-  virtual void presence_remove(const ChannelId&, const std::string& /*node*/, const std::string& /*user*/) {}
-  virtual void presence_read(const ChannelId&, PresenceDone done) { done(std::vector<PresenceEntry>{}); }
-
-  // A hold on `key` that one node at a time has (a consumer group's, events/topic.h):
-  // `node` gets it, or keeps it, for ttl_ms unless another node holds it. `done`
-  // (any store thread) gets the holder: `node` when granted or renewed. A store
-  // of one node always grants.
-  using ClaimDone = std::function<void(Result<std::string>)>;
-  virtual void claim(const ChannelId&, const std::string& node, int64_t /*ttl_ms*/, ClaimDone done) {
-    done(node);
-  }
-  // Gives the hold up if `node` has it (fire and forget).
-  virtual void release(const ChannelId&, const std::string& /*node*/) {}
 };
 
 enum class FsyncMode { kNever, kAlways };

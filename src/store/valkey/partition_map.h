@@ -33,7 +33,7 @@ struct ChannelKeys {
   std::string feed;     // {t.pk}:f  the partition's feed (commits, notes); on a cluster its
                         // pub/sub channel is {t.pk}:f:<master epoch> (ValkeyStore::feed_name)
   std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
-  std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (Store::claim), with a TTL
+  std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (cluster::Leases::claim), with a TTL
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

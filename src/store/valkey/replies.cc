@@ -176,27 +176,4 @@ std::string format_note(const std::string& channel, const std::string& note) {
   return "n" + std::to_string(channel.size()) + ":" + channel + note;
 }
 
-Result<std::vector<Store::PresenceEntry>> parse_presence(const Result<Reply>& r) {
-  if (!r) return r.error();
-  const redisReply* rep = r.value().get();
-  if (const std::string err = error_text(rep); !err.empty()) {
-    return Error{ErrorCode::kUnavailable, "store: valkey: " + err, 1000};
-  }
-  if (rep->type != REDIS_REPLY_ARRAY) return unexpected("presence");
-  std::vector<Store::PresenceEntry> out;
-  for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-    const redisReply* f = rep->element[i];
-    const redisReply* v = rep->element[i + 1];
-    if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
-    Store::PresenceEntry e;
-    if (!split_dedupe_field(std::string(f->str, f->len), e.node, e.user)) continue;
-    int64_t exp = 0;
-    auto [p, ec] = std::from_chars(v->str, v->str + v->len, exp);
-    if (ec != std::errc() || p != v->str + v->len) continue;
-    e.expires_ms = exp;
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 }  // namespace parley::store::valkey

@@ -36,10 +36,6 @@ std::string format_commit(const std::string& channel, const StoredMessage& m);
 // The payload of a note about `channel`.
 std::string format_note(const std::string& channel, const std::string& note);
 
-// HGETALL of a presence hash: <len(node)>:<node><user> -> expiry ms. Fields
-// of another shape are skipped.
-Result<std::vector<Store::PresenceEntry>> parse_presence(const Result<Reply>& r);
-
 // An error reply's text ("MOVED 3999 127.0.0.1:6381"), or "" for another reply.
 std::string error_text(const redisReply* r);
 

@@ -427,81 +427,14 @@ void ValkeyStore::shutdown() {
   for (auto& [sub, loop] : subs) loops_.run_on(loop, [sub] { sub->close(); });
 }
 
-void ValkeyStore::presence_set(const ChannelId& id, const std::string& node, const std::string& user,
-                               int64_t expires_ms) {
-  if (closed_.load()) return;
-  const ChannelKeys k = channel_keys(id, opts_.partitions);
-  NodePool* pool = route(k.tag);
-  begin_op();
-  call(pool, id, k.tag, format_command({"HSET", k.members, dedupe_field(node, user), std::to_string(expires_ms)}),
-       true, [this](Result<Reply>) { end_op(); });
-  begin_op();
-  call(pool, id, k.tag, format_command({"PEXPIRE", k.members, "60000"}), true,
-       [this](Result<Reply>) { end_op(); });
-}
-
-void ValkeyStore::presence_remove(const ChannelId& id, const std::string& node, const std::string& user) {
-  if (closed_.load()) return;
-  const ChannelKeys k = channel_keys(id, opts_.partitions);
-  begin_op();
-  call(route(k.tag), id, k.tag, format_command({"HDEL", k.members, dedupe_field(node, user)}), true,
-       [this](Result<Reply>) { end_op(); });
-}
-
-void ValkeyStore::presence_read(const ChannelId& id, PresenceDone done) {
+void ValkeyStore::command(const ChannelId& id, std::string cmd, ReplyDone done) {
   if (closed_.load()) return done(closed_error());
   const ChannelKeys k = channel_keys(id, opts_.partitions);
   begin_op();
-  call(route(k.tag), id, k.tag, format_command({"HGETALL", k.members}), true,
-       [this, done = std::move(done)](Result<Reply> r) mutable {
-         done(parse_presence(r));
-         end_op();
-       });
-}
-
-namespace {
-
-// EVAL, not EVALSHA: a hold is taken or renewed every few seconds per group.
-constexpr const char* kClaim = R"lua(
-local h = redis.call('GET', KEYS[1])
-if h == false or h == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return ARGV[1]
-end
-return h
-)lua";
-
-constexpr const char* kRelease = R"lua(
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-)lua";
-
-}  // namespace
-
-void ValkeyStore::claim(const ChannelId& id, const std::string& node, int64_t ttl_ms, ClaimDone done) {
-  if (closed_.load()) return done(closed_error());
-  const ChannelKeys k = channel_keys(id, opts_.partitions);
-  begin_op();
-  call(route(k.tag), id, k.tag,
-       format_command({"EVAL", kClaim, "1", k.holder, node, std::to_string(std::max<int64_t>(ttl_ms, 1))}), true,
-       [this, done = std::move(done)](Result<Reply> r) mutable {
-         if (!r) {
-           done(r.error());
-         } else if ((*r)->type == REDIS_REPLY_STRING) {
-           done(std::string((*r)->str, (*r)->len));
-         } else {
-           done(Error{ErrorCode::kUnavailable, "unexpected answer to a claim", 1000});
-         }
-         end_op();
-       });
-}
-
-void ValkeyStore::release(const ChannelId& id, const std::string& node) {
-  if (closed_.load()) return;
-  const ChannelKeys k = channel_keys(id, opts_.partitions);
-  begin_op();
-  call(route(k.tag), id, k.tag, format_command({"EVAL", kRelease, "1", k.holder, node}), true,
-       [this](Result<Reply>) { end_op(); });
+  call(route(k.tag), id, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
+    done(std::move(r));
+    end_op();
+  });
 }
 
 }  // namespace parley::store::valkey

@@ -39,6 +39,8 @@
 //
 // Files: valkey_store.cc (open, routing, calls and their redirections, reads),
 // valkey_append.cc (appends), valkey_feed.cc (partition feeds), valkey_health.cc.
+// What the nodes share beside the log is src/cluster/'s (valkey_cluster.h):
+// its broker over the partition feeds, its presence and leases over command().
 #pragma once
 
 #include <atomic>
@@ -120,22 +122,35 @@ class ValkeyStore final : public Store {
   StoreHealth health() const override;
   // The script assigns seqs and dedupes for every node (seq 0 in an append).
   bool assigns_seq() const override { return true; }
-  // Cross-node fan-out: a watched channel's partition feed ({t.pk}:f) is
-  // SSUBSCRIBEd on the node serving its slot, while any of its channels is watched.
-  void set_feed(Feed feed) override { feed_ = std::move(feed); }
-  void watch(const ChannelId& id) override;
-  void unwatch(const ChannelId& id) override;
-  void publish_note(const ChannelId& id, std::string note) override;
-  // Presence: hash {t.pk}:m:<channel>, field <len(node)>:<node><user> -> expiry
-  // ms; the key itself expires a minute after the last write.
-  void presence_set(const ChannelId& id, const std::string& node, const std::string& user,
-                    int64_t expires_ms) override;
-  void presence_remove(const ChannelId& id, const std::string& node, const std::string& user) override;
-  void presence_read(const ChannelId& id, PresenceDone done) override;
-  // The hold: string {t.pk}:o:<channel> = node, with a PX expiry; taken or
-  // renewed only by one script call (check and set in one step).
-  void claim(const ChannelId& id, const std::string& node, int64_t ttl_ms, ClaimDone done) override;
-  void release(const ChannelId& id, const std::string& node) override;
+
+  // --- For the cluster's valkey implementation (cluster/valkey_cluster.h) ---
+  // Not the Store's: how the nodes sharing this store hear each other.
+  //
+  // The partition feeds. Where the store pushes what every node committed to a
+  // watched channel, and the notes nodes publish (set once, before the first
+  // watch; both run on the subscribers' loops):
+  // - message: one committed message of a watched channel (or of a channel that
+  //   shares its partition), in no particular order across channels, maybe
+  //   twice, maybe never (a lost push);
+  // - resync: the subscription covering a watched channel was (re)established;
+  //   anything committed before it may have been missed;
+  // - note: a payload some node published for a channel with publish_note.
+  struct Feed {
+    std::function<void(const ChannelId&, StoredMessage)> message;
+    std::function<void(const ChannelId&)> resync;
+    std::function<void(const ChannelId&, std::string)> note;
+  };
+  void set_feed(Feed feed) { feed_ = std::move(feed); }
+  // A watched channel's partition feed ({t.pk}:f) is SSUBSCRIBEd on the node
+  // serving its slot, while any of its channels is watched (counted).
+  void watch(const ChannelId& id);
+  void unwatch(const ChannelId& id);
+  void publish_note(const ChannelId& id, std::string note);
+  // One command about `id` on the connection of its partition (channel_keys of
+  // partitions()), sent again after MOVED / TRYAGAIN like a read; counted in
+  // flush() and shutdown(); `done` on a loop (kUnavailable at once after
+  // shutdown()).
+  void command(const ChannelId& id, std::string cmd, ReplyDone done);
 
   // Waits (at most command_timeout_ms) for what is in flight, then closes every
   // connection; later calls fail with kUnavailable at once. Before the loops stop.
