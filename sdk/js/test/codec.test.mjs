@@ -61,3 +61,31 @@ test('malformed server frames are refused', () => {
   // What the library itself makes of a plain frame agrees.
   assert.deepEqual(msgpackCodec.decode(encode({ op: 'pong', rid: 3 })), { op: 'pong', rid: 3 });
 });
+
+test('random and mutated frames are decoded or refused with an Error, nothing else', () => {
+  const valid = msgpackCodec.encode({ op: 'msg', seq: 70000, body: { b: bin([1, 2, 3]), f: 2.5, a: [1, -1, null, { k: 'v' }] } });
+  let x = 88172645463325252n;
+  const next = () => {
+    x ^= (x << 13n) & 0xffffffffffffffffn;
+    x ^= x >> 7n;
+    x ^= (x << 17n) & 0xffffffffffffffffn;
+    return Number(x & 0xffn);
+  };
+  const frames = [];
+  for (let i = 0; i < valid.length; i++) {
+    for (let b = 0; b < 256; b += 5) {
+      const m = Uint8Array.from(valid);
+      m[i] = b;
+      frames.push(m);
+    }
+    frames.push(valid.subarray(0, i));
+  }
+  for (let k = 0; k < 20000; k++) frames.push(Uint8Array.from({ length: 1 + (k % 48) }, next));
+  for (const f of frames) {
+    try {
+      msgpackCodec.decode(f);
+    } catch (err) {
+      assert.ok(err instanceof Error, `threw ${err}`);
+    }
+  }
+});
