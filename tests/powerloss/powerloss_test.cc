@@ -300,7 +300,17 @@ std::map<int, std::map<int64_t, std::string>> read_topic(uint16_t port,
   };
   while (!done()) {
     auto o = r->next(past_known() ? 1s : 60s);
-    if (!o) break;
+    if (!o) {
+      // Said apart: a read that gave up counts what it did not reach as lost.
+      if (!past_known()) {
+        std::cout << "topic read gave up (60 s without an event) before the known offsets:";
+        for (auto& [p, k] : known) {
+          std::cout << " p" << p << " read to " << (out[p].empty() ? 0 : out[p].rbegin()->first) << " of " << k;
+        }
+        std::cout << "\n";
+      }
+      break;
+    }
     if (op_of(*o) != "events") continue;
     const int p = static_cast<int>(json_int(*o, "p").value_or(-1));
     const std::string& s = *o;
@@ -330,6 +340,7 @@ void audit(uint16_t port, Ledger& ledger, Violations& v, uint64_t& lost_now, boo
     while (static_cast<int64_t>(known.size()) > kHistory - kHistoryMargin) known.erase(known.begin());
     bool missing_before = false;
     const uint64_t holes_before = v.holes;
+    const uint64_t lost_before = lost_now;
     for (auto& [seq, e] : known) {
       auto h = held.find(seq);
       if (h == held.end()) {
@@ -347,6 +358,13 @@ void audit(uint16_t port, Ledger& ledger, Violations& v, uint64_t& lost_now, boo
         v.hole(ch + " seq " + std::to_string(seq) + " (" + e.id + (e.acked ? ", acked" : "") +
                ") survives after a lost one");
       }
+    }
+    if (lost_now > lost_before && strict) {
+      std::cout << "round " << ledger.round << ": " << ch << " lost " << (lost_now - lost_before)
+                << " acked; history holds " << held.size() << " (seq "
+                << (held.empty() ? 0 : held.begin()->first) << ".." << (held.empty() ? 0 : held.rbegin()->first)
+                << "), the ledger knew " << known.size() << " (seq " << known.begin()->first << ".."
+                << known.rbegin()->first << ")\n";
     }
     if (v.holes > holes_before && std::getenv("POWERLOSS_DEBUG")) {
       // Runs of seqs alike in (held, acked, round, losses survived).
