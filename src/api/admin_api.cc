@@ -145,6 +145,18 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
       .field_unum("connections_refused", metrics_.total(&ThreadMetrics::connections_refused))
       .end_object();
 
+  // Fan-out bytes by namespace and encoding (metrics/namespace_traffic.h).
+  w.key("traffic").begin_array();
+  for (const auto& r : metrics_.traffic().rows()) {
+    w.begin_object()
+        .field("namespace", r.ns)
+        .field("encoding", metrics::wire_form_name(r.form))
+        .field_unum("bytes", r.bytes)
+        .field_unum("deliveries", r.deliveries)
+        .end_object();
+  }
+  w.end_array();
+
   w.key("rejections").begin_object();
   for (int c = 0; c < kErrorCodeCount; ++c) {
     const auto code = static_cast<ErrorCode>(c);

@@ -632,10 +632,10 @@ void Shard::state(StateRequest req) {
   coalesce += req.key;
   std::optional<Cell> cell;
   // The live config: a reload that changes aoi_cell regrids from the next state on.
-  const double aoi_cell = req.tenant->ns(protocol::channel_namespace(req.ch)).aoi_cell;
-  if (req.pos && aoi_cell > 0) cell = cell_of(*req.pos, aoi_cell);
+  const auto& ns = req.tenant->ns(protocol::channel_namespace(req.ch));
+  if (req.pos && ns.aoi_cell > 0) cell = cell_of(*req.pos, ns.aoi_cell);
   broadcast(*c, ChannelEvent{std::move(json), req.conn, {}, std::move(coalesce), steady_ns(),
-                             cell});
+                             cell, ns.state_delta, static_cast<uint32_t>(req.body.size())});
 }
 
 void Shard::members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,

@@ -22,6 +22,9 @@ class Subscriber {
   // How its frames are written: the fan-out encodes a batch once per
   // encoding its members use (PROTOCOL.md "Binary encoding: MessagePack").
   virtual protocol::Encoding encoding() const { return protocol::Encoding::kJson; }
+  // It asked for state deltas (hello caps, PROTOCOL.md "State deltas"): in a
+  // namespace with state_delta its states come as `sd` frames where it can.
+  virtual bool state_deltas() const { return false; }
   // Queues a frame, taking it. The subscriber disconnects itself when it
   // cannot keep up.
   virtual void send(net::OutFrame&& frame) = 0;

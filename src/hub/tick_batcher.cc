@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "common/check.h"
 #include "protocol/msgpack_encoder.h"
 #include "common/clock.h"
@@ -15,6 +17,13 @@ namespace {
 constexpr char kOpen[] = "[";
 constexpr char kComma[] = ",";
 constexpr char kClose[] = "]";
+// {"op":"state","tick":N,"ts":T, — `tick` only where the namespace has ticks.
+std::string state_stamp(uint64_t tick_no, int64_t ts_ms) {
+  std::string s(kStateFrameOpen);
+  if (tick_no) fmt::format_to(std::back_inserter(s), R"("tick":{},)", tick_no);
+  fmt::format_to(std::back_inserter(s), R"("ts":{},)", ts_ms);
+  return s;
+}
 }  // namespace
 
 TickBatcher::TickBatcher(unsigned index, boost::asio::io_context& loop, metrics::ThreadMetrics& metrics)
@@ -24,11 +33,15 @@ void TickBatcher::add_member(const std::string& channel_key, uint32_t tick_ms, S
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   Local& local = channels_[channel_key];
   local.tick_ms = tick_ms;
+  if (!local.traffic && metrics_.traffic) local.traffic = metrics_.traffic->of_channel_key(channel_key);
   for (auto& m : local.members) {
     if (m.sub->conn_id() == sub->conn_id()) return;
   }
   if (local.grid) local.grid->add_member(sub->conn_id());
-  local.members.push_back({std::move(sub), static_cast<uint32_t>(local.pending.size())});
+  // It receives every drain from the next on, the next from the events after
+  // those pending now.
+  const auto from = static_cast<uint32_t>(local.pending.size());
+  local.members.push_back({std::move(sub), from, local.gen + 1, from});
 }
 
 void TickBatcher::remove_member(const std::string& channel_key, uint64_t conn_id) {
@@ -37,6 +50,13 @@ void TickBatcher::remove_member(const std::string& channel_key, uint64_t conn_id
   auto& members = it->second.members;
   std::erase_if(members, [&](const Member& m) { return m.sub->conn_id() == conn_id; });
   if (it->second.grid) it->second.grid->remove_member(conn_id);
+  // Its streams end (a re-join starts new ones, sent whole first).
+  auto& streams = it->second.streams;
+  if (!streams.empty()) {
+    const std::string prefix = std::to_string(conn_id) + '\0';
+    std::erase_if(streams, [&](const auto& s) { return s.first.starts_with(prefix); });
+  }
+  it->second.cell_changed.erase(conn_id);
   if (members.empty() && !it->second.ready && !it->second.held) channels_.erase(it);
 }
 
@@ -51,10 +71,18 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
       local.grid = std::make_unique<InterestGrid>();
       for (const auto& m : local.members) local.grid->add_member(m.sub->conn_id());
     }
+    if (ev.delta) {
+      // State deltas: a member whose cell changes may lack the bases of the
+      // streams it now receives (has_base, tick_batcher_delta.cc).
+      const Cell* before = local.grid->cell_of_member(ev.exclude_conn);
+      if (!before || !(*before == *ev.cell)) local.cell_changed[ev.exclude_conn] = local.gen + 1;
+    }
     local.grid->moved(ev.exclude_conn, *ev.cell);
   }
   if (local.tick_ms == 0) {
     local.pending.push_back(std::move(ev));
+    local.tick_no = 0;  // no ticks: a state carries only the time it is sent
+    local.tick_ts_ms = wall_ms();
     return send_now(&*it);
   }
   const bool coalesces = !ev.coalesce_key.empty();
@@ -147,9 +175,18 @@ void TickBatcher::arm(uint32_t tick_ms, TickClass& tc) {
 void TickBatcher::on_tick(uint32_t tick_ms) {
   TickClass& tc = ticks_.at(tick_ms);
   tc.armed = false;
+  // The tick's number is the multiple of tick_ms of the steady clock it was
+  // armed for, the same on every loop of this server; its time is the wall
+  // clock's now.
+  using namespace std::chrono;
+  const uint64_t tick_no = static_cast<uint64_t>(
+      duration_cast<milliseconds>(tc.timer.expiry().time_since_epoch()).count() / tick_ms);
+  const int64_t tick_ts = wall_ms();
   for (Entry* entry : tc.held) {
     Local& local = entry->second;
     local.held = false;
+    local.tick_no = tick_no;
+    local.tick_ts_ms = tick_ts;
     local.coalesced.clear();  // the next tick is a new coalescing window
     if (!local.ready) {
       local.ready = true;
@@ -248,31 +285,43 @@ TickBatcher::Assembly& TickBatcher::open_assembly(const SubscriberRef& sub) {
 
 TickBatcher::Encoded TickBatcher::encoded_for(Local& local, const Subscriber& sub,
                                               const net::SharedBuf& json) {
-  if (sub.encoding() != protocol::Encoding::kMsgpack) return {&json, &spans_, false};
-  if (!msgpack_) {
-    std::string buf;
-    msgpack_spans_.clear();
-    for (const auto& ev : local.pending) {
-      const size_t at = buf.size();
-      if (!protocol::append_msgpack_from_json(buf, *ev.json)) {
-        // Never for events the hub encoded; the member is told rather than
-        // sent bytes it cannot read.
-        buf.resize(at);
-        protocol::append_msgpack_from_json(
-            buf, R"({"op":"error","code":"internal","msg":"an event could not be encoded"})");
-      }
-      msgpack_spans_.emplace_back(at, buf.size());
-    }
-    msgpack_ = std::make_shared<const std::string>(std::move(buf));
+  if (sub.encoding() != protocol::Encoding::kMsgpack) {
+    return {&json, &spans_, false, metrics::WireForm::kJson, local.traffic};
   }
-  return {&msgpack_, &msgpack_spans_, true};
+  if (!msgpack_) convert_spans(*json, spans_, msgpack_, msgpack_spans_);
+  return {&msgpack_, &msgpack_spans_, true, metrics::WireForm::kMsgpack, local.traffic};
+}
+
+void TickBatcher::convert_spans(const std::string& json,
+                                const std::vector<std::pair<size_t, size_t>>& spans,
+                                net::SharedBuf& out, std::vector<std::pair<size_t, size_t>>& out_spans) {
+  std::string buf;
+  out_spans.clear();
+  for (const auto& [begin, end] : spans) {
+    const size_t at = buf.size();
+    if (begin == end) {  // no such event in this view (an alt view's gaps)
+      out_spans.emplace_back(at, at);
+      continue;
+    }
+    if (!protocol::append_msgpack_from_json(buf, std::string_view(json.data() + begin, end - begin))) {
+      // Never for events the hub encoded; the member is told rather than
+      // sent bytes it cannot read.
+      buf.resize(at);
+      protocol::append_msgpack_from_json(
+          buf, R"({"op":"error","code":"internal","msg":"an event could not be encoded"})");
+    }
+    out_spans.emplace_back(at, buf.size());
+  }
+  out = std::make_shared<const std::string>(std::move(buf));
 }
 
 void TickBatcher::add_run(Assembly& a, const Encoded& e, uint32_t i, uint32_t j) {
   const auto& spans = *e.spans;
   if (!e.msgpack) a.frame.add_static(a.events > 0 ? kComma : kOpen, 1);
-  a.frame.add_shared(*e.buf, spans[i].first, spans[j].second - spans[i].first);
+  const size_t bytes = spans[j].second - spans[i].first;
+  a.frame.add_shared(*e.buf, spans[i].first, bytes);
   a.events += j - i + 1;
+  if (e.traffic) e.traffic->add(e.form, bytes + (e.msgpack ? 0 : 1), j - i + 1);
 }
 
 TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {
@@ -282,10 +331,17 @@ TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {
 size_t TickBatcher::encode_channel(Local& local) {
   const int64_t now = steady_ns();
   const size_t n = local.pending.size();
+  ++local.gen;
   std::string buf;
   spans_.clear();
   size_t total = 0;
-  for (const auto& ev : local.pending) total += ev.json->size() + 1;
+  stamp_ = state_stamp(local.tick_no, local.tick_ts_ms);
+  const std::string& stamp = stamp_;
+  bool any_delta = false;
+  for (const auto& ev : local.pending) {
+    total += ev.json->size() + stamp.size() + 1;
+    any_delta |= ev.delta;
+  }
   buf.reserve(total);
   // Per-receiver exclusions, sorted so that each member finds its own in O(log n).
   conn_excluded_.clear();
@@ -293,8 +349,9 @@ size_t TickBatcher::encode_channel(Local& local) {
   for (uint32_t i = 0; i < n; ++i) {
     const auto& ev = local.pending[i];
     if (i) buf += ',';
-    spans_.emplace_back(buf.size(), buf.size() + ev.json->size());
-    buf += *ev.json;
+    const size_t at = buf.size();
+    append_event(buf, ev, stamp);
+    spans_.emplace_back(at, buf.size());
     if (ev.exclude_conn) conn_excluded_.emplace_back(ev.exclude_conn, i);
     if (!ev.exclude_user.empty()) user_excluded_.emplace_back(ev.exclude_user, i);
     metrics_.observe(metrics::Stage::kFanout, now - ev.created_ns);
@@ -312,6 +369,10 @@ size_t TickBatcher::encode_channel(Local& local) {
   std::sort(user_excluded_.begin(), user_excluded_.end());
   auto shared = std::make_shared<const std::string>(std::move(buf));
   msgpack_.reset();  // made by the first MessagePack member, if any
+  batch_streams_ = false;
+  if (any_delta) prepare_streams(local);
+  dprim_.reset();  // the delta views: made by the first delta member, if any
+  mp_dprim_.reset();
 
   // The events excluded for one key: a run of the sorted list (empty if none).
   auto excluded = [](const auto& list, const auto& key) {
@@ -340,6 +401,19 @@ size_t TickBatcher::encode_channel(Local& local) {
     if (from >= n) continue;
 
     Subscriber& sub = *m.sub;
+    if (delta_member(sub)) {
+      kept_.clear();
+      for (uint32_t i = from; i < n; ++i) kept_.push_back(i);
+      if (has_exclusions) {
+        skip_.assign(n, false);
+        for (auto e = conn_first; e != conn_last; ++e) skip_[e->second] = true;
+        for (auto e = user_first; e != user_last; ++e) skip_[e->second] = true;
+        std::erase_if(kept_, [&](uint32_t i) { return skip_[i]; });
+      }
+      metrics_.deliveries.fetch_add(append_delta_member(local, m, kept_, shared),
+                                    std::memory_order_relaxed);
+      continue;
+    }
     Assembly* a = assembly_of(sub);
     if (!a) a = &open_assembly(m.sub);
     const Encoded enc = encoded_for(local, sub, shared);
@@ -369,10 +443,21 @@ size_t TickBatcher::encode_channel(Local& local) {
     }
     metrics_.deliveries.fetch_add(delivered, std::memory_order_relaxed);
   }
+  if (batch_streams_) commit_streams(local);
   local.pending.clear();
   local.coalesced.clear();
   local.sent_ns = now;
   return local.members.size();
+}
+
+void TickBatcher::append_event(std::string& buf, const ChannelEvent& ev, std::string_view stamp) {
+  const std::string_view json = *ev.json;
+  if (ev.coalesce_key.empty() || !json.starts_with(kStateFrameOpen)) {
+    buf += json;
+    return;
+  }
+  buf += stamp;
+  buf += json.substr(kStateFrameOpen.size());
 }
 
 uint64_t TickBatcher::append_from_grid(Local& local, Member& m, const net::SharedBuf& shared,
@@ -386,6 +471,7 @@ uint64_t TickBatcher::append_from_grid(Local& local, Member& m, const net::Share
            (!ev.exclude_user.empty() && ev.exclude_user == sub.user_id());
   });
   if (picked_.empty()) return 0;
+  if (delta_member(sub)) return append_delta_member(local, m, picked_, shared);
   Assembly* a = assembly_of(sub);
   if (!a) a = &open_assembly(m.sub);
   const Encoded enc = encoded_for(local, sub, shared);

@@ -42,8 +42,13 @@
 #include "metrics/metrics.h"
 #include "hub/interest_grid.h"
 #include "hub/subscriber.h"
+#include "protocol/state_delta.h"
 
 namespace parley::hub {
+
+// Every state event starts so (protocol::encode_state); the batch's stamp
+// (tick and time) replaces it.
+inline constexpr std::string_view kStateFrameOpen = R"({"op":"state",)";
 
 struct ChannelEvent {
   net::SharedBuf json;           // one encoded server frame object
@@ -55,6 +60,10 @@ struct ChannelEvent {
   // only members in `cell` and the neighbouring cells receive it, and its
   // sender (exclude_conn) is now in `cell`.
   std::optional<Cell> cell = std::nullopt;
+  // state in a namespace with state_delta (PROTOCOL.md "State deltas"): its
+  // body is the last body_len bytes before the closing '}' of `json`.
+  bool delta = false;
+  uint32_t body_len = 0;
 };
 
 class TickBatcher {
@@ -91,6 +100,25 @@ class TickBatcher {
   struct Member {
     SubscriberRef sub;
     uint32_t from_index;  // events before this pending index predate the join
+    // State deltas: it received every event of this channel's drains from
+    // number since_gen on (those its cell and its own exclusions allowed),
+    // in that first drain from index first_from on (it joined while events
+    // were pending).
+    uint64_t since_gen = 0;
+    uint32_t first_from = 0;
+  };
+  // One (sender connection, key) of a namespace with state_delta
+  // (tick_batcher_delta.cc): the body its last drain sent, which is the base
+  // of the next delta for every member that received it.
+  struct StateStream {
+    uint32_t sid = 0;
+    net::SharedBuf base;            // the event whose body is the base
+    uint32_t body_len = 0;
+    protocol::BodyFields fields;    // of the base body
+    uint64_t base_gen = 0;          // the drain that sent it; 0: no base
+    uint32_t base_index = 0;        // its index in that drain
+    std::optional<Cell> base_cell;  // where it was sent from (interest areas)
+    uint64_t seen_gen = 0;          // the last drain holding an event of it
   };
   struct Local {
     uint32_t tick_ms = 0;
@@ -102,6 +130,17 @@ class TickBatcher {
     int64_t sent_ns = INT64_MIN / 2;  // when its events last went out
     // Made by the channel's first positioned event; members' cells from then on.
     std::unique_ptr<InterestGrid> grid;
+    // The tick that made it ready (PROTOCOL.md "Time for games"): its number
+    // and the server's time then, stamped on the `state` events it sends.
+    uint64_t tick_no = 0;
+    int64_t tick_ts_ms = 0;
+    // Its namespace's fan-out counters (metrics/namespace_traffic.h).
+    metrics::NamespaceTraffic* traffic = nullptr;
+    // State deltas: drains so far, the streams by coalesce_key, and when each
+    // member's cell last changed (the first drain that saw the new cell).
+    uint64_t gen = 0;
+    std::unordered_map<std::string, StateStream> streams;
+    std::unordered_map<uint64_t, uint64_t> cell_changed;
   };
   // Node-based: a channel's entry stays put while others come and go, and a
   // listed (ready or held) channel is never erased, so the lists hold pointers.
@@ -129,6 +168,8 @@ class TickBatcher {
     const net::SharedBuf* buf;
     const std::vector<std::pair<size_t, size_t>>* spans;
     bool msgpack;
+    metrics::WireForm form;
+    metrics::NamespaceTraffic* traffic;
   };
   Encoded encoded_for(Local& local, const Subscriber& sub, const net::SharedBuf& json);
   // Appends events [i, j] (consecutive) of the channel to `a`'s frame.
@@ -153,6 +194,36 @@ class TickBatcher {
   void send_assemblies();
   // Returns how many members were given a frame.
   size_t encode_channel(Local& local);
+  // Appends one event to the channel's batch buffer: a `state` with the tick's
+  // number and time added after its "op" (`stamp`), anything else as it is.
+  static void append_event(std::string& buf, const ChannelEvent& ev, std::string_view stamp);
+  // MessagePack of each span of `json`, into `out` (one buffer) and `out_spans`.
+  static void convert_spans(const std::string& json, const std::vector<std::pair<size_t, size_t>>& spans,
+                            net::SharedBuf& out, std::vector<std::pair<size_t, size_t>>& out_spans);
+
+  // State deltas (tick_batcher_delta.cc). Before the members: which events
+  // belong to a stream and the base each would be a delta of; after them:
+  // the streams' bases become this drain's bodies.
+  void prepare_streams(Local& local);
+  void commit_streams(Local& local);
+  // A delta member's two views of the batch: `primary` (per event: its `sd`
+  // where the stream has a base, else the full state with sid) and `alt` (the
+  // full state with sid, for events whose base the member lacks).
+  std::pair<Encoded, Encoded> delta_encoded_for(Local& local, const Subscriber& sub,
+                                                const net::SharedBuf& json);
+  void build_delta_buffers(Local& local, const net::SharedBuf& json);
+  bool has_base(const Local& local, const Member& m, uint32_t i) const;
+  // Appends `events` (ascending indexes) to the member's frame, each from the
+  // view it can use. Returns how many.
+  uint64_t append_delta_member(Local& local, Member& m, const std::vector<uint32_t>& events,
+                               const net::SharedBuf& json);
+  bool delta_member(const Subscriber& sub) const { return batch_streams_ && sub.state_deltas(); }
+  // Whether every event of the batch is primary-ready for a member received
+  // everything since since_gen (no exclusions, no grid).
+  bool settled(const Member& m) const {
+    return !positioned_base_ &&
+           (m.since_gen < min_base_gen_ || (m.since_gen == min_base_gen_ && m.first_from == 0));
+  }
   // This flush's frame for `sub`, or nullptr when it has none yet.
   Assembly* assembly_of(Subscriber& sub);
   // A member with a cell in a batch with positioned events: its share is read
@@ -187,6 +258,24 @@ class TickBatcher {
   std::vector<std::pair<std::string_view, uint32_t>> user_excluded_;  // (user id, event), sorted
   std::vector<bool> skip_;
   std::vector<uint32_t> picked_;  // a positioned member's events (interest_grid.h)
+
+  // State deltas, one drain's: per event its stream (nullptr: none) and base.
+  struct DeltaEvent {
+    StateStream* stream = nullptr;
+    uint64_t base_gen = 0;  // 0: sent whole to everyone
+    uint32_t base_index = 0;
+    std::optional<Cell> base_cell;
+  };
+  std::vector<DeltaEvent> devents_;
+  std::vector<protocol::BodyFields> next_fields_;  // each event's body fields
+  bool batch_streams_ = false;       // some event belongs to a stream
+  uint64_t min_base_gen_ = 0;        // over events with a base
+  bool positioned_base_ = false;     // some base was sent with a cell
+  std::string stamp_;                // the batch's {"op":"state","tick","ts",
+  net::SharedBuf dprim_, dalt_, mp_dprim_, mp_dalt_;
+  std::vector<std::pair<size_t, size_t>> dprim_spans_, dalt_spans_, mp_dprim_spans_, mp_dalt_spans_;
+  std::vector<uint32_t> kept_;
+  uint32_t next_sid_ = 1;            // sids are unique per loop, so per connection
 };
 
 }  // namespace parley::hub

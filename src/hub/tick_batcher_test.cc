@@ -15,6 +15,7 @@
 
 #include "hub/tick_batcher.h"
 #include "metrics/metrics.h"
+#include "protocol/encoder.h"
 #include "protocol/msgpack_encoder.h"
 #include "runtime/loop_group.h"
 
@@ -31,6 +32,7 @@ class CountingSub final : public Subscriber {
                        protocol::Encoding enc = protocol::Encoding::kJson)
       : conn_(conn), user_("u" + std::to_string(conn)), log_(log), enc_(enc) {}
   protocol::Encoding encoding() const override { return enc_; }
+  bool state_deltas() const override { return deltas; }
   uint64_t conn_id() const override { return conn_; }
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return 0; }
@@ -49,6 +51,7 @@ class CountingSub final : public Subscriber {
     if (log_) log_->push_back("flush " + std::to_string(conn_));
   }
   int frames = 0;
+  bool deltas = false;  // asked for state deltas (hello caps)
   std::string last;
   bool peer_encoded = false;
   const void* first_part = nullptr;  // where the frame's first slice points
@@ -318,6 +321,86 @@ TEST_F(TickBatcherTest, MessagePackMembersGetTheSameEventsInTheirEncoding) {
     EXPECT_NE(subs[0]->first_part, subs[1]->first_part);
     for (auto& s : subs) EXPECT_EQ(s->frames, 1);
   });
+}
+
+// PROTOCOL.md "State deltas", at the batcher: a delta member gets the full
+// state with its sid first, then `sd` frames of what changed; a member without
+// the capability keeps full states; a member that (re)joined gets the body
+// whole again. tick_ms = 0: each state goes out at once, in a drain of its own.
+ChannelEvent state_of(uint64_t conn, const std::string& body) {
+  auto json = std::make_shared<std::string>();
+  protocol::encode_state(*json, "w:1", "u" + std::to_string(conn), "pos", body);
+  ChannelEvent ev{json, conn, {}, std::to_string(conn) + std::string(1, '\0') + "pos", 0};
+  ev.delta = true;
+  ev.body_len = static_cast<uint32_t>(body.size());
+  return ev;
+}
+
+// The frame without its "ts" (the wall clock).
+std::string untimed(const std::string& frame) {
+  std::string s = frame;
+  for (size_t at; (at = s.find("\"ts\":")) != std::string::npos;) {
+    size_t end = s.find(',', at);
+    s.erase(at, end + 1 - at);
+  }
+  return s;
+}
+
+TEST_F(TickBatcherTest, DeltaMembersGetWhatChangedAndTheFullBodyWhenTheyMayLackTheBase) {
+  auto subs = members("w", 0, 3, 1);  // 1 sends; 2 plain; 3 asks for deltas
+  on_loop([&] { subs[2]->deltas = true; });
+  on_loop([&] { fan_.deliver("w", state_of(1, R"({"x":1,"y":2})")); });
+  EXPECT_EQ(untimed(subs[1]->last), R"([{"op":"state","ch":"w:1","from":"u1","key":"pos","body":{"x":1,"y":2}}])");
+  EXPECT_EQ(untimed(subs[2]->last),
+            R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":1,"y":2}}])");
+  on_loop([&] { fan_.deliver("w", state_of(1, R"({"x":2,"y":2})")); });
+  EXPECT_EQ(untimed(subs[1]->last), R"([{"op":"state","ch":"w:1","from":"u1","key":"pos","body":{"x":2,"y":2}}])");
+  EXPECT_EQ(untimed(subs[2]->last), R"([{"op":"sd","sid":1,"body":{"x":2}}])");
+
+  // A new delta member has no base: whole; the one that stayed: a delta.
+  std::shared_ptr<CountingSub> late;
+  on_loop([&] {
+    late = std::make_shared<CountingSub>(4);
+    late->deltas = true;
+    fan_.add_member("w", 0, late);
+    fan_.deliver("w", state_of(1, R"({"x":3})"));
+  });
+  EXPECT_EQ(untimed(late->last), R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":3}}])");
+  EXPECT_EQ(untimed(subs[2]->last), R"([{"op":"sd","sid":1,"body":{"x":3},"unset":["y"]}])");
+
+  // Leaving and joining again: whole.
+  on_loop([&] {
+    fan_.remove_member("w", 3);
+    fan_.add_member("w", 0, subs[2]);
+    fan_.deliver("w", state_of(1, R"({"x":4})"));
+  });
+  EXPECT_EQ(untimed(subs[2]->last), R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":4}}])");
+  EXPECT_EQ(untimed(late->last), R"([{"op":"sd","sid":1,"body":{"x":4}}])");
+
+  // A body that is not an object: plain, no sid; the next one whole.
+  on_loop([&] { fan_.deliver("w", state_of(1, "5")); });
+  EXPECT_EQ(untimed(late->last), R"([{"op":"state","ch":"w:1","from":"u1","key":"pos","body":5}])");
+  on_loop([&] { fan_.deliver("w", state_of(1, R"({"x":6})")); });
+  EXPECT_EQ(untimed(late->last), R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":6}}])");
+  EXPECT_EQ(subs[0]->frames, 0) << "a state is not sent back to its sender";
+}
+
+TEST_F(TickBatcherTest, AStateCarriesItsTickNumberAndTime) {
+  auto subs = members("t", 20, 2, 1);
+  on_loop([&] { fan_.deliver("t", state_of(1, R"({"x":1})")); });
+  for (int i = 0; i < 100 && subs[1]->frames == 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+    settle();
+  }
+  ASSERT_EQ(subs[1]->frames, 1);
+  const std::string& f = subs[1]->last;
+  ASSERT_TRUE(f.starts_with(R"([{"op":"state","tick":)")) << f;
+  const uint64_t tick = std::stoull(f.substr(f.find(':', 14) + 1));
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count();
+  EXPECT_LE(tick, static_cast<uint64_t>(now_ms / 20)) << f;
+  EXPECT_GE(tick + 10, static_cast<uint64_t>(now_ms / 20)) << f;
+  EXPECT_NE(f.find(R"(,"ts":)"), std::string::npos) << f;
 }
 
 }  // namespace

@@ -145,6 +145,15 @@ inline constexpr MetricInfo kValkeyScriptSeconds{
     "valkey store: round trip of the append script (EVALSHA), from the call to its reply."};
 inline constexpr MetricInfo kRejections{"parley_rejections_total", Type::kCounter,
                                         "Error replies sent, by code."};
+// Fan-out traffic by tenant/namespace and by the form members get it in
+// (namespace_traffic.h): payload bytes of tick frames and the items in them.
+inline constexpr MetricInfo kNamespaceBytes{
+    "parley_namespace_bytes_out_total", Type::kCounter,
+    "Payload bytes of fan-out frames (msg, state, presence), by namespace (tenant/namespace) "
+    "and encoding (json, msgpack, json+delta, msgpack+delta: members with state deltas)."};
+inline constexpr MetricInfo kNamespaceDeliveries{
+    "parley_namespace_deliveries_total", Type::kCounter,
+    "Items (msg, state, presence) in fan-out frames, by namespace and encoding."};
 
 enum class Scraped {
 #define PARLEY_SCRAPED_ID(id, type, name, label, help) id,
@@ -167,7 +176,7 @@ inline constexpr size_t kScrapedCount = std::size(kScraped);
 // Every family the exposition holds, in its order: the registry tests and
 // dashboards can check against.
 inline constexpr auto kDeclared = [] {
-  std::array<MetricInfo, 5 +
+  std::array<MetricInfo, 7 +
 #define PARLEY_COUNT(...) +1
                              PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
 #undef PARLEY_COUNT
@@ -185,6 +194,8 @@ inline constexpr auto kDeclared = [] {
   all[i++] = kRejections;
   all[i++] = kUpstreamRequestSeconds;
   all[i++] = kValkeyScriptSeconds;
+  all[i++] = kNamespaceBytes;
+  all[i++] = kNamespaceDeliveries;
   for (const auto& s : kScraped) all[i++] = s.info;
   return all;
 }();

@@ -24,7 +24,10 @@ void Histogram::add_to(std::array<uint64_t, kBounds.size() + 1>& buckets, uint64
 }
 
 Metrics::Metrics(unsigned loops) {
-  for (unsigned i = 0; i < loops + 1; ++i) slots_.push_back(std::make_unique<ThreadMetrics>());
+  for (unsigned i = 0; i < loops + 1; ++i) {
+    slots_.push_back(std::make_unique<ThreadMetrics>());
+    slots_.back()->traffic = &traffic_;
+  }
 }
 
 ThreadMetrics& Metrics::local() {
@@ -112,6 +115,14 @@ std::string Metrics::render() const {
   header(out, kValkeyScriptSeconds);
   render_histogram(out, kValkeyScriptSeconds.name, "", slots_,
                    [](const ThreadMetrics& t) -> const Histogram& { return t.valkey_script; });
+  const auto traffic = traffic_.rows();
+  for (const MetricInfo* m : {&kNamespaceBytes, &kNamespaceDeliveries}) {
+    header(out, *m);
+    for (const auto& r : traffic) {
+      out += fmt::format("{}{{namespace=\"{}\",encoding=\"{}\"}} {}\n", m->name, r.ns,
+                         wire_form_name(r.form), m == &kNamespaceBytes ? r.bytes : r.deliveries);
+    }
+  }
   std::vector<Sample> samples;
   for (size_t i = 0; i < kScrapedCount; ++i) {
     const ScrapedInfo& m = kScraped[i];

@@ -17,6 +17,7 @@
 
 #include "common/error_code.h"
 #include "metrics/metric_list.h"
+#include "metrics/namespace_traffic.h"
 
 namespace parley::metrics {
 
@@ -58,6 +59,8 @@ struct ThreadMetrics {
 #undef PARLEY_COUNTER_FIELD
 #undef PARLEY_GAUGE_FIELD
   std::array<std::atomic<uint64_t>, kErrorCodeCount> rejections{};
+  // The owning Metrics' table (nullptr for a slot made alone, as in tests).
+  TrafficTable* traffic = nullptr;
 
   void observe(Stage s, int64_t ns) { stages[static_cast<int>(s)].observe_ns(ns); }
   void reject(ErrorCode c) { rejections[static_cast<int>(c)].fetch_add(1, std::memory_order_relaxed); }
@@ -96,8 +99,11 @@ class Metrics {
   int64_t total(std::atomic<int64_t> ThreadMetrics::*gauge) const;
   uint64_t rejections(ErrorCode c) const;
   std::vector<Sample> sample(Scraped id) const;
+  // Fan-out bytes and deliveries by namespace and encoding.
+  const TrafficTable& traffic() const { return traffic_; }
 
  private:
+  TrafficTable traffic_;
   std::vector<std::unique_ptr<ThreadMetrics>> slots_;  // one per loop + one shared
   std::array<Source, kScrapedCount> sources_;
 };

@@ -54,6 +54,7 @@ struct ClientOp {
   std::string api_key;
   Encoding enc = Encoding::kJson;  // hello's `enc` (TCP and Unix: the later frames' encoding)
   bool enc_unsupported = false;    // hello's `enc` names no encoding this server has
+  bool cap_state_delta = false;    // hello's `caps` holds "state_delta" (PROTOCOL.md "State deltas")
 
   // join / leave / pub / state / up / history
   std::string ch;

@@ -23,14 +23,14 @@ enum Field : size_t {
   kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
   // event streams
   kApiKey, kTopic, kEvents, kType, kP, kFrom, kGroup, kGen, kOff, kBoard, kMember, kAround,
-  kRound, kPos, kEnc,
+  kRound, kPos, kEnc, kCaps,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
     "key",   "body",  "after",  "before", "limit", "user", "conn",
     "api_key", "topic", "events", "type", "p", "from", "group", "gen", "off", "board",
-    "member", "around", "round", "pos", "enc"};
+    "member", "around", "round", "pos", "enc", "caps"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -215,6 +215,16 @@ std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
   if (fields.has(kEnc) && fields[kEnc].get_string().get(enc)) enc = {};
   op.enc = enc == "msgpack" ? Encoding::kMsgpack : Encoding::kJson;
   op.enc_unsupported = enc != "msgpack" && enc != "json";
+  // PROTOCOL.md "State deltas": capabilities, unknown names ignored.
+  if (fields.has(kCaps)) {
+    simdjson::dom::array caps;
+    if (fields[kCaps].get_array().get(caps)) return bad_request("caps must be an array of strings");
+    for (auto c : caps) {
+      std::string_view name;
+      if (c.get_string().get(name)) return bad_request("caps must be an array of strings");
+      if (name == "state_delta") op.cap_state_delta = true;
+    }
+  }
   return std::nullopt;
 }
 

@@ -1,4 +1,5 @@
 #include "protocol/decoder.h"
+#include "protocol/encoder.h"
 
 #include <gtest/gtest.h>
 
@@ -663,6 +664,24 @@ TEST(DecodeApiBatch, OneBadElementFailsTheBatchAndIsNamed) {
   std::string many = "[";
   for (int i = 0; i < 20; ++i) many += std::string(i ? "," : "") + R"({"ch":"a","body":1})";
   EXPECT_EQ(error_of(many + "]").substr(0, 9), "too_large");
+}
+
+}  // namespace
+}  // namespace parley::protocol
+
+namespace parley::protocol {
+namespace {
+
+// PROTOCOL.md "State deltas": hello's caps, unknown names ignored.
+TEST(DecodeHello, CapsNameTheCapabilitiesAClientAsksFor) {
+  EXPECT_FALSE(decode_ok(R"({"op":"hello","v":1,"token":"t"})").cap_state_delta);
+  EXPECT_TRUE(decode_ok(R"({"op":"hello","v":1,"token":"t","caps":["later","state_delta"]})").cap_state_delta);
+  EXPECT_FALSE(decode_ok(R"({"op":"hello","v":1,"token":"t","caps":[]})").cap_state_delta);
+  expect_bad_request(R"({"op":"hello","v":1,"token":"t","caps":"state_delta"})", "caps must be an array of strings");
+  expect_bad_request(R"({"op":"hello","v":1,"token":"t","caps":["state_delta",1]})", "caps must be an array of strings");
+  std::string out;
+  encode_welcome(out, "1", "c1", "u", "demo", 25000, false, true);
+  EXPECT_EQ(out, R"({"op":"welcome","rid":1,"conn":"c1","user":"u","tenant":"demo","heartbeat_ms":25000,"caps":["state_delta"]})");
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ void encode_direct(std::string& out, std::string_view body) {
 
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
                     std::string_view user, std::string_view tenant, int heartbeat_ms,
-                    bool msgpack) {
+                    bool msgpack, bool state_delta) {
   JsonWriter w(out);
   begin(w, "welcome", rid)
       .field("conn", conn)
@@ -119,6 +119,7 @@ void encode_welcome(std::string& out, std::string_view rid, std::string_view con
       .field("tenant", tenant)
       .field_num("heartbeat_ms", heartbeat_ms);
   if (msgpack) w.field("enc", "msgpack");
+  if (state_delta) w.key("caps").begin_array().str("state_delta").end_array();
   w.end_object();
 }
 
@@ -164,9 +165,9 @@ void encode_history(std::string& out, std::string_view rid, std::string_view ch,
   w.end_array().end_object();
 }
 
-void encode_pong(std::string& out, std::string_view rid) {
+void encode_pong(std::string& out, std::string_view rid, int64_t ts_ms) {
   JsonWriter w(out);
-  begin(w, "pong", rid).end_object();
+  begin(w, "pong", rid).field_num("ts", ts_ms).end_object();
 }
 
 void encode_error(std::string& out, std::string_view rid, const Error& e) {

@@ -44,9 +44,10 @@ void encode_direct(std::string& out, std::string_view body);
 
 // Replies. `rid` is ClientOp::rid (JSON text or empty: then no rid field).
 // `msgpack`: the connection speaks MessagePack from here on ("enc":"msgpack").
+// `state_delta`: the capability was granted ("caps":["state_delta"]).
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
                     std::string_view user, std::string_view tenant, int heartbeat_ms,
-                    bool msgpack = false);
+                    bool msgpack = false, bool state_delta = false);
 // `epoch` is written only when above 1 (docs/protocol-notes.md: an addition).
 void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
                    bool recovered, const std::span<const std::string>* members,
@@ -60,7 +61,9 @@ void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std
 // {"op":"history","rid","ch","msgs":[...]}: `msgs_json` is the comma-joined encoded msgs.
 void encode_history(std::string& out, std::string_view rid, std::string_view ch,
                     std::string_view msgs_json);
-void encode_pong(std::string& out, std::string_view rid);
+// {"op":"pong","rid","ts"}: ts, the server's time in ms since the epoch when it
+// answered (PROTOCOL.md "Time for games": a client's clock offset and round trip).
+void encode_pong(std::string& out, std::string_view rid, int64_t ts_ms);
 // {"op":"error","rid"?,"code","msg","retry_ms"?}
 void encode_error(std::string& out, std::string_view rid, const Error& e);
 // {"op":"error","rid"?,"code":"out_of_range","msg","p","earliest","latest"}

@@ -34,11 +34,11 @@ TEST(EncodeMsg, WritesTheLargestSeq) {
 
 TEST(Encode, AppendsToWhatIsAlreadyThere) {
   std::string out = "[";
-  encode_pong(out, "1");
+  encode_pong(out, "1", 1764460800123);
   out += ',';
-  encode_pong(out, "");
+  encode_pong(out, "", 5);
   out += ']';
-  EXPECT_EQ(out, R"([{"op":"pong","rid":1},{"op":"pong"}])");
+  EXPECT_EQ(out, R"([{"op":"pong","rid":1,"ts":1764460800123},{"op":"pong","ts":5}])");
 }
 
 TEST(EncodeState, WritesChFromKeyBody) {

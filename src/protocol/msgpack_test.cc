@@ -432,7 +432,7 @@ TEST(MsgpackEncode, EveryServerFrameReadsBackAsItsJson) {
     append_msg(list, m);
     encode_history(o, "8", "a", list);
   });
-  add([&](std::string& o) { encode_pong(o, "-5"); });
+  add([&](std::string& o) { encode_pong(o, "-5", 1764460800123); });
   add([&](std::string& o) { encode_error(o, "3", Error{ErrorCode::kRateLimited, "slow down", 200}); });
   add([&](std::string& o) { encode_out_of_range(o, "7", "below retention", OffsetRange{3, 41, 100}); });
   const std::vector<std::pair<uint32_t, uint64_t>> offs{{0, 5}, {3, 9}};

@@ -368,6 +368,8 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
       s = read_bool(v, path, ns.presence);
     } else if (key == "aoi_cell") {
       s = read_aoi_cell(v, path, ns.aoi_cell);
+    } else if (key == "state_delta") {
+      s = read_bool(v, path, ns.state_delta);
     } else if (key == "dedupe_window_s") {
       s = read_uint(v, path, 0, 86'400, ns.dedupe_window_s);
     } else if (key == "history_ttl_s") {

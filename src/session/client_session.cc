@@ -135,7 +135,7 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
     case OpKind::kHistory: return on_history(op);
     case OpKind::kPing: {
       std::string out;
-      protocol::encode_pong(out, op.rid);
+      protocol::encode_pong(out, op.rid, wall_ms());
       return reply(std::move(out));
     }
     case OpKind::kEmit:
@@ -443,7 +443,9 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
   std::string out;
   protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), user_, t->id,
                            static_cast<int>(gw_.options().heartbeat_ms),
-                           switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack);
+                           switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack,
+                           op.cap_state_delta);
+  state_deltas_ = op.cap_state_delta;
   reply(std::move(out));
   if (switch_to_msgpack) conn_->set_encoding(protocol::Encoding::kMsgpack);
 }

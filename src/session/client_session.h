@@ -51,6 +51,7 @@ class ClientSession final : public net::ConnectionHandler,
   unsigned loop() const override { return conn_->loop(); }
   bool gone() const override { return closed_ || conn_->closing(); }
   protocol::Encoding encoding() const override { return conn_->encoding(); }
+  bool state_deltas() const override { return state_deltas_; }
   void send(net::OutFrame&& frame) override;
   void flush_corked() override { conn_->flush_corked(); }
 
@@ -185,6 +186,7 @@ class ClientSession final : public net::ConnectionHandler,
   void unwatch_board(const std::string& ch);
   bool history_busy_ = false;
   bool closed_ = false;
+  bool state_deltas_ = false;  // hello's caps held "state_delta"
 };
 
 }  // namespace parley::session

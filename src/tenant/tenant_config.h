@@ -39,6 +39,9 @@ struct NamespaceConfig {
   // positioned `state` reaches the members in its cell and the neighbouring
   // ones only. 0: no grid, every state reaches every member.
   double aoi_cell = 0;
+  // PROTOCOL.md "State deltas": members that ask for it get only the fields of
+  // a state's body that changed since the last one of its stream they got.
+  bool state_delta = false;
 
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
   bool operator==(const NamespaceConfig&) const = default;

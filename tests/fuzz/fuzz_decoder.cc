@@ -23,6 +23,7 @@
 #include "protocol/msgpack_decoder.h"
 #include "protocol/msgpack_encoder.h"
 #include "protocol/raw_member.h"
+#include "protocol/state_delta.h"
 #include "protocol/tcp_framing.h"
 #include "protocol/websocket.h"
 
@@ -838,6 +839,65 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// State deltas (PROTOCOL.md "State deltas"): the input cut at its first newline
+// into a base body and a new one. The field reader and the applier take any
+// bytes; where both are JSON objects with distinct plain keys, the delta the
+// server would send must be JSON, and applying it to the base must give the
+// new body (as a set of fields: order is not part of a body's meaning).
+using FieldSet = std::vector<std::pair<std::string, std::string>>;
+
+bool object_fields(std::string_view text, FieldSet& out) {
+  simdjson::dom::element e;
+  simdjson::dom::object obj;
+  if (oracle().parse(text.data(), text.size()).get(e) || e.get_object().get(obj)) return false;
+  out.clear();
+  for (auto [k, v] : obj) out.emplace_back(std::string(k), simdjson::minify(v));
+  std::sort(out.begin(), out.end());
+  return true;
+}
+
+void check_state_delta(std::string_view input) {
+  const size_t nl = input.find('\n');
+  const std::string_view base = input.substr(0, nl);
+  const std::string_view next = nl == std::string_view::npos ? std::string_view() : input.substr(nl + 1);
+  BodyFields bf, nf;
+  const bool base_ok = parse_body_fields(base, bf);
+  const bool next_ok = parse_body_fields(next, nf);
+  for (const auto* f : {&bf, &nf}) {
+    const std::string_view text = f == &bf ? base : next;
+    for (const auto& field : f->fields) {
+      check(size_t{field.key_at} + field.key_len <= text.size() &&
+                size_t{field.val_at} + field.val_len <= text.size(),
+            "a body field outside its body");
+    }
+  }
+  std::string out;
+  apply_state_delta(base, next, {std::string(base.substr(0, 3))}, out);
+  if (!base_ok || !next_ok) return;
+  FieldSet want, have;
+  if (!object_fields(base, have) || !object_fields(next, want)) return;  // not JSON: no meaning to keep
+  check(have.size() == bf.fields.size() && want.size() == nf.fields.size(),
+        "the field reader and the JSON parser disagree on a body's fields");
+  std::string delta = "{";
+  append_state_delta(delta, base, bf, next, nf);
+  delta += '}';
+  simdjson::dom::element e;
+  check(!oracle().parse(delta).get(e), "a delta is not JSON");
+  std::vector<std::string> unset;
+  simdjson::dom::array arr;
+  if (!e["unset"].get(arr)) {
+    for (auto k : arr) unset.emplace_back(std::string_view(k));
+  }
+  const std::string set = simdjson::minify(e["body"]);
+  check(apply_state_delta(base, set, unset, out), "a delta the applier refuses");
+  FieldSet got;
+  check(object_fields(out, got), "an applied delta is not a JSON object");
+  check(got == want, "applying the delta did not give the new body");
+  std::string mp;
+  check(append_msgpack_from_json(mp, R"({"op":"sd","sid":1,)" + delta.substr(1)),
+        "an sd frame has no MessagePack form");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   uint32_t seed = static_cast<uint32_t>(size);
@@ -872,5 +932,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // The input as WebSocket client frames, and as the parts of frames.
   check_ws(input, seed);
+
+  check_state_delta(input);
   return 0;
 }

@@ -98,25 +98,50 @@ TEST(NodeClient, WsPackageClientSpeaksTheProtocolAsDocumented) {
                                  << "\nserver log:\n" << server.log();
 }
 
-// PROTOCOL.md "Binary encoding: MessagePack": one channel, members in JSON over
-// WebSocket, MessagePack over WebSocket and MessagePack over TCP, all getting
-// the same bodies in the same order (tests/node/msgpack_test.mjs says what it
-// checks).
-TEST(NodeClient, MixedEncodingsDeliverTheSameBodiesInTheSameOrder) {
+// Runs tests/node/<script> HTTP_PORT TCP_PORT TOKEN... (one token per user) against
+// a fresh server started from `spec`.
+void run_node_script(const std::string& script, const std::vector<std::string>& users,
+                     ServerSpec spec = ServerSpec()) {
   const std::string node = find_on_path("node");
   if (node.empty()) GTEST_SKIP() << "node is not installed; run scripts/setup.sh";
   if (!fs::exists(kNodeDir / "node_modules" / "@msgpack" / "msgpack" / "package.json")) {
     GTEST_SKIP() << "tests/node/node_modules is missing; run scripts/setup_node.sh";
   }
-  ServerProcess server;
+  ServerProcess server(std::move(spec));
   server.start();
-  const auto result =
-      run({node, (kNodeDir / "msgpack_test.mjs").string(), std::to_string(server.http_port()),
-           std::to_string(server.tcp_port()), ServerProcess::token("mp-json"),
-           ServerProcess::token("mp-ws"), ServerProcess::token("mp-tcp")},
-          std::chrono::seconds(60));
-  EXPECT_EQ(result.exit_code, 0) << "node msgpack test output:\n" << result.output
+  std::vector<std::string> argv = {node, (kNodeDir / script).string(),
+                                   std::to_string(server.http_port()),
+                                   std::to_string(server.tcp_port())};
+  for (const auto& u : users) argv.push_back(ServerProcess::token(u));
+  const auto result = run(argv, std::chrono::seconds(60));
+  EXPECT_EQ(result.exit_code, 0) << "node " << script << " output:\n" << result.output
                                  << "\nserver log:\n" << server.log();
+}
+
+// PROTOCOL.md "Binary encoding: MessagePack": one channel, members in JSON over
+// WebSocket, MessagePack over WebSocket and MessagePack over TCP, all getting
+// the same bodies in the same order (tests/node/msgpack_test.mjs says what it
+// checks).
+TEST(NodeClient, MixedEncodingsDeliverTheSameBodiesInTheSameOrder) {
+  run_node_script("msgpack_test.mjs", {"mp-json", "mp-ws", "mp-tcp"});
+}
+
+// PROTOCOL.md "Time for games": state frames carry the server's tick and time,
+// pong the server's time, in JSON and MessagePack (tests/node/game_time_test.mjs).
+TEST(NodeClient, StatesAndPongsCarryTheServerClockInBothEncodings) {
+  run_node_script("game_time_test.mjs", {"gt-json", "gt-ws", "gt-tcp"});
+}
+
+// PROTOCOL.md "State deltas": one channel with plain JSON and MessagePack
+// members and delta members in both encodings, each applying deltas by the
+// page's rule, all seeing the same bodies in the same order; full bodies after
+// a re-join and after an interest-area move (tests/node/delta_test.mjs).
+TEST(NodeClient, StateDeltasGiveDeltaMembersTheSameBodiesAsFullOnes) {
+  run_node_script("delta_test.mjs", {"sender", "plain-json", "plain-mp", "delta-mp-ws", "delta-json-tcp",
+                                     "delta-mp-tcp", "roamer"},
+                  spec_with_tenants(default_tenants_toml(
+                      "\n[tenants.demo.namespaces.dw]\nstate_delta = true\ntick_ms = 20\n"
+                      "\n[tenants.demo.namespaces.dg]\nstate_delta = true\ntick_ms = 20\naoi_cell = 10\n")));
 }
 
 }  // namespace

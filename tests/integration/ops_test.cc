@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "support/client.h"
 #include "support/server_process.h"
 
@@ -213,10 +214,17 @@ TEST_F(HistoryTest, OfAnEmptyChannelIsEmpty) {
 
 TEST_F(OpsTest, PingIsAnsweredWithPong) {
   auto a = connect_as("alice");
+  const int64_t before = wall_ms();
   a->send(R"({"op":"ping","rid":5})");
   auto p = a->next();
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(*p, R"({"op":"pong","rid":5})");
+  EXPECT_EQ(op_of(*p), "pong") << *p;
+  EXPECT_EQ(json_int(*p, "rid"), 5) << *p;
+  // PROTOCOL.md "Time for games": the server's time when it answered.
+  const auto ts = json_int(*p, "ts");
+  ASSERT_TRUE(ts.has_value()) << *p;
+  EXPECT_GE(*ts, before) << *p;
+  EXPECT_LE(*ts, wall_ms()) << *p;
 }
 
 TEST_F(OpsTest, PingWithoutRidIsAnsweredWithPongWithoutRid) {
@@ -224,7 +232,9 @@ TEST_F(OpsTest, PingWithoutRidIsAnsweredWithPongWithoutRid) {
   a->send(R"({"op":"ping"})");
   auto p = a->next();
   ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(*p, R"({"op":"pong"})");
+  EXPECT_EQ(op_of(*p), "pong") << *p;
+  EXPECT_FALSE(json_raw(*p, "rid").has_value()) << *p;
+  EXPECT_TRUE(json_int(*p, "ts").has_value()) << *p;
 }
 
 TEST_F(OpsTest, IntegerRidIsEchoedAsAnInteger) {

@@ -34,7 +34,7 @@ TEST_F(WsFragmentation, EmptyFragmentsAreAllowed) {
   ws->send_frame(fragment(ws_op::kText, "", false));
   ws->send_frame(fragment(ws_op::kContinuation, R"({"op":"ping","rid":3})", false));
   ws->send_frame(fragment(ws_op::kContinuation, "", true));
-  EXPECT_EQ(ws->next_text(), R"({"op":"pong","rid":3})");
+  EXPECT_EQ(without_server_time(ws->next_text()), R"({"op":"pong","rid":3})");
 }
 
 TEST_F(WsFragmentation, PingBetweenFragmentsIsAnsweredAndTheMessageCompletes) {
@@ -47,7 +47,7 @@ TEST_F(WsFragmentation, PingBetweenFragmentsIsAnsweredAndTheMessageCompletes) {
   EXPECT_EQ(pong->opcode, ws_op::kPong);
   EXPECT_EQ(pong->payload, "between");
   ws->send_frame(fragment(ws_op::kContinuation, R"(ng","rid":4})", true));
-  EXPECT_EQ(ws->next_text(), R"({"op":"pong","rid":4})");
+  EXPECT_EQ(without_server_time(ws->next_text()), R"({"op":"pong","rid":4})");
 }
 
 TEST_F(WsFragmentation, ContinuationWithoutStartIsClosedWith1002) {

@@ -152,7 +152,10 @@ async function main() {
   step = 'ping';
   send({ op: 'ping', rid: 5 });
   const { obj: pong } = await expectOp('pong');
-  assert.deepEqual(pong, { op: 'pong', rid: 5 }, 'pong frame');
+  // PROTOCOL.md "Time for games": the server's time rides along.
+  const { ts, ...rest } = pong;
+  assert.deepEqual(rest, { op: 'pong', rid: 5 }, 'pong frame');
+  assert.ok(Number.isInteger(ts) && Math.abs(ts - Date.now()) < 60000, `pong ts ${ts}`);
 
   step = 'close';
   ws.close(1000, 'done');

@@ -12,16 +12,14 @@
 //   node msgpack_test.mjs HTTP_PORT TCP_PORT TOKEN_A TOKEN_B TOKEN_C
 // Exits 0 when everything matches, non-zero naming the first mismatch.
 import assert from 'node:assert/strict';
-import net from 'node:net';
-import { decode, encode } from '@msgpack/msgpack';
-import { WebSocket } from 'ws';
+import { encode } from '@msgpack/msgpack';
+import { asJson, makeClients } from './wire_clients.mjs';
 
 const [httpPort, tcpPort, tokenA, tokenB, tokenC] = process.argv.slice(2);
 if (!tokenC) {
   console.error('usage: node msgpack_test.mjs HTTP_PORT TCP_PORT TOKEN_A TOKEN_B TOKEN_C');
   process.exit(2);
 }
-const kStepTimeoutMs = 5000;
 setTimeout(() => fail(new Error('gave up after 30000 ms')), 30000).unref();
 
 let step = 'connect';
@@ -30,118 +28,7 @@ function fail(err) {
   process.exit(1);
 }
 
-// One client: `encoding` is what it reads now ('json' or 'msgpack'); server
-// objects land in `inbox` in arrival order.
-class Client {
-  constructor(name) {
-    this.name = name;
-    this.inbox = [];
-    this.wake = null;
-    this.closed = null;
-  }
-
-  take(value) {
-    for (const obj of Array.isArray(value) ? value : [value]) this.inbox.push(obj);
-    this.wake?.();
-  }
-
-  async expect(pred, what) {
-    const deadline = Date.now() + kStepTimeoutMs;
-    for (;;) {
-      const i = this.inbox.findIndex(pred);
-      if (i >= 0) return this.inbox.splice(i, 1)[0];
-      if (this.closed) throw new Error(`${this.name}: closed (${this.closed}) waiting for ${what}`);
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new Error(`${this.name}: no ${what} within ${kStepTimeoutMs} ms; got ` +
-          JSON.stringify(this.inbox, jsonable));
-      }
-      let timer;
-      await new Promise((resolve) => {
-        this.wake = resolve;
-        timer = setTimeout(resolve, left);
-      });
-      clearTimeout(timer);
-      this.wake = null;
-    }
-  }
-
-  expectOp(op, rid) {
-    return this.expect((o) => o.op === op && (rid === undefined || o.rid === rid),
-      `"${op}"${rid === undefined ? '' : ` rid ${rid}`}`);
-  }
-}
-
-class WsClient extends Client {
-  constructor(name, encoding) {
-    super(name);
-    this.encoding = encoding;
-    const protocols = encoding === 'msgpack' ? ['parley.v1.msgpack'] : [];
-    this.ws = new WebSocket(`ws://127.0.0.1:${httpPort}/v1/ws`, protocols);
-    this.ws.on('message', (data, isBinary) => {
-      if (isBinary !== (this.encoding === 'msgpack')) {
-        return fail(new Error(`${name}: a ${isBinary ? 'binary' : 'text'} frame on a ${this.encoding} connection`));
-      }
-      this.take(isBinary ? decode(data) : JSON.parse(data.toString('utf8')));
-    });
-    this.ws.on('close', (code) => { this.closed = code; this.wake?.(); });
-    this.ws.on('error', (e) => fail(e));
-  }
-
-  async open() {
-    await new Promise((resolve, reject) => {
-      this.ws.once('open', resolve);
-      this.ws.once('unexpected-response', (_q, res) => reject(new Error(`handshake ${res.statusCode}`)));
-    });
-    const want = this.encoding === 'msgpack' ? 'parley.v1.msgpack' : '';
-    assert.equal(this.ws.protocol, want, `${this.name}: selected subprotocol`);
-  }
-
-  send(obj) { this.ws.send(this.encoding === 'msgpack' ? encode(obj) : JSON.stringify(obj)); }
-  sendRaw(data, binary) { this.ws.send(data, { binary }); }
-}
-
-class TcpClient extends Client {
-  constructor(name) {
-    super(name);
-    this.encoding = 'json';  // until a welcome says otherwise
-    this.buf = Buffer.alloc(0);
-    this.sock = net.connect(Number(tcpPort), '127.0.0.1');
-    this.sock.on('data', (chunk) => {
-      this.buf = Buffer.concat([this.buf, chunk]);
-      while (this.buf.length >= 4) {
-        const n = this.buf.readUInt32BE(0);
-        if (this.buf.length < 4 + n) break;
-        const payload = this.buf.subarray(4, 4 + n);
-        this.buf = this.buf.subarray(4 + n);
-        const value = this.encoding === 'msgpack' ? decode(payload) : JSON.parse(payload.toString('utf8'));
-        // The JSON welcome that switches the connection: later frames are MessagePack.
-        if (!Array.isArray(value) && value.op === 'welcome' && value.enc === 'msgpack') this.encoding = 'msgpack';
-        this.take(value);
-      }
-    });
-    this.sock.on('close', () => { this.closed = 'socket closed'; this.wake?.(); });
-    this.sock.on('error', (e) => fail(e));
-  }
-
-  async open() { await new Promise((resolve) => this.sock.once('connect', resolve)); }
-
-  send(obj) {
-    const payload = this.encoding === 'msgpack' ? Buffer.from(encode(obj)) : Buffer.from(JSON.stringify(obj));
-    const head = Buffer.alloc(4);
-    head.writeUInt32BE(payload.length);
-    this.sock.write(Buffer.concat([head, payload]));
-  }
-}
-
-// A body as a JSON member sees it: bin becomes {"$bin": standard base64}.
-function asJson(v) {
-  if (v instanceof Uint8Array) return { $bin: Buffer.from(v).toString('base64') };
-  if (Array.isArray(v)) return v.map(asJson);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, asJson(x)]));
-  return v;
-}
-function jsonable(_k, v) { return v instanceof Uint8Array ? { bin: [...v] } : v; }
+const { WsClient, TcpClient } = makeClients({ httpPort, tcpPort, fail: (e) => fail(e) });
 
 async function main() {
   const a = new WsClient('A (json ws)', 'json');

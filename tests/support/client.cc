@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <future>
+#include <regex>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -64,6 +65,13 @@ std::optional<std::string> json_raw(const std::string& obj, const char* key) {
 }
 
 std::string op_of(const std::string& obj) { return json_str(obj, "op").value_or(""); }
+
+std::string without_server_time(const std::optional<std::string>& obj) {
+  if (!obj) return "";
+  static const std::regex ts(R"re(,"ts":[0-9]+)re");
+  static const std::regex tick(R"re("tick":[0-9]+,)re");
+  return std::regex_replace(std::regex_replace(*obj, ts, ""), tick, "");
+}
 
 std::vector<std::string> json_array_items(const std::string& json) {
   simdjson::dom::parser parser;

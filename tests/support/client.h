@@ -26,6 +26,9 @@ std::optional<bool> json_bool(const std::string& obj, const char* key);
 // The field's raw minified JSON ("{...}", "[...]", "1", "\"x\"").
 std::optional<std::string> json_raw(const std::string& obj, const char* key);
 std::string op_of(const std::string& obj);
+// obj without the server's clock (PROTOCOL.md "Time for games"): its "tick" and
+// "ts" fields taken out, so that a frame can be compared whole. Empty when nullopt.
+std::string without_server_time(const std::optional<std::string>& obj);
 // The items of a JSON array (minified), in order; empty when `json` is not an array.
 std::vector<std::string> json_array_items(const std::string& json);
 // The objects of one server frame: the object itself, or each object of a tick

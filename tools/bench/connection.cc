@@ -11,6 +11,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "msgpack_wire.h"
 #include "token.h"
 #include "worker.h"
 #include "ws_codec.h"
@@ -61,6 +62,8 @@ void Connection::connect() {
   out_.clear();
   writing_buf_ = std::string();
   writing_ = reading_ = false;
+  mp_ = false;  // a new connection starts in JSON (TCP) or negotiates again (WebSocket)
+  streams_.clear();
   ++w_.counters().conn_attempts;
   set_state(St::kConnecting);
   sock_.open(tcp::v4(), ec);
@@ -92,7 +95,8 @@ void Connection::start_session() {
     }
     ws_key_ = base64(std::string_view(raw, 16));
     set_state(St::kUpgrading);
-    out_ += ws::handshake_request(w_.host_header(), w_.opts().ws_path, ws_key_);
+    out_ += ws::handshake_request(w_.host_header(), w_.opts().ws_path, ws_key_,
+                                  w_.opts().encoding == "msgpack" ? "parley.v1.msgpack" : "");
     flush();
   } else {
     send_hello();
@@ -104,8 +108,11 @@ void Connection::send_hello() {
   set_state(St::kHello);
   std::string& s = w_.scratch();
   s.clear();
-  fmt::format_to(std::back_inserter(s), R"({{"op":"hello","v":1,"token":"{}","rid":0}})",
-                 w_.token_for(gid_));
+  const Options& o = w_.opts();
+  fmt::format_to(std::back_inserter(s), R"({{"op":"hello","v":1,"token":"{}","rid":0{}{}}})",
+                 w_.token_for(gid_),
+                 o.encoding == "msgpack" && o.transport == "tcp" ? R"(,"enc":"msgpack")" : "",
+                 o.deltas ? R"(,"caps":["state_delta"])" : "");
   send_json(s);
 }
 
@@ -165,6 +172,13 @@ size_t Connection::consume(char* buf, size_t len, size_t alloc) {
       return len;
     }
     pos = end + 4;
+    if (w_.opts().encoding == "msgpack") {
+      if (ws::selected_protocol(all.substr(0, end + 4)) != "parley.v1.msgpack") {
+        fail("the server did not select parley.v1.msgpack");
+        return len;
+      }
+      mp_ = true;
+    }
     send_hello();
   }
   const bool ws = w_.opts().transport == "ws";
@@ -222,6 +236,19 @@ void Connection::handle_payload(char* data, size_t len, size_t capacity) {
   Counters& c = w_.counters();
   ++c.frames_in;
   const uint64_t states_before = c.state_deliveries;
+  if (mp_) {
+    // The frame as the JSON text it stands for, read by the one reader.
+    std::string& json = w_.mp_scratch();
+    json.clear();
+    if (!mpk::unpack_to_json(data, len, json)) {
+      ++c.bad_frames;
+      return;
+    }
+    json.reserve(json.size() + kPad);
+    data = json.data();
+    len = json.size();
+    capacity = json.capacity();
+  }
   bool ok = w_.reader().read(data, len, capacity, [this](const Event& ev) { on_event(ev); });
   if (!ok) ++c.bad_frames;
   if (c.state_deliveries != states_before) note_tick();
@@ -249,9 +276,8 @@ void Connection::on_event(const Event& ev) {
   switch (ev.op) {
     case Op::kMsg: return on_msg(ev);
     case Op::kState:
-      ++c.state_deliveries;
-      if (ev.sent_ns > 0) w_.record_latency(&Latencies::state, batch_now_ - ev.sent_ns);
-      return;
+    case Op::kSd:
+      return on_state(ev);
     case Op::kAck: return on_ack(ev);
     case Op::kError: return on_error(ev);
     case Op::kPresence: ++c.presence_frames; return;
@@ -259,6 +285,8 @@ void Connection::on_event(const Event& ev) {
     case Op::kLeft: return on_left(ev);
     case Op::kWelcome:
       if (st_ != St::kHello) return;
+      // TCP: the welcome is JSON, everything after it MessagePack.
+      if (w_.opts().encoding == "msgpack") mp_ = true;
       set_state(St::kJoining);
       joins_outstanding_ = 0;
       for (auto& m : members_) {
@@ -274,6 +302,22 @@ void Connection::on_event(const Event& ev) {
     case Op::kBye: ++c.byes; return;
     default: return;
   }
+}
+
+void Connection::on_state(const Event& ev) {
+  Counters& c = w_.counters();
+  ++c.state_deliveries;
+  int64_t sent_ns = ev.sent_ns;
+  if (ev.op == Op::kSd) {
+    ++c.sd_deliveries;
+    if (!streams_.apply(ev.sid, ev.body, ev.unset, sent_ns)) {
+      if (++c.delta_errors <= 3) fmt::print(stderr, "state delta: sid {} could not be applied\n", ev.sid);
+      return;
+    }
+  } else if (ev.sid && !streams_.full(ev.sid, ev.from, ev.body)) {
+    ++c.delta_errors;
+  }
+  if (sent_ns > 0) w_.record_latency(&Latencies::state, batch_now_ - sent_ns);
 }
 
 Membership* Connection::membership_for(std::string_view ch) {
@@ -539,8 +583,14 @@ void Connection::send_history(uint32_t chan, uint64_t after, int limit) {
 }
 
 void Connection::send_json(std::string_view json) {
+  if (mp_) {
+    thread_local std::string packed;
+    packed.clear();
+    if (!mpk::pack_json(json, packed)) return fail("a frame the bench wrote is not JSON");
+    json = packed;
+  }
   if (w_.opts().transport == "ws") {
-    ws::append_frame(out_, ws::kText, json, next_random());
+    ws::append_frame(out_, mp_ ? ws::kBinary : ws::kText, json, next_random());
   } else {
     uint32_t n = uint32_t(json.size());
     char len[4] = {char(n >> 24), char(n >> 16), char(n >> 8), char(n)};

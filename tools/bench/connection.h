@@ -18,6 +18,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "channel_audit.h"
+#include "delta_audit.h"
 #include "server_frame.h"
 
 namespace bench {
@@ -114,6 +115,9 @@ class Connection {
   int64_t batch_now_ = 0;   // receive time of the read being walked
   int64_t last_tick_ns_ = 0;  // receive time of the last read that brought a state
   void note_tick();
+  bool mp_ = false;          // frames are MessagePack now (--encoding msgpack)
+  DeltaStreams streams_;     // --deltas: this connection's state streams
+  void on_state(const Event& ev);
 };
 
 }  // namespace bench

@@ -155,6 +155,10 @@ flags (defaults from the preset):
     --round-s S (rounds in the bodies, 120), --partitions P (16), --no-ids (events without id),
     --redis PATH (then the same load through Redis Streams on a redis-server it starts)
   --target HOST:PORT   --transport ws|tcp   --path /v1/ws   --label NAME
+  --encoding json|msgpack   (chat, broadcast, world, soak, ramp: every frame in that
+                       encoding; the audit reads both)
+  --deltas             (hello caps ["state_delta"]: in a namespace with state_delta the
+                       audit applies the deltas and checks each rebuilt body)
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
   --state-hz H --churn PER_S --ping-s S --no-reconnect
@@ -231,7 +235,7 @@ Options parse_options(const std::vector<std::string>& args) {
   auto s = [](std::string& f) { return Setter([&f](const std::string&, const std::string& v) { f = v; }); };
   std::map<std::string, Setter> with_value = {
       {"--target", [&](const std::string&, const std::string& v) { std::tie(o.host, o.port) = split_host_port(v); }},
-      {"--transport", s(o.transport)}, {"--path", s(o.ws_path)}, {"--label", s(o.target_name)},
+      {"--transport", s(o.transport)}, {"--encoding", s(o.encoding)}, {"--path", s(o.ws_path)}, {"--label", s(o.target_name)},
       {"--tenant", s(o.tenant)}, {"--secret", s(o.secret)}, {"--src-addrs", n(o.src_addrs)},
       {"--conns", n(o.conns)}, {"--channel-size", n(o.channel_size)}, {"--ns", s(o.ns)},
       {"--rate", d(o.rate)}, {"--body-bytes", n(o.body_bytes)}, {"--state-hz", d(o.state_hz)},
@@ -262,6 +266,7 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "--no-progress") { o.progress = false; continue; }
     if (a == "--no-ids") { o.event_ids = false; continue; }
     if (a == "--ramp") { o.ramp_compare = true; continue; }
+    if (a == "--deltas") { o.deltas = true; continue; }
     auto it = with_value.find(a);
     if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
     if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");
@@ -274,6 +279,8 @@ Options parse_options(const std::vector<std::string>& args) {
     throw std::runtime_error("--duration must be in (0, 86400]");
   if (o.transport != "ws" && o.transport != "tcp")
     throw std::runtime_error("--transport is ws or tcp");
+  if (o.encoding != "json" && o.encoding != "msgpack")
+    throw std::runtime_error("--encoding is json or msgpack");
   if (!(o.load_x > 0 && o.load_x <= 1000)) throw std::runtime_error("--load-x must be in (0, 1000]");
   o.rate *= o.load_x;
   o.state_hz *= o.load_x;

@@ -14,6 +14,10 @@ struct Options {
   std::string host = "127.0.0.1";
   int port = 7700;
   std::string transport = "ws";   // ws | tcp
+  // PROTOCOL.md "Binary encoding: MessagePack": json | msgpack (WebSocket: the
+  // parley.v1.msgpack subprotocol; TCP: hello "enc":"msgpack").
+  std::string encoding = "json";
+  bool deltas = false;            // hello caps ["state_delta"] (PROTOCOL.md "State deltas")
   std::string ws_path = "/v1/ws";
   std::string target_name = "parley";  // label in reports (parley, node-ws, bun)
   std::string tenant = "demo";

@@ -105,6 +105,10 @@ void print_table(const RunResult& r) {
   if (c.up_sent) line("  {:<26}{:>14.1f}\n", "up sent/s", r.per_s(&Counters::up_sent));
   line("  {:<26}{:>14.1f}\n", "bytes in/s", r.per_s(&Counters::bytes_in));
   line("  {:<26}{:>14.1f}\n", "bytes out/s", r.per_s(&Counters::bytes_out));
+  const auto wire = r.wire_cost();
+  line("  {:<26}{:>14.1f}  ({}{}; per avatar-second {:.0f} B; state deltas {} of {} states)\n",
+       "bytes in per delivery", wire.bytes_per_delivery, r.o.encoding, r.o.deltas ? " + deltas" : "",
+       wire.bytes_per_avatar_s, c.sd_deliveries, c.state_deliveries);
   line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} unavailable, {} gave up, {} unacked)\n",
        "accepted", r.accepted_pct(), c.acked, c.pub_attempted, c.rate_limited, c.backpressure,
        c.unavailable, c.gave_up, c.unacked_at_end);
@@ -122,8 +126,8 @@ void print_table(const RunResult& r) {
          r.server_cpu_total_s);
     line("  {:<26}{:>14.1f}\n", "server peak RSS MiB", double(r.server_peak_rss) / 1048576.0);
     if (r.server_cpu_s > 0)
-      line("  {:<26}{:>14.0f}\n", "deliveries/server CPU-s",
-           double(r.all_deliveries_in_load()) / r.server_cpu_s);
+      line("  {:<26}{:>14.0f}  ({:.3f} us of server CPU per delivery)\n", "deliveries/server CPU-s",
+           double(r.all_deliveries_in_load()) / r.server_cpu_s, wire.server_cpu_us_per_delivery);
   }
   if (!r.steps.empty() && r.o.ramp_of == "state") {
     line("\n  ramp steps       state Hz  states/s  state deliv/s  state p99  deliv p99  accepted"
@@ -155,6 +159,7 @@ void print_table(const RunResult& r) {
     else
       line("  no step held\n");
   }
+  if (c.delta_errors) line("  audit: {} state deltas could not be applied or rebuilt a wrong body\n", c.delta_errors);
   line("\n  audit: lost {}  duplicates {}  reorders {}  mismatches {}  history missing {}  "
        "history mismatch {}\n",
        c.lost, c.duplicates, c.reorders, c.mismatches, c.history_missing, c.history_mismatch);
@@ -201,6 +206,11 @@ std::string to_json(const RunResult& r) {
      r.per_s(&Counters::state_deliveries), r.per_s(&Counters::bytes_in),
      r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.own_cpu_in_load(), r.server_cpu_s,
      r.server_cpu_total_s, r.server_peak_rss, dpc);
+  const auto wire = r.wire_cost();
+  kv(R"(  "wire": {{"encoding": "{}", "deltas": {}, "bytes_per_delivery": {:.2f}, "bytes_per_avatar_s": {:.1f}, "server_cpu_us_per_delivery": {:.4f}, "sd_deliveries": {}, "delta_errors": {}}},)"
+     "\n",
+     r.o.encoding, r.o.deltas, wire.bytes_per_delivery, wire.bytes_per_avatar_s,
+     wire.server_cpu_us_per_delivery, c.sd_deliveries, c.delta_errors);
   kv(R"(  "audit": {{"passed": {}, "lost": {}, "duplicates": {}, "reorders": {}, "mismatches": {}, "history_checked": {}, "history_missing": {}, "history_mismatch": {}, "acked_msgs": {}, "channels_checked": {}, "members_checked": {}, "expected_deliveries": {}}},)"
      "\n",
      !r.audit_failed(), c.lost, c.duplicates, c.reorders, c.mismatches, c.history_checked,

@@ -60,6 +60,21 @@ struct RunResult {
     return counters.pub_attempted
                ? 100.0 * double(counters.acked) / double(counters.pub_attempted) : 100.0;
   }
+  // What the wire costs (issue 25), over the load phase: bytes received by
+  // the clients (WebSocket or length framing included) per delivery (msg and
+  // state) and per avatar-second (connection x second), server CPU per delivery.
+  struct WireCost {
+    double bytes_per_delivery = 0, bytes_per_avatar_s = 0, server_cpu_us_per_delivery = -1;
+  };
+  WireCost wire_cost() const {
+    WireCost w;
+    const double bytes = double(at_load_end.bytes_in - at_load_start.bytes_in);
+    const double d = double(all_deliveries_in_load());
+    if (d > 0) w.bytes_per_delivery = bytes / d;
+    if (load_seconds() > 0) w.bytes_per_avatar_s = bytes / (double(o.conns) * load_seconds());
+    if (d > 0 && server_cpu_s >= 0) w.server_cpu_us_per_delivery = server_cpu_s * 1e6 / d;
+    return w;
+  }
   uint64_t all_deliveries_in_load() const {
     return (at_load_end.deliveries - at_load_start.deliveries) +
            (at_load_end.state_deliveries - at_load_start.state_deliveries);
@@ -75,7 +90,7 @@ struct RunResult {
   }
   bool audit_failed() const {
     return counters.lost || counters.duplicates || counters.reorders || counters.mismatches ||
-           counters.history_missing || counters.history_mismatch;
+           counters.history_missing || counters.history_mismatch || counters.delta_errors;
   }
 };
 

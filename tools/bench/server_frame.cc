@@ -1,11 +1,14 @@
 #include "server_frame.h"
 
+#include <charconv>
+
 namespace bench {
 
 Op op_from(std::string_view s) {
   // Most frequent first: this runs once per received message.
   if (s == "msg") return Op::kMsg;
   if (s == "state") return Op::kState;
+  if (s == "sd") return Op::kSd;
   if (s == "ack") return Op::kAck;
   if (s == "error") return Op::kError;
   if (s == "presence") return Op::kPresence;
@@ -17,6 +20,14 @@ Op op_from(std::string_view s) {
   if (s == "bye") return Op::kBye;
   if (s == "direct") return Op::kDirect;
   return Op::kOther;
+}
+
+int64_t body_t(std::string_view body) {
+  const size_t at = body.find(R"("t":)");
+  if (at == std::string_view::npos) return 0;
+  int64_t t = 0;
+  std::from_chars(body.data() + at + 4, body.data() + body.size(), t);
+  return t;
 }
 
 bool parse_id(std::string_view s, uint64_t& out) {

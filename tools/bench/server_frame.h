@@ -15,7 +15,8 @@ namespace bench {
 
 enum class Op : uint8_t {
   kOther, kWelcome, kJoined, kLeft, kAck, kMsg, kState, kPresence, kError, kBye,
-  kPong, kHistory, kHistoryMsg, kDirect
+  kPong, kHistory, kHistoryMsg, kDirect,
+  kSd  // a state delta (PROTOCOL.md "State deltas")
 };
 
 // One server message. String views point into the parser and live only during the
@@ -32,7 +33,16 @@ struct Event {
   bool recovered = false;
   std::string_view code;    // error and bye
   int64_t retry_ms = -1;
+  // State deltas: the stream id, the sender, the body's JSON text (an object)
+  // and an sd's `unset` (a JSON array, or empty).
+  uint64_t sid = 0;
+  std::string_view from;
+  std::string_view body;
+  std::string_view unset;
 };
+
+// body.t of a bench body's text ({"t":<ns>,...}: t first), or 0.
+int64_t body_t(std::string_view body);
 
 class FrameReader {
  public:
@@ -101,10 +111,18 @@ bool FrameReader::read_object(simdjson::ondemand::object obj, Sink& sink, bool i
       if (!v.get_int64().get(r)) ev.rid = r;
     } else if (key == "body") {
       ondemand::object body;
-      if (!v.get_object().get(body)) {
-        int64_t t;
-        if (!body.find_field_unordered("t").get_int64().get(t)) ev.sent_ns = t;
+      std::string_view raw;
+      if (!v.get_object().get(body) && !body.raw_json().get(raw)) {
+        ev.body = raw;
+        ev.sent_ns = body_t(raw);
       }
+    } else if (key == "sid") {
+      if (v.get_uint64().get(ev.sid)) return false;
+    } else if (key == "from") {
+      if (v.get_string().get(ev.from)) return false;
+    } else if (key == "unset") {
+      ondemand::array arr;
+      if (v.get_array().get(arr) || arr.raw_json().get(ev.unset)) return false;
     } else if (key == "dup") {
       bool b;
       if (!v.get_bool().get(b)) ev.dup = b;

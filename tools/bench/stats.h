@@ -22,7 +22,8 @@ namespace bench {
   X(presence_frames) X(pongs) X(frames_in) X(bytes_in) X(bytes_out)               \
   X(bad_frames) X(stray_msgs) X(joins) X(leaves) X(lost) X(duplicates)            \
   X(reorders) X(mismatches) X(history_checked) X(history_missing)                 \
-  X(history_mismatch) X(sched_skipped) X(gaps) X(up_sent)
+  X(history_mismatch) X(sched_skipped) X(gaps) X(up_sent)                        \
+  X(sd_deliveries) X(delta_errors)
 
 struct Counters {
 #define BENCH_FIELD(name) uint64_t name = 0;

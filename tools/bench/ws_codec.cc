@@ -10,11 +10,12 @@
 namespace bench::ws {
 
 std::string handshake_request(std::string_view host, std::string_view path,
-                              std::string_view key) {
+                              std::string_view key, std::string_view protocol) {
   return fmt::format(
       "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: {}\r\nSec-WebSocket-Version: 13\r\n\r\n",
-      path, host, key);
+      "Sec-WebSocket-Key: {}\r\nSec-WebSocket-Version: 13\r\n{}\r\n",
+      path, host, key,
+      protocol.empty() ? std::string() : fmt::format("Sec-WebSocket-Protocol: {}\r\n", protocol));
 }
 
 std::string accept_for(std::string_view key) {
@@ -58,6 +59,19 @@ std::string check_handshake_response(std::string_view head, std::string_view key
     pos = next + 2;
   }
   return "no Sec-WebSocket-Accept";
+}
+
+std::string selected_protocol(std::string_view head) {
+  size_t pos = head.find("\r\n");
+  while (pos != std::string_view::npos && pos + 2 < head.size()) {
+    pos += 2;
+    const size_t next = head.find("\r\n", pos);
+    if (next == std::string_view::npos) break;
+    std::string_view line = head.substr(pos, next - pos);
+    if (iequals_prefix(line, "sec-websocket-protocol:")) return std::string(trim(line.substr(23)));
+    pos = next;
+  }
+  return {};
 }
 
 void apply_mask(char* data, size_t len, uint32_t mask) {

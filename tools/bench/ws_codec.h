@@ -5,8 +5,8 @@
 // buffer. The bench reads whatever the socket holds into one per-worker buffer and
 // walks every complete frame in place (see connection.cc), which this small codec
 // makes possible. It also keeps Beast's compile time out of the bench.
-// Not implemented because no peer negotiates them: extensions (permessage-deflate)
-// and subprotocols.
+// Not implemented because no peer negotiates them: extensions (permessage-deflate).
+// Subprotocols: only Parley's parley.v1.msgpack (--encoding msgpack).
 #pragma once
 
 #include <cstddef>
@@ -18,9 +18,12 @@ namespace bench::ws {
 
 enum Opcode : uint8_t { kCont = 0, kText = 1, kBinary = 2, kClose = 8, kPing = 9, kPong = 10 };
 
-// "GET <path> HTTP/1.1" upgrade request; key is the base64 Sec-WebSocket-Key.
+// "GET <path> HTTP/1.1" upgrade request; key is the base64 Sec-WebSocket-Key;
+// `protocol`, when not empty, is offered in Sec-WebSocket-Protocol.
 std::string handshake_request(std::string_view host, std::string_view path,
-                              std::string_view key);
+                              std::string_view key, std::string_view protocol = {});
+// The Sec-WebSocket-Protocol the server selected in a response head, or "".
+std::string selected_protocol(std::string_view head);
 // The Sec-WebSocket-Accept value a server must answer to `key`.
 std::string accept_for(std::string_view key);
 

@@ -190,6 +190,19 @@ function render() {
     row(rb, [[code], [fmtNum(d), 'num'], [fmtNum(span > 0 ? d / span : null, 2), 'num']]);
   }
 
+  // Fan-out bytes by namespace and encoding: rate over ~5 s, bytes per delivery
+  // since start (what an encoding or state deltas save shows here).
+  const trb = $('traffic').querySelector('tbody');
+  trb.replaceChildren();
+  for (const t of s.traffic || []) {
+    const tp = (prev.s.traffic || []).find((x) => x.namespace === t.namespace && x.encoding === t.encoding);
+    const dt = now.t - prev.t;
+    const perS = tp && dt > 0 ? (t.bytes - tp.bytes) / dt : null;
+    row(trb, [[t.namespace], [t.encoding], [perS === null ? '–' : fmtBytes(Math.round(perS)), 'num'],
+              [fmtNum(t.deliveries > 0 ? t.bytes / t.deliveries : null, 1), 'num'], [fmtBytes(t.bytes), 'num']]);
+  }
+  if (!(s.traffic || []).length) row(trb, [['nothing sent yet'], [''], [''], [''], ['']]);
+
   // Queues.
   const qb = $('queues').querySelector('tbody');
   qb.replaceChildren();
