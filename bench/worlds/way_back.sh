@@ -7,6 +7,7 @@
 # publish limits off), then bench/worlds/way_back.mjs for DURATION seconds (default 10).
 set -eu
 [ -n "${PARLEY_PRIO:-}" ] || exec "$(dirname "$0")/prio.sh" bash "$0" "$@"
+. "$(dirname "$0")/bench_tenant.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PARLEY=$(realpath "$1"); OUT=$2
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
@@ -20,12 +21,7 @@ listen = "127.0.0.1:$PORT"
 tcp_listen = "127.0.0.1:$TCP"
 store = "embedded"
 data_dir = "$TMP/data"
-[tenants.demo]
-secret = "demo-secret-change-me-0123456789"
-api_key = "demo-api-key"
-max_connections = 50000
-publish_per_sec = 0
-publish_per_conn_sec = 0
+$(bench_tenant_toml)
 [tenants.demo.namespaces.world]
 durable = false
 tick_ms = 20

@@ -12,6 +12,7 @@
 # delivery, per mode and round.
 set -eu
 [ -n "${PARLEY_PRIO:-}" ] || exec "$(dirname "$0")/prio.sh" bash "$0" "$@"
+. "$(dirname "$0")/bench_tenant.sh"
 PARLEY=$(realpath "$1"); BENCH=$(realpath "$2"); OUT=$3; PRESET=${4:-world-6k}; ROUNDS=${5:-1}
 shift $(( $# < 5 ? $# : 5 ))
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
@@ -33,12 +34,7 @@ run_one() {  # mode round
 listen = "127.0.0.1:$PORT"
 store = "embedded"
 data_dir = "$tmp/data"
-[tenants.demo]
-secret = "demo-secret-change-me-0123456789"
-api_key = "demo-api-key"
-max_connections = 50000
-publish_per_sec = 0
-publish_per_conn_sec = 0
+$(bench_tenant_toml)
 [tenants.demo.namespaces.$NS]
 durable = false
 tick_ms = 20

@@ -7,6 +7,7 @@
 # world-big.metrics.txt (the server's /metrics after the run), parley.toml and uptime.
 set -eu
 [ -n "${PARLEY_PRIO:-}" ] || exec "$(dirname "$0")/prio.sh" bash "$0" "$@"
+. "$(dirname "$0")/bench_tenant.sh"
 PARLEY=$(realpath "$1"); BENCH=$(realpath "$2"); OUT=$3; shift 3
 mkdir -p "$OUT"; OUT=$(realpath "$OUT")
 PORT=${PORT:-7981}
@@ -16,12 +17,7 @@ cat > "$OUT/parley.toml" <<EOF
 listen = "127.0.0.1:$PORT"
 store = "embedded"
 data_dir = "$TMP/data"
-[tenants.demo]
-secret = "demo-secret-change-me-0123456789"
-api_key = "demo-api-key"
-max_connections = 50000
-publish_per_sec = 0
-publish_per_conn_sec = 0
+$(bench_tenant_toml)
 [tenants.demo.namespaces.big]
 durable = false
 tick_ms = 20

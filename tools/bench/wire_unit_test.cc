@@ -21,7 +21,7 @@ TEST(MsgpackWire, AFramePackedAndUnpackedReadsTheSame) {
   ASSERT_TRUE(mpk::unpack_to_json(mp.data(), mp.size(), back));
   EXPECT_EQ(back, json);
   EXPECT_FALSE(mpk::unpack_to_json(mp.data(), mp.size() - 1, back));  // truncated
-  std::string bin = "\xc4\x03\x00\x01\xff";
+  const std::string bin("\xc4\x03\x00\x01\xff", 5);
   back.clear();
   ASSERT_TRUE(mpk::unpack_to_json(bin.data(), bin.size(), back));
   EXPECT_EQ(back, R"({"$bin":"AAH/"})");
