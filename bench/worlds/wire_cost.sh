@@ -22,6 +22,7 @@ AOI=""; [ "$PRESET" = world-big ] && AOI="aoi_cell = 50"
 
 run_one() {  # mode round
   local mode=$1 round=$2 flags=()
+  shift 2  # the rest: extra parley-bench flags
   case $mode in
     json) flags=(--encoding json) ;;
     msgpack) flags=(--encoding msgpack) ;;
