@@ -69,12 +69,13 @@ async function main() {
   for (const [name, states] of Object.entries(got)) {
     assert.deepEqual(states.map((s) => s.body.x), [0, 1, 2, 3], `${name}: the bodies in order`);
     for (let i = 1; i < states.length; ++i) {
-      // 45 ms apart with a 20 ms tick: at least 2 ticks later, and the tick's
-      // time moves with its number (20 ms a tick, give or take scheduling).
+      // 45 ms apart with a 20 ms tick: at least 2 ticks later, and a later tick
+      // has a later time (a tick's ts is when it fired: on a loaded machine a
+      // timer fires late, so only the order and a loose bound hold).
       const dt = states[i].tick - states[i - 1].tick;
       assert.ok(dt >= 2, `${name}: ticks ${states[i - 1].tick} then ${states[i].tick}`);
       const dts = states[i].ts - states[i - 1].ts;
-      assert.ok(Math.abs(dts - dt * 20) <= 20 + 15, `${name}: ${dt} ticks took ${dts} ms`);
+      assert.ok(dts > 0 && dts <= dt * 20 + 500, `${name}: ${dt} ticks took ${dts} ms`);
     }
   }
   // One server: the same state has the same tick on every member (or the next,
