@@ -91,6 +91,7 @@ TEST(ChannelState, SameSeqWithAnotherIdIsAMismatch) {
   EXPECT_TRUE(ch.record_ack(6, 100));
   EXPECT_TRUE(ch.record_ack(6, 100));
   EXPECT_FALSE(ch.record_ack(6, 101));
+  EXPECT_EQ(ch.reused, std::set<uint64_t>{6});  // the first acked message is lost
   EXPECT_TRUE(ch.record_seen(7, 200));
   EXPECT_FALSE(ch.record_seen(7, 201));
   EXPECT_EQ(ch.final_seq(), 7u);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct ChannelState {
   uint64_t hist_start = 0;        // checked range is (hist_start, final_seq()]
   uint64_t hist_checked = 0, hist_mismatch = 0;
   Connection* hist_conn = nullptr;
+  // Acked seqs the server gave to another id too (a second ack, a delivery or
+  // the history entry at that seq): the acked message is lost, whatever else the
+  // audit counts (issue 30: a failover reused seqs and the report said lost 0).
+  // Empty on a healthy run.
+  std::set<uint64_t> reused;
 
   void note_join(uint64_t seq) {
     if (!base_set) {
@@ -51,7 +57,10 @@ struct ChannelState {
     uint64_t* s = slot(acked, seq);
     if (!s) return true;
     if (seq > max_acked) max_acked = seq;
-    if (*s && *s != id) return false;
+    if (*s && *s != id) {
+      reused.insert(seq);
+      return false;
+    }
     *s = id;
     return true;
   }

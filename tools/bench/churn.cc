@@ -292,13 +292,14 @@ RunResult run_churn(const Options& o) {
       r.server_cpu_s = r.samples.back().server_cpu_s - r.samples.front().server_cpu_s;
   }
   const uint64_t want = r.counters.pub_sent;
-  if (r.counters.conn_ready == 0 || r.counters.leaves == 0) {
+  // The server's death first, as in runner.cc.
+  if (r.server_gone) {
+    r.exit_code = 4;
+  } else if (r.counters.conn_ready == 0 || r.counters.leaves == 0) {
     r.exit_code = 3;
   } else if (r.counters.acked != want || r.counters.other_errors > 0) {
     // Every pub acked, nothing refused.
     r.exit_code = 1;
-  } else if (r.server_gone) {
-    r.exit_code = 4;
   }
   fmt::print("churn: {} channels ({} msgs each), {} acks ({} dup), {} errors in {:.1f} s; "
              "server rss first {:.1f} MiB, peak {:.1f} MiB, last {:.1f} MiB\n",

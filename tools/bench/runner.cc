@@ -351,17 +351,19 @@ void finish_result(RunResult& r, const Options& o, Collector& col, LocalFinal& f
     r.generator_note = fmt::format("send lag p99 {:.1f} ms, {} sends skipped", ms(lag_p99),
                                    r.counters.sched_skipped);
   }
-  // A run that connected nothing, or published and got nothing acknowledged, proves
-  // nothing: it fails even though no loss was seen.
-  if (r.counters.conn_ready == 0 || (r.counters.pub_attempted + r.counters.pub_blocked > 0 &&
-                                     r.counters.acked == 0)) {
+  // The server's death comes first (options.cc: 4): it explains whatever the
+  // audit or the connections then saw (issue 30: a dead server whose audit also
+  // failed exited 1). A crash at the end of a run can leave every audited member
+  // whole, so the audit alone would pass it (a 10,000-connection ramp did).
+  // A run that connected nothing, or published and got nothing acknowledged,
+  // proves nothing: it fails even though no loss was seen.
+  if (r.server_gone) {
+    r.exit_code = 4;
+  } else if (r.counters.conn_ready == 0 || (r.counters.pub_attempted + r.counters.pub_blocked > 0 &&
+                                            r.counters.acked == 0)) {
     r.exit_code = 3;
   } else if (r.audit_failed()) {
     r.exit_code = 1;
-  } else if (r.server_gone) {
-    // A crash at the end of a run can leave every audited member whole: the
-    // audit alone would pass it (a 10,000-connection ramp did).
-    r.exit_code = 4;
   }
 }
 

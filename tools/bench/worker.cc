@@ -312,6 +312,7 @@ void Worker::on_history_msg(const Event& ev) {
     ++ch.hist_checked;
   } else {
     ++ch.hist_mismatch;
+    ch.reused.insert(ev.seq);
   }
 }
 
@@ -360,9 +361,13 @@ AuditResult Worker::audit() {
       // Every acked message was delivered to someone with the same id.
       uint64_t seq = ch.base + 1 + i;
       uint64_t seen = ch.seen_id(seq);
-      if (seen && seen != ch.acked[i]) ++c_.mismatches;
+      if (seen && seen != ch.acked[i]) {
+        ++c_.mismatches;
+        ch.reused.insert(seq);
+      }
       if (seq > ch.hist_start) ++acked_in_range;
     }
+    c_.lost += ch.reused.size();
     if (o_.history_check) {
       c_.history_checked += ch.hist_checked;
       c_.history_mismatch += ch.hist_mismatch;

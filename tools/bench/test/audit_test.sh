@@ -21,10 +21,12 @@ start_server() {  # $1 = faults
   echo "server did not start"; cat "$TMP/server.log"; exit 1
 }
 
-run_bench() {  # $1 = json out
+run_bench() {  # $1 = json out, then more bench flags
+  out=$1
+  shift
   "$BENCH" chat --target "127.0.0.1:$port" --transport tcp --conns 4 --channel-size 4 \
     --rate 40 --duration 2 --ramp-up 0.2 --drain 2 --no-history --no-progress \
-    --label faulty --json "$1" > "$TMP/bench.out" 2>&1
+    --label faulty --json "$out" "$@" > "$TMP/bench.out" 2>&1
 }
 
 field() {  # $1 json, $2 key in .counters
@@ -47,6 +49,17 @@ check "faulty run exit status" "$rc" 1
 check "faulty run lost" "$(field "$TMP/faulty.json" lost)" 1
 check "faulty run duplicates" "$(field "$TMP/faulty.json" duplicates)" 1
 check "faulty run reorders" "$(field "$TMP/faulty.json" reorders)" 1
+# A seq given to a second message: the first acked one is lost, not only a mismatch.
+start_server "reuse"
+run_bench "$TMP/reuse.json"; rc=$?
+check "reused seq exit status" "$rc" 1
+check "reused seq lost" "$(field "$TMP/reuse.json" lost)" 1
+
+# The server dies mid-run: 4 (options.cc), although the audit fails as well.
+start_server "die"
+server_pid=${PIDS##* }
+run_bench "$TMP/die.json" --server-pid "$server_pid"; rc=$?
+check "dead server exit status" "$rc" 4
 if [ "$fail" != 0 ]; then cat "$TMP/bench.out"; fi
 [ "$fail" = 0 ] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
 exit "$fail"

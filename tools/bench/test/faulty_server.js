@@ -6,7 +6,11 @@
 //   drop     msg seq 5 is not sent to that member        -> 1 lost
 //   dup      msg seq 10 is sent to it twice               -> 1 duplicate
 //   reorder  msg seq 16 is sent to it before seq 15       -> 1 reorder
-// Usage: node faulty_server.js PORT [drop,dup,reorder]
+//   reuse    the first channel's 20th pub is acked and delivered at seq 19, which the
+//            19th already had (a store that lost a write and gave its seq again)
+//                                                         -> 1 lost
+//   die      the process exits once the first channel reaches seq 30
+// Usage: node faulty_server.js PORT [drop,dup,reorder,reuse,die]
 'use strict';
 const net = require('net');
 
@@ -51,7 +55,10 @@ function handle(sock, m) {
     case 'pub': {
       const room = rooms.get(m.ch);
       if (!room || !sock.rooms.has(m.ch)) return sock.write(frame({ op: 'error', rid, code: 'forbidden', msg: 'not joined' }));
-      const seq = ++room.seq;
+      if (faults.has('die') && room === firstRoom && room.seq === 30) process.exit(0);
+      const reuse = faults.has('reuse') && room === firstRoom && room.seq === 19 && !room.reused;
+      if (reuse) room.reused = true;
+      const seq = reuse ? room.seq : ++room.seq;
       sock.write(frame({ op: 'ack', rid, ch: m.ch, id: m.id, seq, dup: false }));
       return deliver(room, seq, frame({ op: 'msg', ch: m.ch, seq, from: sock.user, id: m.id, ts: Date.now(), body: m.body }));
     }
