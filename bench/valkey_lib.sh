@@ -25,6 +25,16 @@ bench_cleanup() {
   rm -rf "$work"
 }
 
+# bench_summary FILE LINE: a run's summary starts with LINE, the commit, the date
+# and the load; sets summary=FILE for the lines the script adds (tee -a).
+bench_summary() {
+  summary=$1
+  {
+    echo "$2"
+    echo "commit $(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD), $(date -u +%FT%TZ), uptime before: $(uptime)"
+  } | tee "$summary"
+}
+
 # Ports: the cluster bus of a node listens on port + 10000, so nodes take ports
 # below 55536 (TESTING.md). A port is free when neither it nor its bus is bound.
 vk_port_free() {
@@ -109,6 +119,21 @@ cpu_s() {
   f=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
   # After the command name: state is field 1, utime 12, stime 13.
   echo "$f" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'
+}
+
+# vk_cpu_mark DIR...: remembers the CPU seconds each node under DIR has used;
+# vk_cpu_used DIR... then prints " <node> <seconds since the mark>;" for each.
+declare -A vk_cpu0=()
+vk_cpu_mark() {
+  local d
+  for d in "$@"; do vk_cpu0[$d]=$(cpu_s "$(vk_pid "$d")"); done
+}
+vk_cpu_used() {
+  local d
+  for d in "$@"; do
+    printf ' %s %s;' "$(basename "$d")" \
+      "$(awk -v a="$(cpu_s "$(vk_pid "$d")")" -v b="${vk_cpu0[$d]:-0}" 'BEGIN { printf "%.2f", a - b }')"
+  done
 }
 
 # parley_config FILE PORT STORE DATA_DIR [VALKEY_NODES (comma separated)] [CLUSTER]

@@ -22,6 +22,10 @@ namespace parley::hub {
 void Shard::on_assigned(Channel* c, Channel::Log::Completion done) {
   Channel::Pending& f = done.pending;
   const uint64_t seq = done.outcome->seq;
+  // A store that lost acknowledged messages raised the channel's epoch (and its
+  // seqs past them): joins from now on say so (valkey: a failover to a replica
+  // that lacked them). Every node learns it from the next message it gets.
+  c->epoch = std::max(c->epoch, done.outcome->epoch);
   store::StoredMessage& m = *f.unsequenced;
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {c->id.channel, seq, m.from, m.id, m.ts_ms, m.body});
@@ -43,6 +47,7 @@ void Shard::follow(Channel& c) {
     for (auto& ev : h.after) upstream_->forward(std::move(ev));
   };
   hooks.from_store = [ch](store::StoredMessage& m) {
+    ch->epoch = std::max(ch->epoch, m.epoch);  // as in on_assigned
     auto json = std::make_shared<std::string>();
     protocol::encode_msg(*json, {ch->id.channel, m.seq, m.from, m.id, m.ts_ms, m.body});
     return Channel::Held{std::move(json), nullptr, {}};

@@ -40,6 +40,10 @@ struct StoredMessage {
   std::string from;       // sender user id ("server" for the HTTP API)
   std::string id;         // client message id (dedupe key); may be empty for HTTP publishes
   std::string body;       // valid JSON text
+  // The channel's epoch (ChannelRecovery::epoch) as the store knew it when it
+  // handed this message over; 0: the store does not say (valkey says it, so
+  // that a node with the channel loaded learns of a loss from the next message).
+  uint32_t epoch = 0;
 };
 
 struct DedupeEntry {
@@ -74,6 +78,7 @@ struct AppendRequest {
 struct Appended {
   uint64_t seq = 0;
   bool dup = false;
+  uint32_t epoch = 0;  // the channel's epoch after it, when the store says (see StoredMessage)
 };
 // How an append ended: the one outcome of an append, from the store through
 // the sequenced log (seqlog/) to the client's ack or `emitted`.

@@ -26,6 +26,7 @@ ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions) {
   k.feed = k.tag + ":f";
   k.members = k.tag + ":m:" + id.channel;
   k.holder = k.tag + ":o:" + id.channel;
+  k.epoch = k.tag + ":e:" + id.channel;
   return k;
 }
 

@@ -34,6 +34,7 @@ struct ChannelKeys {
                         // pub/sub channel is {t.pk}:f:<master epoch> (ValkeyStore::feed_name)
   std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
   std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (cluster::Leases::claim), with a TTL
+  std::string epoch;    // {t.pk}:e:<channel>  the channel's epoch (1 until a loss raised it), from its first append on
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

@@ -46,21 +46,24 @@ AppendOutcome parse_append(const Result<Reply>& r) {
   if (!r) return AppendOutcome{r.error()};
   const redisReply* x = r.value().get();
   if (x->type == REDIS_REPLY_ERROR) return AppendOutcome{node_error(error_text(x))};
-  if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[0]->type != REDIS_REPLY_INTEGER ||
-      x->element[1]->type != REDIS_REPLY_INTEGER || x->element[0]->integer <= 0) {
+  if (x->type != REDIS_REPLY_ARRAY || x->elements != 3 || x->element[0]->type != REDIS_REPLY_INTEGER ||
+      x->element[1]->type != REDIS_REPLY_INTEGER || x->element[2]->type != REDIS_REPLY_INTEGER ||
+      x->element[0]->integer <= 0 || x->element[2]->integer < 1 || x->element[2]->integer > UINT32_MAX) {
     return AppendOutcome{unexpected("append")};
   }
-  return Appended{static_cast<uint64_t>(x->element[0]->integer), x->element[1]->integer != 0};
+  return Appended{static_cast<uint64_t>(x->element[0]->integer), x->element[1]->integer != 0,
+                  static_cast<uint32_t>(x->element[2]->integer)};
 }
 
 Result<ChannelRecovery> parse_recover(const Result<Reply>& r) {
   if (!r) return r.error();
   const redisReply* x = r.value().get();
   if (x->type == REDIS_REPLY_ERROR) return node_error(error_text(x));
-  if (x->type != REDIS_REPLY_ARRAY || x->elements % 2 != 1) return unexpected("recover");
+  if (x->type != REDIS_REPLY_ARRAY || x->elements < 2 || x->elements % 2 != 0) return unexpected("recover");
   ChannelRecovery out;
   if (!parse_int(text(x->element[0]), out.last_seq)) return unexpected("recover: last seq");
-  for (size_t i = 1; i + 1 < x->elements; i += 2) {
+  if (!parse_int(text(x->element[1]), out.epoch) || out.epoch < 1) return unexpected("recover: epoch");
+  for (size_t i = 2; i + 1 < x->elements; i += 2) {
     DedupeEntry e;
     const std::string field(text(x->element[i]));
     const std::string_view v = text(x->element[i + 1]);
@@ -102,6 +105,8 @@ Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool re
         m.body = val;
       } else if (name == "t") {
         have_ts = parse_int(val, m.ts_ms);
+      } else if (name == "e" && !parse_int(val, m.epoch)) {
+        return unexpected("history entry epoch");
       }
     }
     if (!have_ts) return unexpected("history entry without ts");
@@ -152,7 +157,16 @@ std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::s
     item.note.assign(s.substr(pos));
     return item;
   }
-  if (s[0] != 'm') return std::nullopt;
+  // After a loss the channel's epoch rides in front: "e<epoch>:m...".
+  uint64_t epoch = 0;
+  if (s[0] == 'e') {
+    if (!read_num(s, pos, ':', epoch) || epoch < 2 || epoch > UINT32_MAX || pos >= s.size()) return std::nullopt;
+    if (s[pos] != 'm') return std::nullopt;
+    ++pos;
+  } else if (s[0] != 'm') {
+    return std::nullopt;
+  }
+  item.msg.epoch = static_cast<uint32_t>(epoch);
   uint64_t seq = 0, ts = 0;
   if (!read_num(s, pos, ':', seq) || seq == 0 || !read_num(s, pos, ':', ts)) return std::nullopt;
   if (!read_field(s, pos, item.id.channel) || item.id.channel.empty() ||
@@ -167,7 +181,8 @@ std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::s
 }
 
 std::string format_commit(const std::string& channel, const StoredMessage& m) {
-  std::string out = "m" + std::to_string(m.seq) + ":" + std::to_string(m.ts_ms) + ":";
+  std::string out = m.epoch > 1 ? "e" + std::to_string(m.epoch) + ":" : std::string();
+  out += "m" + std::to_string(m.seq) + ":" + std::to_string(m.ts_ms) + ":";
   for (const std::string* f : {&channel, &m.from, &m.id}) out.append(std::to_string(f->size())).append(":").append(*f);
   return out.append(m.body);
 }

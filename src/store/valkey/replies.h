@@ -13,16 +13,17 @@
 
 namespace parley::store::valkey {
 
-// The append script's {seq, dup}, or its STALE / GAP errors, or a node error.
+// The append script's {seq, dup, epoch}, or its STALE / GAP errors, or a node error.
 AppendOutcome parse_append(const Result<Reply>& r);
-// The recover script's {last, field, "seq:ts", ...}.
+// The recover script's {last, epoch, field, "seq:ts", ...}.
 Result<ChannelRecovery> parse_recover(const Result<Reply>& r);
 // XRANGE / XREVRANGE entries of a history stream; `reverse` puts newest-first
 // replies back in oldest-first order.
 Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse);
 
 // A push on a partition's feed channel ("{<tenant>.p<k>}:f"): a committed
-// message the append script published ('m'), or a note a node published ('n').
+// message the append script published ('m', or 'e<epoch>:m' once a loss raised
+// the channel's epoch: msg.epoch), or a note a node published ('n').
 // nullopt for anything else (it came from outside: never trusted).
 struct FeedItem {
   ChannelId id;

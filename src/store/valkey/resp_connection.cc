@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include "common/clock.h"
@@ -130,6 +131,21 @@ void RespConnection::on_socket_failed(const std::string& why, Was was) {
     if (w.done) w.done(unavailable(why));
   }
   if (was != Was::kClosed && opts_.on_failure) opts_.on_failure();
+}
+
+void RespConnection::join_barrier(const std::string& barrier,
+                                  std::function<void(const Result<Reply>&)> done) {
+  barrier_waiters_.push_back(std::move(done));
+  if (barrier_posted_) return;
+  barrier_posted_ = true;
+  asio::post(watchdog_.get_executor(), [self = shared_from_this(), barrier] {
+    self->barrier_posted_ = false;
+    auto waiters = std::make_shared<std::vector<std::function<void(const Result<Reply>&)>>>();
+    waiters->swap(self->barrier_waiters_);
+    self->send(barrier, [waiters](Result<Reply> r) {
+      for (auto& w : *waiters) w(r);
+    });
+  });
 }
 
 void RespConnection::send_hello() {

@@ -60,6 +60,13 @@ class RespConnection : public std::enable_shared_from_this<RespConnection>, priv
 
   // Queues a formatted command; `done` (may be empty) runs once, on this loop.
   void send(std::string command, ReplyDone done);
+  // `done` runs with the answer to the next `barrier` command this connection
+  // sends: one per loop turn, queued (posted to this loop) behind every command
+  // sent in that turn, for every caller that joined it. For WAIT, which covers
+  // every write the connection sent before it, so that a pipeline of appends
+  // waits for its replicas once, not once per append. Every caller of one
+  // connection passes the same command.
+  void join_barrier(const std::string& barrier, std::function<void(const Result<Reply>&)> done);
   // Sends the hello commands again (the node lost its scripts: NOSCRIPT).
   void send_hello();
   // Fails everything waiting and stays closed.
@@ -94,6 +101,9 @@ class RespConnection : public std::enable_shared_from_this<RespConnection>, priv
   boost::asio::steady_timer watchdog_;
   bool watchdog_armed_ = false;
   std::deque<Waiting> waiting_;  // oldest first: replies complete the front
+  // Callers of the barrier not sent yet (join_barrier), and whether it is posted.
+  std::vector<std::function<void(const Result<Reply>&)>> barrier_waiters_;
+  bool barrier_posted_ = false;
   size_t out_count_ = 0;         // how many of them are not yet handed to a write
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> in_flight_{0};

@@ -36,21 +36,47 @@ local from, id = ARGV[3], ARGV[4]
 local window = tonumber(ARGV[8])
 local field = false
 if id ~= '' then field = string.len(from) .. ':' .. from .. id end
+-- The channel's epoch key exists from its first append on: in a slot being
+-- migrated a declared key that exists nowhere makes the importing node answer
+-- TRYAGAIN to every call (and the old one ASK).
+local stored_epoch = redis.call('GET', KEYS[6])
+local epoch = tonumber(stored_epoch or '1')
 if field and proposed == 0 then
   local v = redis.call('HGET', KEYS[3], field)
   if v then
     local s, t = string.match(v, '^(%d+):(-?%d+)$')
-    if s and tonumber(t) >= ts - window then return {tonumber(s), 1} end
+    if s and tonumber(t) >= ts - window then
+      -- With WAIT behind this call, a write: WAIT then covers the master's offset
+      -- now, the original's (written by another connection) included.
+      if ARGV[13] == '1' then redis.call('PEXPIRE', KEYS[3], window * 2 + 60000) end
+      return {tonumber(s), 1, epoch}
+    end
   end
 end
 local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local seen = tonumber(ARGV[12]) or 0
+if proposed == 0 and seen > last then
+  -- This master lacks commits a node saw (asynchronous replication: the replica
+  -- promoted had not received them). Their seqs may have been acknowledged and
+  -- delivered: none is given again, and the channel's epoch goes up.
+  last = seen + 65536  -- kLossJump (scripts.h)
+  epoch = epoch + 1
+  redis.call('SET', KEYS[6], string.format('%d', epoch))
+  stored_epoch = epoch
+  redis.call('SET', KEYS[1], string.format('%d', last))
+end
 if proposed ~= 0 then
   if proposed <= last then return redis.error_reply('STALE ' .. string.format('%d', last)) end
   if proposed ~= last + 1 then return redis.error_reply('GAP ' .. string.format('%d', last)) end
 end
+if not stored_epoch then redis.call('SET', KEYS[6], string.format('%d', epoch)) end
 local seq = redis.call('INCR', KEYS[1])
 local sid = string.format('%d', seq)
-redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+if epoch > 1 then
+  redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'e', string.format('%d', epoch))
+else
+  redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+end
 local keep = tonumber(ARGV[6])
 if redis.call('XLEN', KEYS[2]) > keep + tonumber(ARGV[7]) then
   redis.call('XTRIM', KEYS[2], 'MAXLEN', keep)
@@ -65,7 +91,10 @@ if ARGV[11] ~= '' then
   -- under ASK. The name carries the epoch of the master the caller believed it
   -- was talking to, so what a hung master runs once it resumes (before it
   -- steps down) goes to a channel nobody listens to any more.
-  redis.call('SPUBLISH', ARGV[11], 'm' .. sid .. ':' .. ARGV[2] .. ':' .. string.len(ARGV[9]) .. ':' ..
+  -- After a loss the epoch rides in front ('e<epoch>:'), as format_commit writes it.
+  local head = ''
+  if epoch > 1 then head = 'e' .. string.format('%d', epoch) .. ':' end
+  redis.call('SPUBLISH', ARGV[11], head .. 'm' .. sid .. ':' .. ARGV[2] .. ':' .. string.len(ARGV[9]) .. ':' ..
              ARGV[9] .. string.len(from) .. ':' .. from .. string.len(id) .. ':' .. id .. ARGV[5])
 end
 if field then
@@ -83,11 +112,11 @@ if #old > 0 then
   redis.call('ZREM', KEYS[4], unpack(old))
   redis.call('HDEL', KEYS[3], unpack(old))
 end
-return {seq, 0}
+return {seq, 0, epoch}
 )lua";
 
 constexpr const char* kRecover = R"lua(
-local out = {redis.call('GET', KEYS[1]) or '0'}
+local out = {redis.call('GET', KEYS[1]) or '0', redis.call('GET', KEYS[4]) or '1'}
 local keys = redis.call('ZRANGEBYSCORE', KEYS[3], ARGV[1], '+inf')
 for i = 1, #keys, 512 do
   local chunk = {}
@@ -103,6 +132,19 @@ end
 return out
 )lua";
 
+constexpr const char* kCheckLoss = R"lua(
+local last = tonumber(redis.call('GET', KEYS[1]) or '0')
+local epoch = tonumber(redis.call('GET', KEYS[2]) or '1')
+local seen = tonumber(ARGV[1]) or 0
+if seen > last then
+  last = seen + 65536  -- kLossJump (scripts.h)
+  epoch = epoch + 1
+  redis.call('SET', KEYS[1], string.format('%d', last))
+  redis.call('SET', KEYS[2], string.format('%d', epoch))
+end
+return {last, epoch}
+)lua";
+
 }  // namespace
 
 const Script& append_script() {
@@ -112,6 +154,11 @@ const Script& append_script() {
 
 const Script& recover_script() {
   static const Script s = make(kRecover);
+  return s;
+}
+
+const Script& check_loss_script() {
+  static const Script s = make(kCheckLoss);
   return s;
 }
 

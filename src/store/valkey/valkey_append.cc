@@ -46,6 +46,7 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   NodePool* pool;
   std::string sticky_key;
   uint64_t ticket = 0;
+  uint64_t seen = 0;
   // The script publishes the commit itself (atomically: no node's crash can lose
   // the push), unless an ack waits for replicas: then this node publishes once
   // WAIT confirmed it, so no member gets what was not acknowledged. The hub's own
@@ -64,55 +65,65 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
       pool = route_locked(k.tag);
     }
     if (m.seq == 0 && opts_.wait_replicas == 0) script_feed = feed_name(k.feed, pool);
+    if (m.seq == 0) {
+      if (auto w = watched_.find(k.feed); w != watched_.end()) {
+        if (auto c = w->second.channels.find(req.key.key()); c != w->second.channels.end()) seen = c->second.seen;
+      }
+    }
   }
+  const bool waits = opts_.wait_replicas > 0 && pool;
   std::string cmd = format_command(
-      {"EVALSHA", append_script().sha1, "5", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal,
+      {"EVALSHA", append_script().sha1, "6", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal, k.epoch,
        std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
        std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
        std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
-       std::to_string(opts_.wal_max_len), script_feed});
+       std::to_string(opts_.wal_max_len), script_feed, std::to_string(seen), waits ? "1" : ""});
   const int64_t start = steady_ns();
   // Sent again only with the hub's seq: the script refuses it out of turn, so a
   // resend can never put two appends of a channel in the other order.
   const bool resend = m.seq != 0;
-  // The script's answer and, with wait_replicas, WAIT's, on the same connection
-  // right behind it (both answers run on that connection's loop, in either order
-  // when the script was redirected).
+  // The script's answer and, with wait_replicas, WAIT's: one WAIT per loop turn
+  // of the connection, behind every append sent on it in that turn
+  // (RespConnection::join_barrier; WAIT covers every write the connection sent
+  // before it). Both answers run on that connection's loop, in either order when
+  // the script was redirected.
   struct Pending {
     int left = 1;
     Result<Reply> script = Error{ErrorCode::kUnavailable, "no answer", 1000};
-    Result<Reply> wait = Error{ErrorCode::kUnavailable, "no answer", 1000};
+    int64_t replicas = -1;  // WAIT's answer; -1: none (failed, or not a number)
   };
   auto p = std::make_shared<Pending>();
-  const bool waits = opts_.wait_replicas > 0;
   if (waits) p->left = 2;
   // With wait_replicas: published by this node once WAIT confirmed the append.
   std::string publish = m.seq == 0 && waits ? k.feed : std::string();
-  auto finish = [this, p, start, ticket, sticky_key = std::move(sticky_key), publish = std::move(publish),
-                 key = req.key, msg = req.msg, tag = k.tag, done = std::move(done)]() mutable {
+  auto finish = [this, p, start, ticket, seq0 = m.seq == 0, sticky_key = std::move(sticky_key),
+                 publish = std::move(publish), key = req.key, msg = req.msg, done = std::move(done)]() mutable {
     AppendOutcome out = parse_append(p->script);
-    if (out && !out->dup && opts_.wait_replicas > 0) {
-      const redisReply* w = p->wait ? p->wait.value().get() : nullptr;
-      if (!w || w->type != REDIS_REPLY_INTEGER || w->integer < opts_.wait_replicas) {
-        // Written on the master, not (yet) on enough replicas: not acknowledged.
-        // A retry with the same id answers its seq as a duplicate if it survives.
-        out = AppendOutcome{Error{ErrorCode::kUnavailable,
-                                  "store unavailable: fewer than " + std::to_string(opts_.wait_replicas) +
-                                      " replicas confirmed the write",
-                                  1000}};
-        wait_short_.fetch_add(1, std::memory_order_relaxed);
-      }
+    // A duplicate waits for WAIT too: its original may be as unreplicated as a
+    // fresh write (its own ack failed WAIT, and this is the client's retry); the
+    // script made this call a write, so WAIT covers the original.
+    if (out && opts_.wait_replicas > 0 && p->replicas < opts_.wait_replicas) {
+      // Written on the master, not (yet) on enough replicas: not acknowledged.
+      // A retry with the same id answers its seq as a duplicate if it survives.
+      out = AppendOutcome{Error{ErrorCode::kUnavailable,
+                                "store unavailable: fewer than " + std::to_string(opts_.wait_replicas) +
+                                    " replicas confirmed the write",
+                                1000}};
+      wait_short_.fetch_add(1, std::memory_order_relaxed);
     }
+    const ChannelKeys k = channel_keys(key, opts_.partitions);
+    if (out && seq0) note_seen(k, key, out->seq, out->epoch, false);
     if (out && !out->dup && !publish.empty()) {
       msg.seq = out->seq;
-      NodePool* to = route(tag);
+      msg.epoch = out->epoch;
+      NodePool* to = route(k.tag);
       std::string name;
       {
         std::lock_guard lock(route_mu_);
         name = feed_name(publish, to);
       }
       begin_op();
-      call(to, key, tag, format_command({"SPUBLISH", name, format_commit(key.channel, msg)}), true,
+      call(to, key, k.tag, format_command({"SPUBLISH", name, format_commit(key.channel, msg)}), true,
            [this](Result<Reply>) { end_op(); });
     }
     auto fire = [this, out = std::move(out), done = std::move(done)]() mutable {
@@ -130,12 +141,14 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
     if (--p->left == 0) (*shared_finish)();
   });
   if (waits) {
-    call(pool, req.key, k.tag,
-         format_command({"WAIT", std::to_string(opts_.wait_replicas), std::to_string(opts_.wait_timeout_ms)}),
-         false, [p, shared_finish](Result<Reply> r) mutable {
-           p->wait = std::move(r);
-           if (--p->left == 0) (*shared_finish)();
-         });
+    // The connection the script went to (call() picks it by the same hash).
+    pool->run(std::hash<std::string>{}(req.key.key()),
+              [this, p, shared_finish](RespConnection& conn) mutable {
+                conn.join_barrier(wait_command_, [p, shared_finish](const Result<Reply>& r) mutable {
+                  if (r && r.value()->type == REDIS_REPLY_INTEGER) p->replicas = r.value()->integer;
+                  if (--p->left == 0) (*shared_finish)();
+                });
+              });
   }
 }
 

@@ -2,6 +2,9 @@
 // SSUBSCRIBEd on, and what its pushes and losses become (valkey_store.h).
 #include "store/valkey/valkey_store.h"
 
+#include <algorithm>
+#include <spdlog/spdlog.h>
+
 #include "store/valkey/partition_map.h"
 #include "store/valkey/replies.h"
 
@@ -39,8 +42,8 @@ void ValkeyStore::watch(const ChannelId& id) {
   const ChannelKeys k = channel_keys(id, opts_.partitions);
   std::lock_guard lock(route_mu_);
   Watched& w = watched_[k.feed];
-  auto& entry = w.channels[id.key()];
-  if (entry.second++ == 0) entry.first = id;
+  Followed& entry = w.channels[id.key()];
+  if (entry.count++ == 0) entry.id = id;
   if (w.on) return;
   unsigned loop = 0;
   auto sub = subscriber_locked(k.tag, loop);
@@ -57,7 +60,7 @@ void ValkeyStore::unwatch(const ChannelId& id) {
   if (w == watched_.end()) return;
   auto c = w->second.channels.find(id.key());
   if (c == w->second.channels.end()) return;
-  if (--c->second.second > 0) return;
+  if (--c->second.count > 0) return;
   w->second.channels.erase(c);
   if (!w->second.channels.empty()) return;
   // The partition's last watched channel here: its subscription goes.
@@ -70,15 +73,60 @@ void ValkeyStore::unwatch(const ChannelId& id) {
   }
 }
 
+namespace {
+// Raises what a node knows of a channel; true when its epoch went up here.
+bool raise_seen(uint64_t& seen, uint32_t& known, uint64_t seq, uint32_t epoch) {
+  seen = std::max(seen, seq);
+  if (epoch <= known) return false;
+  known = epoch;
+  return true;
+}
+
+void log_loss(const ChannelId& id, uint64_t seq, uint32_t epoch) {
+  spdlog::warn("channel {}/{}: the valkey store lost acknowledged messages (a replica promoted before it had "
+               "them); its seqs go on from {}, epoch {}",
+               id.tenant, id.channel, seq, epoch);
+}
+}  // namespace
+
+void ValkeyStore::note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch,
+                            bool quiet) {
+  bool raised = false;
+  {
+    std::lock_guard lock(route_mu_);
+    auto w = watched_.find(k.feed);
+    if (w == watched_.end()) return;
+    auto c = w->second.channels.find(key.key());
+    if (c == w->second.channels.end()) return;
+    raised = raise_seen(c->second.seen, c->second.epoch, seq, epoch);
+  }
+  if (raised && !quiet) log_loss(key, seq, epoch);
+}
+
 void ValkeyStore::on_feed_push(const std::string& feed_channel, std::string payload) {
   if (closed_.load()) return;
   auto item = parse_feed(feed_channel, payload);
   if (!item) return;  // not ours, or damaged: never trusted
   if (item->is_note) {
     if (feed_.note) feed_.note(item->id, std::move(item->note));
-  } else if (feed_.message) {
-    feed_.message(item->id, std::move(item->msg));
+    return;
   }
+  bool raised = false;
+  {
+    // Only the current master's channel counts: a master that was hung may still
+    // run, and publish under its old epoch's name, what its sockets held before
+    // it steps down, and such a push can be on its way when apply_view moves the
+    // subscription. A commit missed that way is read back from the history.
+    std::lock_guard lock(route_mu_);
+    auto w = watched_.find(feed_base(feed_channel));
+    if (w == watched_.end() || w->second.name != feed_channel) return;
+    auto c = w->second.channels.find(item->id.key());
+    if (c != w->second.channels.end()) {
+      raised = raise_seen(c->second.seen, c->second.epoch, item->msg.seq, item->msg.epoch);
+    }
+  }
+  if (raised) log_loss(item->id, item->msg.seq, item->msg.epoch);
+  if (feed_.message) feed_.message(item->id, std::move(item->msg));
 }
 
 void ValkeyStore::on_feed_subscribed(const std::string& feed_channel) {
@@ -88,7 +136,7 @@ void ValkeyStore::on_feed_subscribed(const std::string& feed_channel) {
     std::lock_guard lock(route_mu_);
     auto w = watched_.find(feed_base(feed_channel));
     if (w == watched_.end() || w->second.name != feed_channel) return;
-    for (const auto& [key, e] : w->second.channels) ids.push_back(e.first);
+    for (const auto& [key, e] : w->second.channels) ids.push_back(e.id);
   }
   for (const auto& id : ids) feed_.resync(id);
 }

@@ -71,6 +71,8 @@ Result<std::unique_ptr<ValkeyStore>> ValkeyStore::open(runtime::LoopGroup& loops
 ValkeyStore::ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts)
     : loops_(loops), opts_(std::move(opts)) {
   conn_opts_.command_timeout_ms = opts_.command_timeout_ms;
+  wait_command_ =
+      format_command({"WAIT", std::to_string(opts_.wait_replicas), std::to_string(opts_.wait_timeout_ms)});
   if (!opts_.postgres_url.empty()) {
     archive_ = std::make_unique<postgres::PgHistory>(opts_.postgres_url, opts_.postgres_readers,
                                                      opts_.postgres_timeout_ms);
@@ -104,6 +106,7 @@ size_t ValkeyStore::pool_index_locked(const HostPort& hp) {
 void ValkeyStore::apply_view(const ClusterView& view) {
   if (closed_.load()) return;
   std::vector<std::function<void()>> posts;
+  std::vector<std::pair<ChannelId, uint64_t>> moved;  // followed channels and their seen
   {
     std::lock_guard lock(route_mu_);
     bool changed = false;
@@ -135,6 +138,10 @@ void ValkeyStore::apply_view(const ClusterView& view) {
       if (!sub) continue;
       std::string name = feed_name(feed, route_locked(tag));
       if (sub.get() == w.on && name == w.name) continue;
+      // A new master for the partition: does it hold what this node saw?
+      for (const auto& [key, c] : w.channels) {
+        if (c.seen > 0) moved.emplace_back(c.id, c.seen);
+      }
       if (w.on) {
         for (auto& old : subscribers_) {
           if (old.get() != w.on) continue;
@@ -152,6 +159,25 @@ void ValkeyStore::apply_view(const ClusterView& view) {
     }
   }
   for (auto& p : posts) p();
+  if (!moved.empty()) check_losses(std::move(moved));
+}
+
+void ValkeyStore::check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels) {
+  for (auto& [id, seen] : channels) {
+    const ChannelKeys k = channel_keys(id, opts_.partitions);
+    // EVAL, not EVALSHA: once per followed channel per failover.
+    std::string cmd =
+        format_command({"EVAL", check_loss_script().source, "2", k.seq, k.epoch, std::to_string(seen)});
+    begin_op();
+    call(route(k.tag), id, k.tag, std::move(cmd), true, [this, k, id = id](Result<Reply> r) {
+      const redisReply* x = r ? r.value().get() : nullptr;
+      if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_INTEGER &&
+          x->element[1]->integer >= 1 && x->element[1]->integer <= UINT32_MAX) {
+        note_seen(k, id, 0, static_cast<uint32_t>(x->element[1]->integer), false);
+      }
+      end_op();
+    });
+  }
 }
 
 void ValkeyStore::on_moved(uint16_t slot, const HostPort& to) {
@@ -289,13 +315,16 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
 void ValkeyStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) {
   if (closed_.load()) return done(closed_error());
   const ChannelKeys k = channel_keys(key, opts_.partitions);
-  std::string cmd = format_command({"EVALSHA", recover_script().sha1, "3", k.seq, k.dedupe,
-                                    k.dedupe_by_time, std::to_string(dedupe_cutoff_ms)});
+  std::string cmd = format_command({"EVALSHA", recover_script().sha1, "4", k.seq, k.dedupe,
+                                    k.dedupe_by_time, k.epoch, std::to_string(dedupe_cutoff_ms)});
   begin_op();
-  call(route(k.tag), key, k.tag, std::move(cmd), true, [this, done = std::move(done)](Result<Reply> r) mutable {
-    done(parse_recover(r));
-    end_op();
-  });
+  call(route(k.tag), key, k.tag, std::move(cmd), true,
+       [this, k, key, done = std::move(done)](Result<Reply> r) mutable {
+         auto rec = parse_recover(r);
+         if (rec) note_seen(k, key, rec->last_seq, rec->epoch, true);
+         done(std::move(rec));
+         end_op();
+       });
 }
 
 void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t limit, ReadDone done) {
@@ -306,8 +335,9 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
       {"XRANGE", k.history, std::to_string(after + 1), "+", "COUNT", std::to_string(limit)});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
-       [this, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
+       [this, k, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
          auto got = parse_entries(r, false);
+         if (got && !got->empty()) note_seen(k, key, got->back().seq, got->back().epoch, false);
          if (got && archive_) {
            fill_after(key, after, limit, std::move(*got), std::move(done));
          } else {

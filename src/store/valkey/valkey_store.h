@@ -59,6 +59,7 @@
 #include "store/store.h"
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/node_pool.h"
+#include "store/valkey/partition_map.h"
 #include "store/valkey/subscriber.h"
 #include "store/valkey/topology.h"
 
@@ -230,6 +231,7 @@ class ValkeyStore final : public Store {
   std::atomic<uint64_t> map_changes_{0};
   std::atomic<uint64_t> wait_short_{0};  // appends refused: too few replicas confirmed in time
   std::function<void(int64_t)> observe_;
+  std::string wait_command_;  // "WAIT <wait_replicas> <wait_timeout_ms>", formatted
   std::atomic<size_t> appends_{0};
   std::atomic<uint64_t> moved_{0}, asked_{0}, tryagain_{0};
   std::atomic<bool> closed_{false};
@@ -244,11 +246,28 @@ class ValkeyStore final : public Store {
   Feed feed_;  // set before the first watch
   // Watched channels by partition feed channel, and where each feed is subscribed
   // (guarded by route_mu_).
+  struct Followed {
+    ChannelId id;
+    uint32_t count = 0;  // watch() calls not yet unwatched
+    // The highest seq this node knows the store committed (its confirmed
+    // answers, pushes from the current master, history reads) and the epoch
+    // with it: an append or a loss check sends it, so that a master that lacks
+    // it (a replica promoted before it had everything) is found out.
+    uint64_t seen = 0;
+    uint32_t epoch = 1;
+  };
   struct Watched {
-    std::unordered_map<std::string, std::pair<ChannelId, uint32_t>> channels;  // key -> (id, count)
+    std::unordered_map<std::string, Followed> channels;  // by ChannelId::key()
     Subscriber* on = nullptr;
     std::string name;  // the channel subscribed there (feed_name)
   };
+  // Raises a watched channel's seen and epoch (route_mu_ not held); logs a
+  // loss the first time its epoch is seen to go up here.
+  // `quiet`: a channel's load reads its epoch; only a rise seen afterwards is news.
+  void note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch, bool quiet);
+  // The loss check for every channel followed here on a partition that moved to
+  // another master (apply_view, route_mu_ not held).
+  void check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels);
   // The pub/sub channel of a partition's feed `base` ({t.pk}:f) on `pool`: in a
   // cluster, base + ":<config epoch of the master>", so a new master means a new
   // channel (route_mu_ held, or a pool already looked up).

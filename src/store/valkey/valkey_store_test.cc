@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -116,7 +117,7 @@ TEST_F(ValkeyStoreTest, EveryCallIsOneKeyOfTheChannelsPartitionAndTheWalStreamHa
     EXPECT_EQ(keys.compare(p, k.tag.size(), k.tag), 0) << keys;
     ++n;
   }
-  EXPECT_EQ(n, 5u);  // seq, history, dedupe hash and zset, WAL
+  EXPECT_EQ(n, 6u);  // seq, history, dedupe hash and zset, WAL, epoch
 }
 
 TEST_F(ValkeyStoreTest, ScriptFlushedOnTheServerIsLoadedAgain) {
@@ -133,6 +134,119 @@ TEST_F(ValkeyStoreTest, ScriptFlushedOnTheServerIsLoadedAgain) {
   auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 2u);
+}
+
+// A replica promoted before it had the last commits (asynchronous replication)
+// answers with a counter below what the nodes saw: the next append jumps past
+// every seq that may have been acknowledged, and the channel's epoch goes up in
+// the store, in the answer, in the history entry, in the push and in a load.
+TEST_F(ValkeyStoreTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpochEverywhere) {
+  auto& redis = parley::testing::shared_redis();
+  auto other = open_on({redis.address()});
+  ASSERT_NE(other, nullptr);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<StoredMessage> pushed;
+  bool subscribed = false;
+  Store::Feed feed;
+  feed.message = [&](const ChannelId&, StoredMessage m) {
+    std::lock_guard lock(mu);
+    pushed.push_back(std::move(m));
+    cv.notify_all();
+  };
+  feed.resync = [&](const ChannelId&) {
+    std::lock_guard lock(mu);
+    subscribed = true;
+    cv.notify_all();
+  };
+  other->set_feed(feed);
+  other->watch(lobby_);
+  store_->watch(lobby_);  // this node follows the channel: it knows what it saw
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return subscribed; }));
+  }
+  for (uint64_t s = 1; s <= 5; ++s) {
+    auto out = append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "a" + std::to_string(s))));
+    ASSERT_TRUE(out.status());
+    EXPECT_EQ(out->epoch, 1u);
+  }
+  // What the promoted replica holds: seqs 1 and 2 only.
+  const ChannelKeys k = channel_keys(lobby_, 64);
+  ASSERT_EQ(redis.command({"SET", k.seq, "2"}), "OK");
+  ASSERT_EQ(redis.command({"XDEL", k.history, "3-0", "4-0", "5-0"}), "3");
+  auto out = append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "b1")));
+  ASSERT_TRUE(out.status());
+  const uint64_t jumped = 5 + kLossJump + 1;
+  EXPECT_EQ(out->seq, jumped);
+  EXPECT_EQ(out->epoch, 2u);
+  EXPECT_EQ(redis.command({"GET", k.epoch}), "2");
+  auto stored = read_after_sync(*store_, lobby_, 2, 10);
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->front().seq, jumped);
+  EXPECT_EQ(stored->front().epoch, 2u);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] {
+      return !pushed.empty() && pushed.back().seq == jumped;
+    }));
+    EXPECT_EQ(pushed.back().epoch, 2u);
+    EXPECT_EQ(pushed.front().epoch, 0u);  // before the loss: not said (1)
+  }
+  auto rec = recover_sync(*other, lobby_, 0);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->last_seq, jumped);
+  EXPECT_EQ(rec->epoch, 2u);
+  // The other node saw only what the store still holds: no second jump.
+  auto next = append_outcome(*other, make_req(lobby_, make_msg(0, now_, "u2", "b2")));
+  ASSERT_TRUE(next.status());
+  EXPECT_EQ(next->seq, jumped + 1);
+  EXPECT_EQ(next->epoch, 2u);
+  other->unwatch(lobby_);
+  store_->unwatch(lobby_);
+}
+
+// With wait_replicas, appends sent together on a connection share one WAIT,
+// and a duplicate's answer waits for it too: this lone server has no replica,
+// so WAIT answers 0 and nothing is acknowledged, the duplicate included.
+TEST_F(ValkeyStoreTest, WaitReplicasSendsOneWaitPerPipelineAndADuplicateWaitsForItToo) {
+  auto& redis = parley::testing::shared_redis();
+  ASSERT_TRUE(append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "x"))).status());
+  ValkeyOptions o;
+  o.nodes = {redis.address()};
+  o.pool_size = 1;  // one connection, on loop 0
+  o.wait_replicas = 1;
+  o.wait_timeout_ms = 50;
+  auto waits = ValkeyStore::open(store::testing::test_loops(), o);
+  ASSERT_TRUE(waits);
+  ASSERT_EQ(redis.command({"CONFIG", "RESETSTAT"}), "OK");
+  constexpr int kAppends = 200;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<AppendOutcome> outs;
+  auto collect = [&](AppendOutcome o) {
+    std::lock_guard lock(mu);
+    outs.push_back(std::move(o));
+    cv.notify_all();
+  };
+  // Submitted from the connection's own loop in one task: one pipeline.
+  store::testing::test_loops().run_on(0, [&] {
+    for (int i = 0; i < kAppends; ++i) {
+      const ChannelKey ch{"demo", "chat:w" + std::to_string(i % 10)};
+      (*waits)->append(make_req(ch, make_msg(0, now_, "u1", "w" + std::to_string(i))), collect);
+    }
+    (*waits)->append(make_req(lobby_, make_msg(0, now_, "u1", "x")), collect);  // the duplicate
+  });
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return outs.size() == kAppends + 1; }));
+  for (const auto& o : outs) {
+    ASSERT_FALSE(o.status());
+    EXPECT_EQ(o.error().code, ErrorCode::kUnavailable);
+  }
+  EXPECT_NE(redis.command({"INFO", "commandstats"}).find("cmdstat_wait:calls=1,"), std::string::npos)
+      << redis.command({"INFO", "commandstats"});
+  EXPECT_EQ((*waits)->redirects().wait_short, uint64_t{kAppends + 1});
 }
 
 // On the 3-master cluster of the test binary (tests/support/redis_server.h).
