@@ -148,7 +148,7 @@ TEST_F(ValkeyStoreTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpoc
   std::condition_variable cv;
   std::vector<StoredMessage> pushed;
   bool subscribed = false;
-  Store::Feed feed;
+  ValkeyStore::Feed feed;
   feed.message = [&](const ChannelId&, StoredMessage m) {
     std::lock_guard lock(mu);
     pushed.push_back(std::move(m));
