@@ -177,14 +177,19 @@ Json sent_as(const std::pair<std::string, bool>& f) {
   return v.empty() ? Json() : v[0];
 }
 
+// A MessagePack client of `url` on the scripted wire `w`.
+ClientOptions msgpack_options(const std::string& url, std::shared_ptr<Wire> w) {
+  ClientOptions o;
+  o.url = url;
+  o.token = "T";
+  o.transport = std::move(w);
+  o.codec = msgpack_codec();
+  return o;
+}
+
 TEST(MsgpackClient, WebSocketOffersTheSubprotocolAndSaysHelloInMsgpack) {
   auto w = std::make_shared<Wire>();
-  ClientOptions o;
-  o.url = "ws://h/v1/ws";
-  o.token = "T";
-  o.transport = w;
-  o.codec = msgpack_codec();
-  Client c(o);
+  Client c(msgpack_options("ws://h/v1/ws", w));
   std::string enc;
   c.on_open([&](const Welcome& wl) { enc = wl.enc; });
   c.connect();
@@ -206,12 +211,7 @@ TEST(MsgpackClient, WebSocketOffersTheSubprotocolAndSaysHelloInMsgpack) {
 
 TEST(MsgpackClient, TcpSaysHelloInJsonAndSwitchesAfterTheWelcome) {
   auto w = std::make_shared<Wire>();
-  ClientOptions o;
-  o.url = "tcp://h:1";
-  o.token = "T";
-  o.transport = w;
-  o.codec = msgpack_codec();
-  Client c(o);
+  Client c(msgpack_options("tcp://h:1", w));
   std::string enc;
   c.on_open([&](const Welcome& wl) { enc = wl.enc; });
   c.connect();
@@ -238,12 +238,7 @@ TEST(MsgpackClient, TcpSaysHelloInJsonAndSwitchesAfterTheWelcome) {
 
 TEST(MsgpackClient, TcpWelcomeWithEncSwitchesBothDirections) {
   auto w = std::make_shared<Wire>();
-  ClientOptions o;
-  o.url = "tcp://h:1";
-  o.token = "T";
-  o.transport = w;
-  o.codec = msgpack_codec();
-  Client c(o);
+  Client c(msgpack_options("tcp://h:1", w));
   std::vector<std::string> errors;
   c.on_error([&](const Error& e) { errors.push_back(e.code); });
   c.connect();
