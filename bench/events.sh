@@ -11,7 +11,8 @@
 # usage: bench/events.sh [PRESET] [parley-bench flags...]
 #   PRESET defaults to hunt-20k; PARLEY_BIN / PARLEY_BENCH_BIN override the binaries
 #   (defaults: build/src/server/parley, build/tools/bench/parley-bench);
-#   KEEP_LOG=FILE keeps the server's log there (RocksDB's "Stopping writes" lines).
+#   KEEP_LOG=FILE keeps the server's log there (RocksDB's "Stopping writes" lines);
+#   TOPIC_LOG=segment|rocksdb sets [server] topic_log (default: the server's, rocksdb).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,12 +26,15 @@ work="$(mktemp -d)"
 trap 'kill -TERM "$server" 2>/dev/null; wait "$server" 2>/dev/null
       if [ -n "${KEEP_LOG:-}" ]; then cp "$work/server.log" "$KEEP_LOG"; fi; rm -rf "$work"' EXIT
 
+topic_log=""
+[ -z "${TOPIC_LOG:-}" ] || topic_log="topic_log = \"$TOPIC_LOG\""
 cat > "$work/parley.toml" <<TOML
 [server]
 listen = "127.0.0.1:$port"
 unix_listen = "$work/parley.sock"
 store = "embedded"
 data_dir = "$work/data"
+$topic_log
 [tenants.demo]
 secret = "demo-secret-change-me-0123456789"
 api_key = "demo-api-key-change-me"
