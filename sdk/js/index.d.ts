@@ -96,6 +96,19 @@ export interface ClientOptions {
    * are the same either way: binary values are {"$bin": base64} (see bin()).
    */
   encoding?: 'json' | 'msgpack';
+  /**
+   * Ask for state deltas (PROTOCOL.md "State deltas"; default false): in a
+   * namespace with `state_delta = true` the server then sends only the
+   * changed top-level fields of a `state` body, and the client applies them:
+   * `state` events carry full bodies either way. A server or namespace
+   * without deltas sends full bodies as before.
+   */
+  stateDeltas?: boolean;
+  /**
+   * Ping every this many ms (and once after every welcome) to keep `clock`
+   * fresh; default 0: only ping() and the liveness pings feed it.
+   */
+  clockSyncMs?: number;
 }
 
 export interface Welcome {
@@ -105,6 +118,18 @@ export interface Welcome {
   heartbeat_ms: number;
   /** The encoding of this connection's frames. */
   enc: 'json' | 'msgpack';
+  /** The capabilities the server granted (the welcome's `caps`; [] from an older server). */
+  caps: string[];
+  /** True when this connection gets state deltas (`caps` holds "state_delta"). */
+  stateDeltas: boolean;
+}
+
+/** The server clock estimate (PROTOCOL.md "Time for games"). */
+export interface ClockEstimate {
+  /** server time = local Date.now() + offset, ms; wrong by at most rtt / 2. */
+  offset: number;
+  /** Round trip of the ping it comes from (the smallest of the last 8), ms. */
+  rtt: number;
 }
 
 export interface MsgFrame {
@@ -121,7 +146,16 @@ export interface StateFrame {
   ch: string;
   from: string;
   key: string;
+  /** The full body, also when it arrived as a delta (`sd`). Shared with nothing the SDK keeps. */
   body: Json;
+  /** The sender's position, when it sent one (interest areas). */
+  pos?: number[];
+  /** The server's tick number at sending (absent where the namespace has tick_ms = 0). */
+  tick?: number;
+  /** The server's time at that tick, ms since the epoch; local time: client.toLocalTime(ts). */
+  ts?: number;
+  /** The stream id on a connection with state deltas (the SDK's business). */
+  sid?: number;
 }
 export interface PresenceEvent {
   ch: string;
@@ -236,7 +270,14 @@ export declare class ParleyClient extends TypedEmitter<ClientEvents> {
   close(): void;
   channel(name: string): Channel;
   join(name: string, opts?: { since?: number }): Promise<JoinInfo>;
+  /** Round trip of a ping, ms; its pong's `ts` feeds `clock`. */
   ping(): Promise<number>;
+  /** The best estimate of the server's clock from pongs, or null before the first pong with `ts`. */
+  readonly clock: ClockEstimate | null;
+  /** The server's time now (ms since the epoch) as estimated, or null without an estimate. */
+  serverNow(): number | null;
+  /** A server time (a state's `ts`) as local Date.now() time, or null without an estimate. */
+  toLocalTime(serverTs: number): number | null;
   request(frame: Record<string, Json>, opts?: { retry?: boolean; timeoutMs?: number }): Promise<Record<string, Json>>;
 }
 
@@ -251,3 +292,10 @@ export declare function withJitter(ms: number, fraction: number, random?: () => 
 export declare function bin(bytes: Uint8Array | ArrayBuffer | ArrayLike<number>): { $bin: string };
 /** The bytes of a {"$bin": canonical base64} value, or null for anything else. */
 export declare function binBytes(value: unknown): Uint8Array | null;
+/**
+ * PROTOCOL.md's delta rule: `base` without the keys of `unset`, then every
+ * field of `set` (a new object). Throws a TypeError on anything but objects
+ * and an array of strings.
+ */
+export declare function applyStateDelta(base: { [key: string]: Json }, set: { [key: string]: Json },
+  unset?: string[]): { [key: string]: Json };

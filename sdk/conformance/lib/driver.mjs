@@ -78,6 +78,8 @@ export class Driver {
     died.catch(() => {}); // settled by the race below, or after a normal exit
     const ready = await Promise.race([this.next({ ev: 'ready' }, { timeoutMs: 20000 }), died]);
     this.sdk = ready.sdk;
+    // What the SDK supports beyond the base protocol (DRIVER.md `ready.features`).
+    this.features = Array.isArray(ready.features) ? ready.features : [];
     return ready;
   }
 

@@ -23,6 +23,7 @@ class Pipe {
     this.timer = null;
     this.ended = false;
     src.on('data', (chunk) => {
+      if (this === pair.down && pair.proxy.downRecord) pair.proxy.downRecord.push(chunk);
       this.queue.push([performance.now() + pair.proxy.delayMs, chunk]);
       this.flush();
     });
@@ -117,6 +118,8 @@ export class FaultProxy {
     this.connects = [];
     /** The first chunk each forwarded connection's client sent, as latin1 text. */
     this.heads = [];
+    /** With recordDown(): every chunk the server sent (any connection), in order. */
+    this.downRecord = null;
     this.server = createServer((sock) => this.#accept(sock));
     this.port = 0;
   }
@@ -167,6 +170,20 @@ export class FaultProxy {
     if (/^GET /.test(head)) return /^sec-websocket-protocol:[^\r]*parley\.v1\.msgpack/im.test(head) ? 'msgpack' : 'json';
     if (head.length > 4 && head[4] === '{') return /"enc"\s*:\s*"msgpack"/.test(head) ? 'msgpack' : 'json';
     return null;
+  }
+
+  /** Keeps what the server sends from now on (for scenarios that look at the frames' bytes). */
+  recordDown() {
+    this.downRecord ??= [];
+  }
+
+  /** How often `pattern` (latin1 text) occurs in what recordDown() kept. */
+  countDown(pattern) {
+    const all = Buffer.concat(this.downRecord ?? []);
+    const needle = Buffer.from(pattern, 'latin1');
+    let n = 0;
+    for (let i = all.indexOf(needle); i >= 0; i = all.indexOf(needle, i + needle.length)) n++;
+    return n;
   }
 
   setTarget(port) {

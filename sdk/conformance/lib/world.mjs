@@ -82,7 +82,7 @@ export class World {
    * false). Options go into `connect`.
    */
   async client(server, user, { reconnect = FAST, heartbeatMs, tok, direct = false, awaitOpen = true,
-    enc = ENCODING } = {}) {
+    enc = ENCODING, deltas = false, recordDown = false } = {}) {
     const proxy = direct ? null : await this.proxy(server);
     const d = await this.driver(user);
     const url = direct
@@ -92,6 +92,8 @@ export class World {
     if (TLS) cmd.caFile = TLS.cert;
     if (heartbeatMs !== undefined) cmd.heartbeatMs = heartbeatMs;
     if (enc !== 'json') cmd.enc = enc;
+    if (deltas) cmd.deltas = true;
+    if (proxy && recordDown) proxy.recordDown(); // from the first byte, for FaultProxy.countDown
     d.send(cmd);
     if (awaitOpen) {
       await d.next({ ev: 'open' }, { what: `${user}'s first open` });

@@ -23,7 +23,7 @@ function channel(name) {
   if (watched.has(name)) return ch;
   watched.add(name);
   ch.on('msg', (m) => out({ ev: 'msg', ch: name, seq: m.seq, from: m.from, id: m.id, body: m.body }));
-  ch.on('state', (s) => out({ ev: 'state', ch: name, from: s.from, key: s.key, body: s.body }));
+  ch.on('state', (s) => out({ ev: 'state', ch: name, from: s.from, key: s.key, body: s.body, tick: s.tick, ts: s.ts }));
   ch.on('presence', (p) => out({ ev: 'presence', ch: name, join: p.join, leave: p.leave }));
   ch.on('joined', (j) => out({ ev: 'joined', ch: name, seq: j.seq, recovered: j.recovered, epoch: j.epoch ?? 1,
     members: j.members }));
@@ -43,12 +43,13 @@ function connect(cmd) {
   if (cmd.reconnect) opts.reconnect = cmd.reconnect;
   if (cmd.heartbeatMs !== undefined) opts.heartbeatMs = cmd.heartbeatMs;
   if (cmd.enc !== undefined) opts.encoding = cmd.enc;
+  if (cmd.deltas) opts.stateDeltas = true;
   try {
     client = new ParleyClient(opts);
   } catch (e) {
     return out({ ev: 'error', code: 'unsupported', msg: e.message });
   }
-  client.on('open', (w) => out({ ev: 'open', conn_id: w.conn, reconnect: opens++ > 0, enc: w.enc }));
+  client.on('open', (w) => out({ ev: 'open', conn_id: w.conn, reconnect: opens++ > 0, enc: w.enc, deltas: w.stateDeltas }));
   client.on('disconnect', (d) => out({ ev: 'disconnect', code: d.code, reason: d.reason,
     willReconnect: d.willReconnect, delayMs: d.delayMs }));
   client.on('bye', (b) => out({ ev: 'bye', code: b.code, reconnectMs: b.reconnect_ms }));
@@ -126,4 +127,4 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   process.exit(0);
 });
 
-out({ ev: 'ready', sdk: 'js', version });
+out({ ev: 'ready', sdk: 'js', version, features: ['state_delta'] });

@@ -97,6 +97,7 @@ export class Channel extends Emitter {
     this.#clearStates();
     this.#ups = [];
     this.#forgetRepair();
+    this.#client.forgetStreams(this.#name);
     if (wasMember && this.#client.isOpen) {
       await this.#client.request({ op: 'leave', ch: this.#name }, { retry: false }).catch(() => {});
     }
@@ -195,6 +196,16 @@ export class Channel extends Emitter {
     }
   }
 
+  // PROTOCOL.md "State deltas": the client lost track of a stream's base (an
+  // `sd` it cannot apply): leave and join again, which gives it full bodies.
+  // The join asks `since` the last seq delivered, so no msg is lost; events
+  // between the two are dropped (status joining) and come back with the join.
+  _resync() {
+    if (this.#status !== 'joined' || !this.#client.isOpen) return;
+    this.#client.request({ op: 'leave', ch: this.#name }, { retry: false }).catch(() => {});
+    this.#sendJoin();
+  }
+
   _closed(err) {
     this.#want = false;
     this.#status = 'idle';
@@ -206,7 +217,7 @@ export class Channel extends Emitter {
   _onEvent(obj) {
     if (this.#status !== 'joined') return;
     if (obj.op === 'msg') return this.#onMsg(obj);
-    if (obj.op === 'state') return this.emit('state', obj);
+    if (obj.op === 'state') return this.emit('state', obj); // an `sd` arrives here applied (client.js)
     if (obj.op === 'presence') {
       const join = Array.isArray(obj.join) ? obj.join : [];
       const leave = Array.isArray(obj.leave) ? obj.leave : [];
@@ -253,6 +264,7 @@ export class Channel extends Emitter {
 
   #sendJoin() {
     this.#status = 'joining';
+    this.#client.forgetStreams(this.#name); // a (re-)join's states come as full bodies
     const gen = ++this.#joinGen;
     const frame = { op: 'join', ch: this.#name };
     if (this.#lastSeq !== null) frame.since = this.#lastSeq;

@@ -12,6 +12,8 @@ import { backoffDelay, withJitter } from './backoff.js';
 import { Channel } from './channel.js';
 import { ParleyError, RETRYABLE_CODES } from './errors.js';
 import { codecFor } from './codec.js';
+import { StateStreams } from './state_streams.js';
+import { ServerClock } from './server_clock.js';
 
 const DEFAULTS = {
   reconnect: { minMs: 250, maxMs: 15000, factor: 2 },
@@ -23,7 +25,12 @@ const DEFAULTS = {
   retryJitter: 0.25,
   maxRetryAttempts: 50,
   maxRepairBuffer: 10000,
+  stateDeltas: false,
+  clockSyncMs: 0,
 };
+
+// Ping rids whose send time is kept for the clock estimate (liveness and clock pings).
+const MAX_TIMED_PINGS = 64;
 
 // Close codes after which reconnecting with the same credentials is pointless.
 const CLOSE_UNAUTHORIZED = 4001;
@@ -78,6 +85,10 @@ export class ParleyClient extends Emitter {
   #idPrefix;
   #idCounter = 0;
   #welcome = null;
+  #streams = new StateStreams(); // this connection's state delta streams (sids)
+  #clock = new ServerClock();
+  #pingSent = new Map(); // rid -> local send time, for pongs' ts
+  #clockTimer = null;
 
   /**
    * @param {object} opts see index.d.ts (ClientOptions)
@@ -137,6 +148,27 @@ export class ParleyClient extends Emitter {
   }
 
   /**
+   * The server clock estimate from pongs' `ts` (PROTOCOL.md "Time for games"):
+   * { offset, rtt } in ms, server time = local time + offset, wrong by at most
+   * rtt / 2; null before the first pong with `ts` on this connection.
+   */
+  get clock() {
+    return this.#clock.estimate;
+  }
+
+  /** The server's time now (ms since the epoch) as estimated, or null without an estimate. */
+  serverNow() {
+    const c = this.#clock.estimate;
+    return c ? Date.now() + c.offset : null;
+  }
+
+  /** A server time (a state's `ts`) in local Date.now() terms, or null without an estimate. */
+  toLocalTime(serverTs) {
+    const c = this.#clock.estimate;
+    return c && Number.isFinite(serverTs) ? serverTs - c.offset : null;
+  }
+
+  /**
    * Starts connecting (if not already) and resolves with the next `welcome`.
    * Rejects when the server refuses the credentials for good or close() is called.
    */
@@ -155,6 +187,7 @@ export class ParleyClient extends Emitter {
     clearTimeout(this.#reconnectTimer);
     clearTimeout(this.#connectTimer);
     clearInterval(this.#liveTimer);
+    clearInterval(this.#clockTimer);
     const ws = this.#ws;
     this.#ws = null;
     this.#epoch++;
@@ -190,11 +223,13 @@ export class ParleyClient extends Emitter {
     return this.channel(name).join(opts);
   }
 
-  /** Round trip time of a `ping`, in ms. */
+  /** Round trip time of a `ping`, in ms; its pong's `ts` feeds `clock`. */
   async ping() {
     const t0 = Date.now();
-    await this.request({ op: 'ping' }, { retry: false });
-    return Date.now() - t0;
+    const pong = await this.request({ op: 'ping' }, { retry: false });
+    const t1 = Date.now();
+    this.#clock.sample(t0, t1, pong?.ts);
+    return t1 - t0;
   }
 
   /**
@@ -304,6 +339,19 @@ export class ParleyClient extends Emitter {
     return this.#nextRid++;
   }
 
+  /** The channel is left or re-joined: its delta streams start over (full bodies follow). */
+  forgetStreams(ch) {
+    this.#streams.forget(ch);
+  }
+
+  // A ping whose pong only feeds the clock (liveness, clockSyncMs).
+  #timedPing() {
+    const rid = this.takeRid();
+    if (!this.sendFrame({ op: 'ping', rid })) return;
+    this.#pingSent.set(rid, Date.now());
+    if (this.#pingSent.size > MAX_TIMED_PINGS) this.#pingSent.delete(this.#pingSent.keys().next().value);
+  }
+
   // ---- connection lifecycle ----
 
   async #open() {
@@ -348,7 +396,10 @@ export class ParleyClient extends Emitter {
       if (epoch !== this.#epoch) return;
       this.#helloRid = this.#nextRid++;
       this.#lastRx = Date.now();
-      ws.send(this.#codec.encode({ op: 'hello', v: 1, token, rid: this.#helloRid }));
+      const hello = { op: 'hello', v: 1, token, rid: this.#helloRid };
+      // PROTOCOL.md "State deltas": asked for per connection; a server without it sends full bodies.
+      if (this.#opts.stateDeltas) hello.caps = ['state_delta'];
+      ws.send(this.#codec.encode(hello));
     };
     ws.onmessage = (ev) => {
       if (epoch !== this.#epoch) return;
@@ -407,10 +458,21 @@ export class ParleyClient extends Emitter {
       case 'welcome':
         if (obj.rid === this.#helloRid) return this.#onWelcome(obj);
         return;
-      case 'msg':
       case 'state':
+        if (obj.sid !== undefined) this.#streams.full(obj);
+        return this.#channels.get(obj.ch)?._onEvent(obj);
+      case 'sd':
+        return this.#onStateDelta(obj);
+      case 'msg':
       case 'presence':
         return this.#channels.get(obj.ch)?._onEvent(obj);
+      case 'pong':
+        if (this.#pingSent.has(obj.rid)) {
+          this.#clock.sample(this.#pingSent.get(obj.rid), Date.now(), obj.ts);
+          this.#pingSent.delete(obj.rid);
+          return;
+        }
+        return this.#onReply(obj);
       case 'direct':
         return this.emit('direct', obj);
       case 'bye':
@@ -418,13 +480,39 @@ export class ParleyClient extends Emitter {
         return this.emit('bye', obj);
       case 'error':
         return this.#onErrorFrame(obj);
-      default: {
-        if (obj.rid === undefined) return this.emit('unhandled', obj);
-        const call = this.#pending.get(obj.rid);
-        if (!call) return;
-        this.#pending.delete(obj.rid);
-        return call.onReply(obj);
-      }
+      default:
+        return this.#onReply(obj);
+    }
+  }
+
+  #onReply(obj) {
+    if (obj.rid === undefined) return this.emit('unhandled', obj);
+    const call = this.#pending.get(obj.rid);
+    if (!call) return;
+    this.#pending.delete(obj.rid);
+    call.onReply(obj);
+  }
+
+  // PROTOCOL.md "State deltas": an `sd` becomes the full `state` it stands
+  // for. One the client cannot apply (no base: it lost track; malformed) is
+  // dropped, never guessed at, and the channel is joined again, which gives
+  // it full bodies; with an unknown sid (the frame does not say which
+  // channel), every channel this connection has delta streams in.
+  #onStateDelta(obj) {
+    const r = this.#streams.take(obj);
+    if (r.state) return this.#channels.get(r.state.ch)?._onEvent(r.state);
+    if (r.stale) {
+      // Sent before the server saw this channel's leave (a re-join is under
+      // way, or the application left): nothing to deliver. Once re-joined,
+      // the server owes full bodies, so a stale sid then is a lost track.
+      if (!this.#channels.get(r.ch)?.joined) return;
+      r.error = `an sd frame for stream ${obj.sid} of ${r.ch} after the re-join, before its full body`;
+    }
+    this.emit('error', new ParleyError('bad_frame', r.error));
+    const chans = r.ch !== undefined ? [r.ch] : [...this.#channels.keys()];
+    for (const ch of chans) {
+      this.#streams.forget(ch);
+      this.#channels.get(ch)?._resync();
     }
   }
 
@@ -449,11 +537,17 @@ export class ParleyClient extends Emitter {
   #onWelcome(obj) {
     clearTimeout(this.#connectTimer);
     this.#state = 'open';
+    // A welcome without `caps` (an older server) grants nothing: full bodies.
+    const caps = Array.isArray(obj.caps) ? obj.caps.filter((c) => typeof c === 'string') : [];
     this.#welcome = { conn: obj.conn, user: obj.user, tenant: obj.tenant, heartbeat_ms: obj.heartbeat_ms,
-      enc: this.#codec.name };
+      enc: this.#codec.name, caps, stateDeltas: caps.includes('state_delta') };
+    this.#streams.clear(); // sids are the old connection's
+    this.#pingSent.clear();
+    this.#clock = new ServerClock(); // another server, maybe another path
     this.#attempt = 0;
     this.#authFailures = 0;
     this.#startLiveness(obj.heartbeat_ms);
+    this.#startClockSync();
     this.emit('open', this.#welcome);
     for (const w of this.#connectWaiters.splice(0)) w.resolve(this.#welcome);
     // Joins first: a channel's publishes wait for its `joined`.
@@ -476,8 +570,21 @@ export class ParleyClient extends Emitter {
       if (this.#ws !== ws || !this.isOpen) return;
       const quiet = Date.now() - this.#lastRx;
       if (quiet > 2 * period + Math.min(period, 5000)) return this.#abandon(ws, 4000, 'no traffic from the server');
-      if (quiet > period) this.sendFrame({ op: 'ping', rid: this.takeRid() });
+      if (quiet > period) this.#timedPing();
     }, Math.max(100, Math.floor(period / 2)));
+  }
+
+  // clockSyncMs > 0: a ping at once and then every clockSyncMs, so `clock` is
+  // always fresh (a game interpolating by server time wants that).
+  #startClockSync() {
+    clearInterval(this.#clockTimer);
+    const every = this.#opts.clockSyncMs;
+    if (!(Number.isFinite(every) && every > 0)) return;
+    const ws = this.#ws;
+    this.#timedPing();
+    this.#clockTimer = setInterval(() => {
+      if (this.#ws === ws && this.isOpen) this.#timedPing();
+    }, Math.max(100, every));
   }
 
   #onDrop(code, reason, abandoned = false) {
@@ -488,6 +595,8 @@ export class ParleyClient extends Emitter {
     }
     clearTimeout(this.#connectTimer);
     clearInterval(this.#liveTimer);
+    clearInterval(this.#clockTimer);
+    this.#streams.clear();
     const wasOpen = this.#state === 'open';
     // What was in flight goes back to the outbox (to be resent) or fails.
     const dropped = new ParleyError('disconnected', `connection closed (${code})`);

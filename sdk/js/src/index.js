@@ -5,3 +5,4 @@ export { Channel } from './channel.js';
 export { ParleyError, RETRYABLE_CODES } from './errors.js';
 export { backoffDelay, withJitter } from './backoff.js';
 export { bin, binBytes } from './codec.js';
+export { applyStateDelta } from './state_streams.js';

@@ -6,13 +6,15 @@
 // tests) and for feeding frames without a network (sdk/js/bench). With
 // `encoding: 'msgpack'` it speaks MessagePack (the client must be given the
 // same `encoding`): it decodes what the client sends and encodes what it pushes.
+// `caps` is what its welcome grants of what the hello asked for (PROTOCOL.md
+// "State deltas"); every hello and join the client sent is kept (`hellos`, `joins`).
 import { jsonCodec } from '../../src/codec.js';
 import { msgpackCodec } from '../../src/msgpack_codec.js';
 import { encode } from '@msgpack/msgpack';
 
-export function scriptedServer({ joinedSeq = 0, encoding = 'json' } = {}) {
+export function scriptedServer({ joinedSeq = 0, encoding = 'json', caps = [] } = {}) {
   const codec = encoding === 'msgpack' ? msgpackCodec : jsonCodec;
-  const net = { sock: null, requests: [], waiters: [] };
+  const net = { sock: null, requests: [], waiters: [], hellos: [], joins: [] };
   class ScriptedSocket {
     constructor() {
       this.readyState = 0;
@@ -26,9 +28,16 @@ export function scriptedServer({ joinedSeq = 0, encoding = 'json' } = {}) {
     send(data) {
       const f = codec.decode(data);
       if (f.op === 'hello') {
-        return this.push({ op: 'welcome', rid: f.rid, conn: 'c1', user: 'u', tenant: 'demo', heartbeat_ms: 25000 });
+        net.hellos.push(f);
+        const welcome = { op: 'welcome', rid: f.rid, conn: 'c1', user: 'u', tenant: 'demo', heartbeat_ms: 25000 };
+        const granted = (f.caps ?? []).filter((c) => caps.includes(c));
+        if (granted.length) welcome.caps = granted;
+        return this.push(welcome);
       }
-      if (f.op === 'join') return this.push({ op: 'joined', rid: f.rid, ch: f.ch, seq: joinedSeq, recovered: true });
+      if (f.op === 'join') {
+        net.joins.push(f);
+        return this.push({ op: 'joined', rid: f.rid, ch: f.ch, seq: joinedSeq, recovered: true });
+      }
       net.requests.push(f);
       for (const w of net.waiters.splice(0)) w();
     }
