@@ -2,6 +2,8 @@
 // publication, and completions handed out in submission order (valkey_store.h).
 #include "store/valkey/valkey_store.h"
 
+#include <mutex>
+
 #include <hiredis/hiredis.h>
 
 #include "common/clock.h"
@@ -85,12 +87,20 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   // The script's answer and, with wait_replicas, WAIT's: one WAIT per loop turn
   // of the connection, behind every append sent on it in that turn
   // (RespConnection::join_barrier; WAIT covers every write the connection sent
-  // before it). Both answers run on that connection's loop, in either order when
-  // the script was redirected.
+  // before it). WAIT goes with the script on the channel's connection; when the
+  // script was redirected (MOVED, ASK) it ran on another node, whose connection
+  // then sends a WAIT of its own and only that answer counts. The answers come
+  // on the loops of those connections, so Pending is shared under its mutex.
   struct Pending {
+    std::mutex mu;
     int left = 1;
+    bool redirected = false;  // the first WAIT's answer does not count
     Result<Reply> script = Error{ErrorCode::kUnavailable, "no answer", 1000};
     int64_t replicas = -1;  // WAIT's answer; -1: none (failed, or not a number)
+    bool settle() { return --left == 0; }
+  };
+  auto replicas_of = [](const Result<Reply>& r) -> int64_t {
+    return r && r.value()->type == REDIS_REPLY_INTEGER ? r.value()->integer : -1;
   };
   auto p = std::make_shared<Pending>();
   if (waits) p->left = 2;
@@ -135,18 +145,51 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
     complete_in_order(sticky_key, ticket, std::move(fire));
   };
   auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
-  call(pool, req.key, k.tag, std::move(cmd), resend, [this, p, start, shared_finish](Result<Reply> r) mutable {
-    if (r && observe_) observe_(steady_ns() - start);
-    p->script = std::move(r);
-    if (--p->left == 0) (*shared_finish)();
-  });
+  ValkeyStore::Redirected redirected;
   if (waits) {
-    // The connection the script went to (call() picks it by the same hash).
+    redirected = [this, p, shared_finish, replicas_of](RespConnection& answered) {
+      {
+        std::lock_guard lock(p->mu);
+        p->redirected = true;
+        p->replicas = -1;
+        ++p->left;  // this WAIT's answer
+      }
+      answered.join_barrier(wait_command_, [p, shared_finish, replicas_of](const Result<Reply>& r) {
+        bool last;
+        {
+          std::lock_guard lock(p->mu);
+          p->replicas = replicas_of(r);
+          last = p->settle();
+        }
+        if (last) (*shared_finish)();
+      });
+    };
+  }
+  call(
+      pool, req.key, k.tag, std::move(cmd), resend,
+      [this, p, start, shared_finish](Result<Reply> r) mutable {
+        if (r && observe_) observe_(steady_ns() - start);
+        bool last;
+        {
+          std::lock_guard lock(p->mu);
+          p->script = std::move(r);
+          last = p->settle();
+        }
+        if (last) (*shared_finish)();
+      },
+      std::move(redirected));
+  if (waits) {
+    // The connection the script went to first (call() picks it by the same hash).
     pool->run(std::hash<std::string>{}(req.key.key()),
-              [this, p, shared_finish](RespConnection& conn) mutable {
-                conn.join_barrier(wait_command_, [p, shared_finish](const Result<Reply>& r) mutable {
-                  if (r && r.value()->type == REDIS_REPLY_INTEGER) p->replicas = r.value()->integer;
-                  if (--p->left == 0) (*shared_finish)();
+              [this, p, shared_finish, replicas_of](RespConnection& conn) mutable {
+                conn.join_barrier(wait_command_, [p, shared_finish, replicas_of](const Result<Reply>& r) mutable {
+                  bool last;
+                  {
+                    std::lock_guard lock(p->mu);
+                    if (!p->redirected) p->replicas = replicas_of(r);
+                    last = p->settle();
+                  }
+                  if (last) (*shared_finish)();
                 });
               });
   }

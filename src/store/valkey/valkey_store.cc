@@ -225,6 +225,8 @@ struct ValkeyStore::Call {
   int64_t deadline_ns;   // no attempt starts after it
   int tries = 0;         // TRYAGAIN answers so far (the backoff doubles)
   int hops = 0;          // MOVED / ASK followed so far
+  Redirected redirected;  // see call()
+  const RespConnection* first = nullptr;  // the connection of the first attempt
 };
 
 namespace {
@@ -234,19 +236,21 @@ constexpr int kMaxHops = 5;
 }  // namespace
 
 void ValkeyStore::call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
-                       bool resend, ReplyDone done) {
+                       bool resend, ReplyDone done, Redirected redirected) {
   if (!pool) {
     return done(Error{ErrorCode::kUnavailable, "store unavailable: no valkey node answered yet", 1000});
   }
   auto c = std::make_shared<Call>(Call{tag, std::hash<std::string>{}(key.key()), std::move(cmd),
                                        std::move(done), resend && opts_.cluster,
-                                       steady_ns() + int64_t{opts_.command_timeout_ms} * 1'000'000});
+                                       steady_ns() + int64_t{opts_.command_timeout_ms} * 1'000'000, 0, 0,
+                                       std::move(redirected), nullptr});
   attempt(*pool, std::move(c), false);
 }
 
 void ValkeyStore::attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking) {
   const size_t h = call->hash;
   pool.run(h, [this, asking, call = std::move(call)](RespConnection& conn) mutable {
+    if (!call->first) call->first = &conn;
     if (asking) conn.send(format_command({"ASKING"}), nullptr);
     // Without a cluster nothing redirects: the command moves into the send.
     std::string cmd = opts_.cluster ? call->cmd : std::move(call->cmd);
@@ -254,20 +258,23 @@ void ValkeyStore::attempt(NodePool& pool, std::shared_ptr<Call> call, bool askin
       // The node lost its scripts (SCRIPT FLUSH, a failover to a replica that never
       // loaded them): this call fails retryably and the next finds them loaded.
       if (r && error_text(r.value().get()).rfind("NOSCRIPT", 0) == 0) conn.send_hello();
-      on_reply(std::move(call), std::move(r));
+      on_reply(std::move(call), std::move(r), conn);
     });
   });
 }
 
 // On the loop of the connection that answered.
-void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r) {
+void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r, RespConnection& answered) {
   const std::string err = r ? error_text(r.value().get()) : std::string();
   auto redirect = opts_.cluster && !err.empty() ? parse_redirect(err) : std::nullopt;
   const bool tryagain = opts_.cluster && err.rfind("TRYAGAIN", 0) == 0;
   // The cluster lost a master and has not promoted its replica yet (or no
   // majority): fails `unavailable`, and the map is read again until it has.
   if (opts_.cluster && err.rfind("CLUSTERDOWN", 0) == 0 && topology_) topology_->request();
-  if (!redirect && !tryagain) return call->done(std::move(r));
+  if (!redirect && !tryagain) {
+    if (&answered != call->first && call->redirected) call->redirected(answered);
+    return call->done(std::move(r));
+  }
   (tryagain ? tryagain_ : redirect->ask ? asked_ : moved_).fetch_add(1, std::memory_order_relaxed);
   if (redirect && ++call->hops > kMaxHops) return call->done(std::move(r));
   if (redirect && redirect->ask) {

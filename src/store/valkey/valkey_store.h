@@ -181,8 +181,12 @@ class ValkeyStore final : public Store {
   size_t pool_index_locked(const HostPort& hp);
   // Sends `cmd` on the connection of (pool, channel); `done` on a loop. `resend`:
   // the call may be sent again after MOVED / TRYAGAIN (see the header).
+  // `redirected`, when set, runs just before `done` on the loop of the connection
+  // that answered when that is not the first one (a MOVED or ASK was followed):
+  // what must follow the command on the node that ran it (WAIT) goes there.
+  using Redirected = std::function<void(RespConnection& answered)>;
   void call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
-            bool resend, ReplyDone done);
+            bool resend, ReplyDone done, Redirected redirected = nullptr);
   void on_moved(uint16_t slot, const HostPort& to);
   // A fresh map from the Topology (its thread): routing, then every watched
   // feed subscribed where its slot lives now.
@@ -223,7 +227,7 @@ class ValkeyStore final : public Store {
   // One command and where it stands; shared by its attempts.
   struct Call;
   void attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking);
-  void on_reply(std::shared_ptr<Call> call, Result<Reply> r);
+  void on_reply(std::shared_ptr<Call> call, Result<Reply> r, RespConnection& answered);
   // Runs `fire` once every earlier append of the channel has had its completion.
   void complete_in_order(const std::string& key, uint64_t ticket, std::function<void()> fire);
   std::unordered_map<std::string, Sticky> sticky_;  // cluster: channels with appends in flight

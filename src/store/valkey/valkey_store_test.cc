@@ -401,6 +401,36 @@ TEST_F(ValkeyClusterTest, SlotBeingMigratedIsReachedThroughAskWithoutAFailure) {
   move.finish();
 }
 
+// With wait_replicas, the WAIT behind an append goes to the node that ran it: a
+// script ASK-redirected to the importing master is waited for there, not on the
+// master it was first sent to (whose replicas never see the write). This cluster
+// has no replicas, so WAIT answers 0 and the append is not acknowledged.
+TEST_F(ValkeyClusterTest, WaitReplicasWaitsOnTheMasterAnAskRedirectedAppendRanOn) {
+  const ChannelKey key{"demo", "migrating-waits"};
+  const ChannelKeys k = channel_keys(key, 64);
+  ASSERT_TRUE(append_outcome(*store_, make_req(key, make_msg(0, now_, "u1", "a"))).status());
+  ValkeyOptions o;
+  o.nodes = cluster().addresses();
+  o.cluster = true;
+  o.wait_replicas = 1;
+  o.wait_timeout_ms = 50;
+  auto waits = ValkeyStore::open(store::testing::test_loops(), o);
+  ASSERT_TRUE(waits);
+  SlotMove move(cluster(), k.tag);
+  move.migrate(move.keys_left());
+  for (size_t i = 0; i < cluster().size(); ++i) ASSERT_EQ(cluster().node(i).command({"CONFIG", "RESETSTAT"}), "OK");
+  auto out = append_outcome(**waits, make_req(key, make_msg(0, now_, "u1", "b")));
+  ASSERT_FALSE(out.status());
+  EXPECT_EQ(out.status().error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(out.status().error().msg.find("replicas"), std::string::npos) << out.status().error().msg;
+  EXPECT_GE((*waits)->redirects().ask, 1u);
+  const std::string importing = cluster().node(move.to).command({"INFO", "commandstats"});
+  EXPECT_NE(importing.find("cmdstat_wait:calls=1,"), std::string::npos) << importing;
+  move.finish();
+  // Written there all the same: a retry with the same id answers it as a duplicate.
+  EXPECT_EQ(cluster().node(move.to).command({"GET", k.seq}), "2");
+}
+
 TEST_F(ValkeyClusterTest, HalfMigratedSlotAnswersTryAgainAndTheAppendsLandInOrderOnceItSettles) {
   const ChannelKey key{"demo", "half-migrated"};
   const ChannelKeys k = channel_keys(key, 64);
