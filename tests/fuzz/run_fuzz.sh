@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the protocol fuzz target with clang's libFuzzer and sanitizers, then
-# runs it over the seed corpus for FUZZ_SECONDS (default 30).
+# Builds the protocol fuzz target and the C++ SDK's delta applier target with
+# clang's libFuzzer and sanitizers, then runs each over its seed corpus for
+# FUZZ_SECONDS (default 30).
 #   tests/fuzz/run_fuzz.sh [build_dir]          (default build/fuzz)
 #   FUZZ_SECONDS=600 FUZZ_JOBS=2 tests/fuzz/run_fuzz.sh
 # Exits non-zero when the build fails or the fuzzer finds a crash, a leak, a
@@ -40,13 +41,28 @@ nice "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer -DPARLEY_VERSION="\"$versi
 parallel=()
 if ((jobs > 1)); then parallel=(-jobs="$jobs" -workers="$jobs"); fi
 
-echo "fuzzing for ${seconds}s"
+# The C++ SDK's state delta applier (fuzz_sdk_delta.cc): the SDK's own
+# sources, nlohmann's header, exceptions turned into aborts.
+echo "building $build/fuzz_sdk_delta"
+mkdir -p "$build/corpus_sdk_delta"
+nice "$cxx" -std=c++17 -O1 -g -fno-omit-frame-pointer -DJSON_NOEXCEPTION \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -I"$root/sdk/cpp/include" -I"$root/sdk/cpp/src" "$root/sdk/cpp/src/state_streams.cc" \
+  "$root/tests/fuzz/fuzz_sdk_delta.cc" -o "$build/fuzz_sdk_delta"
+
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-nice "$build/fuzz_decoder" \
-  -max_total_time="$seconds" \
-  -timeout=10 \
-  -dict="$root/tests/fuzz/protocol.dict" \
-  -artifact_prefix="$build/" \
-  -print_final_stats=1 \
-  "${parallel[@]}" \
-  "$build/corpus" "$root/tests/fuzz/corpus"
+# fuzz TARGET ARTIFACT_PREFIX CORPUS SEEDS: one bounded run; new inputs go to
+# CORPUS (first dir), the committed SEEDS stay untouched.
+fuzz() {
+  echo "fuzzing $1 for ${seconds}s"
+  nice "$build/$1" \
+    -max_total_time="$seconds" \
+    -timeout=10 \
+    -dict="$root/tests/fuzz/protocol.dict" \
+    -artifact_prefix="$build/$2" \
+    -print_final_stats=1 \
+    "${parallel[@]}" \
+    "$3" "$4"
+}
+fuzz fuzz_decoder "" "$build/corpus" "$root/tests/fuzz/corpus"
+fuzz fuzz_sdk_delta sdk-delta- "$build/corpus_sdk_delta" "$root/tests/fuzz/corpus_sdk_delta"

@@ -142,12 +142,13 @@ class Driver {
     }
     o.heartbeat_ms = num(cmd, "heartbeatMs", 0);
     if (enc == "msgpack") o.codec = parley::msgpack_codec();
+    if (auto d = cmd.find("deltas"); d != cmd.end() && d->is_boolean()) o.state_deltas = d->get<bool>();
     client_ = std::make_unique<parley::Client>(std::move(o));
     wired_.clear();
     opens_ = 0;
     auto* cl = client_.get();
     cl->on_open([this](const parley::Welcome& w) {
-      emit({{"ev", "open"}, {"conn_id", w.conn}, {"reconnect", opens_++ > 0}, {"enc", w.enc}});
+      emit({{"ev", "open"}, {"conn_id", w.conn}, {"reconnect", opens_++ > 0}, {"enc", w.enc}, {"deltas", w.state_deltas}});
     });
     cl->on_disconnect([](const parley::Disconnect& d) {
       emit({{"ev", "disconnect"}, {"code", d.code}, {"reason", d.reason}, {"willReconnect", d.will_reconnect},
@@ -176,7 +177,10 @@ class Driver {
       emit({{"ev", "msg"}, {"ch", m.ch}, {"seq", m.seq}, {"from", m.from}, {"id", m.id}, {"body", m.body}});
     });
     ch.on_state([](const parley::State& s) {
-      emit({{"ev", "state"}, {"ch", s.ch}, {"from", s.from}, {"key", s.key}, {"body", s.body}});
+      parley::Json e = {{"ev", "state"}, {"ch", s.ch}, {"from", s.from}, {"key", s.key}, {"body", s.body}};
+      if (s.tick >= 0) e["tick"] = s.tick;
+      if (s.ts >= 0) e["ts"] = s.ts;
+      emit(e);
     });
     ch.on_presence([](const parley::Presence& p) {
       emit({{"ev", "presence"}, {"ch", p.ch}, {"join", p.join}, {"leave", p.leave}});
@@ -233,7 +237,7 @@ int main() {
   std::cin.tie(nullptr);
   Lines lines;
   lines.start();
-  emit({{"ev", "ready"}, {"sdk", "cpp"}, {"version", parley::kVersion}});
+  emit({{"ev", "ready"}, {"sdk", "cpp"}, {"version", parley::kVersion}, {"features", {"state_delta"}}});
   Driver driver;
   std::string line;
   while (!driver.done()) {

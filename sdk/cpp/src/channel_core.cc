@@ -60,6 +60,7 @@ void ChannelCore::leave() {
   repair_gen_++;
   repairing_ = false;
   fail_everything(Error{"left", "left " + name_});
+  client_.forget_streams(name_);
   ups_.clear();
   buffer_.clear();
   dropped_high_ = -1;
@@ -71,6 +72,7 @@ void ChannelCore::leave() {
 
 void ChannelCore::send_join() {
   status_ = Status::joining;
+  client_.forget_streams(name_);  // a (re-)join's states come as full bodies
   const uint64_t gen = ++join_gen_;
   Json frame = {{"op", "join"}, {"ch", name_}};
   if (last_seq_ >= 0) frame["since"] = last_seq_;
@@ -211,6 +213,9 @@ void ChannelCore::on_event(Json& obj) {
   if (op == "msg") return on_msg_frame(obj);
   if (op == "state") {
     State s{name_, str_or(obj, "from"), str_or(obj, "key"), take(obj, "body"), take(obj, "pos")};
+    s.tick = int_or(obj, "tick", -1);
+    s.ts = int_or(obj, "ts", -1);
+    s.sid = int_or(obj, "sid", 0);
     client_.emit([this, s = std::move(s)] {
       if (on_state) on_state(s);
     });
@@ -224,6 +229,21 @@ void ChannelCore::on_event(Json& obj) {
       if (on_presence) on_presence(p);
     });
   }
+}
+
+void ChannelCore::on_delta_state(State s) {
+  if (status_ != Status::joined) return;
+  client_.emit([this, s = std::move(s)] {
+    if (on_state) on_state(s);
+  });
+}
+
+// The join asks `since` the last seq delivered, so no msg is lost; events
+// between the leave and the `joined` are dropped (joining) and come back with it.
+void ChannelCore::resync() {
+  if (status_ != Status::joined || !client_.is_open()) return;
+  client_.request({{"op", "leave"}, {"ch", name_}}, false, [](Result<Json>) {});
+  send_join();
 }
 
 bool ChannelCore::on_fire_and_forget_error(const Json& obj) {

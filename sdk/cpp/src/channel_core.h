@@ -91,6 +91,10 @@ class ChannelCore {
   void on_drop();
   void on_client_closed(const Error& err);
   void on_event(Json& obj);  // msg, state, presence of this channel
+  /// A state that arrived as an `sd` and was applied (ClientCore::on_state_delta).
+  void on_delta_state(State s);
+  /// The client lost track of a stream's base: leave and join again (with since).
+  void resync();
   /// An error frame for a state or up this channel sent; true when it was ours.
   bool on_fire_and_forget_error(const Json& obj);
 

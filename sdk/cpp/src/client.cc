@@ -20,11 +20,19 @@ Channel Client::channel(const std::string& name) { return Channel(&core_->channe
 void Client::ping(std::function<void(const Result<int64_t>&)> done) {
   auto* core = core_.get();
   const int64_t t0 = core->now();
-  core->request({{"op", "ping"}}, false, [core, t0, done = std::move(done)](Result<Json> r) {
+  const int64_t w0 = detail::ClientCore::wall_now();
+  core->request({{"op", "ping"}}, false, [core, t0, w0, done = std::move(done)](Result<Json> r) {
+    if (r.ok()) core->clock_sample(w0, detail::ClientCore::wall_now(), r.value());
     if (!done) return;
     if (r.ok()) done(core->now() - t0);
     else done(r.error());
   });
+}
+
+ClockEstimate Client::clock() const { return core_->clock(); }
+int64_t Client::server_now() const {
+  const ClockEstimate c = core_->clock();
+  return c.valid ? detail::ClientCore::wall_now() + c.offset : -1;
 }
 
 void Client::request(Json frame, std::function<void(const Result<Json>&)> done) {

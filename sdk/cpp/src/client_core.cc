@@ -279,6 +279,8 @@ void ClientCore::send_hello(bool with_enc) {
   hello_enc_ = with_enc;
   Json hello = {{"op", "hello"}, {"v", 1}, {"token", pending_token_}, {"rid", hello_rid_}};
   if (with_enc) hello["enc"] = std::string(options_.codec->name());
+  // PROTOCOL.md "State deltas": asked for per connection; a server without it sends full bodies.
+  if (options_.state_deltas) hello["caps"] = Json::array({"state_delta"});
   // hello goes out before the state is open, so send_frame's check does not apply.
   std::string bytes;
   if (!wire_->encode(hello, bytes)) return;
@@ -315,6 +317,8 @@ void ClientCore::on_transport_closed(uint64_t epoch, int code, std::string_view 
 void ClientCore::dispatch(Json& obj) {
   const std::string* op = str_ptr(obj, "op");
   if (!op) return;
+  if (*op == "sd") return on_state_delta(obj);
+  if (*op == "state" && field(obj, "sid")) streams_.full(obj);  // before the channel moves its body out
   if (*op == "msg" || *op == "state" || *op == "presence") {
     const std::string* ch = str_ptr(obj, "ch");
     if (!ch) return;
@@ -352,6 +356,53 @@ void ClientCore::dispatch(Json& obj) {
   auto call = it->second;
   pending_.erase(it);
   call->on_reply(obj);
+}
+
+// PROTOCOL.md "State deltas": an `sd` becomes the full `state` it stands for.
+// One that cannot be applied (no base: the client lost track; malformed) is
+// dropped, never guessed at, and the channel joined again, which gives it full
+// bodies; with an unknown sid (the frame does not say which channel), every
+// joined channel. One sent before the server saw a leave (a stale stream of a
+// channel not joined now) is dropped quietly.
+void ClientCore::on_state_delta(const Json& obj) {
+  StateStreams::Taken t = streams_.take(obj);
+  if (t.kind == StateStreams::Taken::applied) {
+    auto it = channels_.find(t.ch);
+    if (it != channels_.end()) it->second->on_delta_state(std::move(t.state));
+    return;
+  }
+  if (t.kind == StateStreams::Taken::stale) {
+    auto it = channels_.find(t.ch);
+    if (it == channels_.end() || !it->second->joined()) return;
+  }
+  emit_error(Error{"bad_frame", t.why});
+  std::vector<ChannelCore*> chans;
+  if (t.kind == StateStreams::Taken::unknown) {
+    for (auto& [name, ch] : channels_) chans.push_back(ch.get());
+  } else if (auto it = channels_.find(t.ch); it != channels_.end()) {
+    chans.push_back(it->second.get());
+  }
+  for (ChannelCore* ch : chans) ch->resync();
+}
+
+int64_t ClientCore::wall_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void ClientCore::clock_sample(int64_t t0, int64_t t1, const Json& pong) {
+  int64_t ts = 0;
+  if (!get_int(pong, "ts", ts) || t1 < t0) return;
+  clock_samples_.push_back(ClockEstimate{true, ts - (t0 + t1) / 2, t1 - t0});
+  if (clock_samples_.size() > 8) clock_samples_.pop_front();
+}
+
+ClockEstimate ClientCore::clock() const {
+  ClockEstimate best;
+  for (const auto& s : clock_samples_) {
+    if (!best.valid || s.rtt < best.rtt) best = s;
+  }
+  return best;
 }
 
 void ClientCore::on_error_frame(const Json& obj) {
@@ -392,6 +443,11 @@ void ClientCore::on_welcome(const Json& obj) {
   if (stream_ && hello_enc_ && str_or(obj, "enc") == options_.codec->name()) wire_ = options_.codec.get();
   welcome_ = Welcome{str_or(obj, "conn"), str_or(obj, "user"), str_or(obj, "tenant"),
                      int_or(obj, "heartbeat_ms", 0), std::string(wire_->name())};
+  // A welcome without `caps` (an older server) grants nothing: full bodies.
+  welcome_.caps = strings(obj, "caps");
+  welcome_.state_deltas = std::find(welcome_.caps.begin(), welcome_.caps.end(), "state_delta") != welcome_.caps.end();
+  streams_.clear();  // sids are the old connection's
+  clock_samples_.clear();
   attempt_ = 0;
   auth_failures_ = 0;
   const uint64_t epoch = epoch_;
@@ -483,6 +539,7 @@ void ClientCore::on_drop(int wire_code, const std::string& wire_reason) {
   const uint64_t epoch = epoch_;
   for (auto& call : failed) call->fail(dropped);
   if (epoch != epoch_ || state_ == ClientState::closed) return;
+  streams_.clear();
   for (auto& [name, ch] : channels_) ch->on_drop();
 
   std::string fatal;

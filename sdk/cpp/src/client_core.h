@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "parley/client.h"
+#include "state_streams.h"
 #include "timers.h"
 
 namespace parley::detail {
@@ -88,6 +89,12 @@ class ClientCore {
     else deferred_.emplace_back(std::forward<F>(f));
   }
   const std::string& user() const { return welcome_.user; }
+  /// The channel is left or re-joined: its delta streams start over (full bodies follow).
+  void forget_streams(const std::string& ch) { streams_.forget(ch); }
+  /// A pong's `ts` for a ping sent at wall-clock t0 and answered at t1 (ms since the epoch).
+  void clock_sample(int64_t t0, int64_t t1, const Json& pong);
+  ClockEstimate clock() const;
+  static int64_t wall_now();
 
  private:
   class Sink;
@@ -96,6 +103,7 @@ class ClientCore {
   void on_transport_frame(uint64_t epoch, std::string_view bytes);
   void on_transport_closed(uint64_t epoch, int code, std::string_view reason);
   void dispatch(Json& obj);
+  void on_state_delta(const Json& obj);
   void on_error_frame(const Json& obj);
   void on_welcome(const Json& obj);
   void send_hello(bool with_enc);
@@ -141,6 +149,8 @@ class ClientCore {
   bool stream_ = false;        // raw TCP / Unix (tcp://, unix://): no subprotocols
   bool hello_enc_ = false;     // our hello of this connection asked for options_.codec's enc
   std::vector<Json> decoded_;  // reused across frames
+  StateStreams streams_;       // this connection's state delta streams (sids)
+  std::deque<ClockEstimate> clock_samples_;  // the last few pongs with ts, oldest first
   std::string encoded_;
 };
 

@@ -76,6 +76,12 @@ struct ClientOptions {
   std::shared_ptr<Transport> transport;
   /// Default: json_codec().
   std::shared_ptr<const Codec> codec;
+  /// Ask for state deltas (PROTOCOL.md "State deltas", hello caps
+  /// ["state_delta"]): in a namespace with `state_delta = true` the server
+  /// sends only changed top-level fields, which the client applies, so
+  /// on_state still gets full bodies. An `sd` it cannot apply is dropped,
+  /// reported (on_error `bad_frame`) and the channel re-joined with `since`.
+  bool state_deltas = false;
   /// Limits handed to the transport.
   ConnectOptions connection;
   /// Milliseconds of a monotonic clock (tests); default std::chrono::steady_clock.
@@ -112,8 +118,12 @@ class Client {
   /// handle stays valid as long as the client.
   Channel channel(const std::string& name);
 
-  /// Round trip of a `ping`, in ms.
+  /// Round trip of a `ping`, in ms; its pong's `ts` feeds clock().
   void ping(std::function<void(const Result<int64_t>&)> done);
+  /// The server clock estimate (the offset of the ping with the smallest rtt of the last 8).
+  ClockEstimate clock() const;
+  /// The server's time now (ms since the epoch) as estimated; -1 without an estimate.
+  int64_t server_now() const;
   /// Sends any request op and hands over its reply (escape hatch for ops the
   /// SDK has no method for). Queued while disconnected, resent after a drop
   /// and after a retryable error.

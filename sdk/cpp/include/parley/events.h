@@ -19,6 +19,17 @@ struct Welcome {
   /// The encoding frames travel in on this connection: "json" or "msgpack"
   /// (ClientOptions::codec; "json" when a TCP server did not take `enc`).
   std::string enc;
+  /// The capabilities the server granted (the welcome's `caps`; empty from an older server).
+  std::vector<std::string> caps;
+  /// This connection gets state deltas (`caps` holds "state_delta"; ClientOptions::state_deltas).
+  bool state_deltas = false;
+};
+
+/// The server clock estimate from pongs' `ts` (PROTOCOL.md "Time for games").
+struct ClockEstimate {
+  bool valid = false;   ///< false before the first pong with `ts` on this connection
+  int64_t offset = 0;   ///< server time = local wall-clock ms + offset; wrong by at most rtt / 2
+  int64_t rtt = 0;      ///< round trip of the sample (the smallest of the last 8), ms
 };
 
 /// A connection ended.
@@ -62,6 +73,10 @@ struct State {
   std::string key;
   Json body;
   Json pos;  ///< the sender's position when it sent one (interest areas), else null
+  /// The full body above also when it arrived as a delta (`sd`, ClientOptions::state_deltas).
+  int64_t tick = -1;  ///< the server's tick number at sending; -1 when the frame had none
+  int64_t ts = -1;    ///< the server's time at that tick (ms since the epoch); -1 when none
+  int64_t sid = 0;    ///< the stream id on a connection with state deltas, else 0
 };
 
 struct Presence {
