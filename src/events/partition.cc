@@ -166,14 +166,14 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
   log_.append(std::move(key), now_ms, Pending{std::move(item), e.type, std::move(e.body), std::move(fn), {}});
   store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
                            limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
-  if (box_ == nullptr) {
+  if (inbox_ == nullptr) {
     batch.emplace_back(std::move(req), [this](store::AppendOutcome out) {
       loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
     });
     return;
   }
-  batch.emplace_back(std::move(req), [box = box_, p = p_](store::AppendOutcome out) {
-    box->push(p, std::move(out));
+  batch.emplace_back(std::move(req), [inbox = inbox_, p = p_](store::AppendOutcome out) {
+    inbox->push(Appended{p, std::move(out)});
   });
 }
 

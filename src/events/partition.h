@@ -24,10 +24,10 @@
 
 #include "cluster/broker.h"
 #include "common/status.h"
-#include "events/append_box.h"
 #include "events/frame_batch.h"
 #include "protocol/client_op.h"
 #include "metrics/metrics.h"
+#include "runtime/inbox.h"
 #include "runtime/loop_group.h"
 #include "events/event_service.h"
 #include "seqlog/sequenced_log.h"
@@ -61,9 +61,15 @@ class Partition {
   // the topic can schedule a delivery pass; and for each committed event.
   void set_on_committed(std::function<void(uint64_t off)> fn) { on_committed_ = std::move(fn); }
   void set_observer(CommitObserver fn) { observer_ = std::move(fn); }
-  // Where the store's completions of this partition's appends go (append_box.h):
-  // the topic's box, which hands each back to on_appended() on this loop.
-  void set_box(AppendBox* box) { box_ = box; }
+  // Where the store's completions of this partition's appends go: the topic's
+  // inbox (one drain per store round for all its partitions), which hands each
+  // back to on_appended() on this loop in arrival order.
+  struct Appended {
+    uint32_t part;
+    store::AppendOutcome out;
+  };
+  using AppendInbox = runtime::Inbox<Appended>;
+  void set_inbox(AppendInbox* inbox) { inbox_ = inbox; }
   // One append completed (in submission order), on this loop.
   void on_appended(store::AppendOutcome out);
 
@@ -170,7 +176,7 @@ class Partition {
   std::function<void(uint64_t off)> on_committed_;
   CommitObserver observer_;
 
-  AppendBox* box_ = nullptr;
+  AppendInbox* inbox_ = nullptr;
 };
 
 }  // namespace parley::events

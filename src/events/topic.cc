@@ -78,15 +78,16 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
   cluster::Broker& broker = (nodes.cluster ? *nodes.cluster : cluster::in_process()).broker();
   snap_id_ = store::ChannelId{tenant.id, snapshot_channel(name_)};
   hash_id_ = store::ChannelId{tenant.id, key_hash_channel(name_)};
-  box_ = std::make_unique<AppendBox>(loop, loops, [this](uint32_t p, store::AppendOutcome out) {
-    parts_[p]->on_appended(std::move(out));
-  });
+  appended_ = std::make_unique<Partition::AppendInbox>(
+      loops.loop(loop), [this](std::vector<Partition::Appended>& batch) {
+        for (auto& a : batch) parts_[a.part]->on_appended(std::move(a.out));
+      });
   parts_.reserve(cfg.partitions);
   for (uint32_t p = 0; p < cfg.partitions; ++p) {
     auto part = std::make_unique<Partition>(
         loop, loops, store, store::ChannelId{tenant.id, partition_channel(name_, p)}, name_,
         p, cfg, metrics, follow, broker, nodes.listener);
-    part->set_box(box_.get());
+    part->set_inbox(appended_.get());
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
       stats_->ends[p].store(off, std::memory_order_relaxed);

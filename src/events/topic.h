@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "cluster/cluster.h"
-#include "events/append_box.h"
 #include "events/key_hash.h"
 #include "events/leaderboard.h"
 #include "events/partition.h"
@@ -139,7 +138,7 @@ class Topic {
   std::string name_;
   const TopicConfig& cfg_;
   // Before parts_: the partitions' store callbacks point at it.
-  std::unique_ptr<AppendBox> box_;
+  std::unique_ptr<Partition::AppendInbox> appended_;
   std::vector<std::unique_ptr<Partition>> parts_;
   unsigned recovering_ = 0;
   std::vector<std::function<void()>> waiting_;

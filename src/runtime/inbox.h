@@ -7,9 +7,13 @@
 // loop instead of N, and the drain can finish the batch's work at once
 // (e.g. flush what it queued for other loops) instead of posting more.
 //
-// A push on the loop itself inside a runtime::TailScope (a session's request to
-// a shard on its own loop) runs the drain at the scope's end instead of
-// posting it: the same order, one task less.
+// Inside a runtime::TailScope the first push does not post at once: on the
+// inbox's own loop (a session's request to a shard there) the drain runs at
+// the scope's end, no task at all; on any other thread in a scope (a store
+// writer's completion round, another loop's read task) the one post is made at
+// the scope's end, after everything the scope pushes has joined the batch (a
+// post at the first push woke the loop to drain the first few while the
+// thread was still pushing the rest: several wake-ups and drains per round).
 //
 // The mutex guards only the vector swap and push, never the drain.
 #pragma once
@@ -44,7 +48,8 @@ class Inbox {
     if (TailScope::defer_on(loop_, [](void* self) { static_cast<Inbox*>(self)->run(); }, this)) {
       return;
     }
-    boost::asio::post(loop_, [this] { run(); });
+    if (TailScope::defer([](void* self) { static_cast<Inbox*>(self)->post(); }, this)) return;
+    post();
   }
 
   // On the loop: drains what is queued now instead of when the posted drain
@@ -63,6 +68,9 @@ class Inbox {
   }
 
  private:
+  void post() {
+    boost::asio::post(loop_, [this] { run(); });
+  }
 
   boost::asio::io_context& loop_;
   Drain drain_;

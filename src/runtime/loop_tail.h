@@ -9,7 +9,11 @@
 // (issue 9: a message at threads = 1 was one read task and three chained
 // posts); deferred, a message is one task and one epoll_wait, like the floor.
 //
-// Everything here is per thread: a scope and its tail belong to the loop
+// A thread that is not a loop opens one too: the embedded store's writer
+// around a group commit's completion callbacks, so that what they hand to the
+// loops (runtime::Inbox) is posted once per round (inbox.h).
+//
+// Everything here is per thread: a scope and its tail belong to the
 // thread that opened it. Outside a scope defer() refuses and the caller posts
 // as before, so code that runs from timers, other loops' hand-offs or tests
 // keeps its old path. Work deferred while the tail runs joins the same tail;
@@ -35,8 +39,8 @@ class TailScope {
   TailScope(const TailScope&) = delete;
   TailScope& operator=(const TailScope&) = delete;
 
-  // On a loop thread inside a scope: queues fn(arg) for the scope's end and
-  // returns true. Elsewhere false: the caller posts.
+  // Inside a scope: queues fn(arg) for the scope's end and returns true.
+  // Outside one false: the caller posts (or runs it) now.
   static bool defer(Fn fn, void* arg) {
     if (depth_ == 0) return false;
     tail_.push_back({fn, arg});

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -118,6 +119,34 @@ TEST(InboxTest, APushOnItsLoopInsideATailScopeDrainsAtTheScopesEndWithoutATask) 
   io.restart();
   EXPECT_EQ(io.poll(), 1u);
   EXPECT_EQ(drained, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(InboxTest, PushesFromAnotherThreadsScopePostOnceAtItsEnd) {
+  // A store writer's completion round: the loop is woken once, for all of it.
+  LoopGroup loops(1);
+  loops.start();
+  std::mutex mu;
+  std::vector<std::vector<int>> batches;
+  Inbox<int> inbox(loops.loop(0), [&](std::vector<int>& batch) {
+    std::lock_guard lock(mu);
+    batches.push_back(batch);
+  });
+  std::thread writer([&] {
+    TailScope round;
+    for (int i = 0; i < 5; ++i) {
+      inbox.push(i);
+      std::this_thread::sleep_for(2ms);  // the loop would have drained by now
+    }
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(batches.empty());  // nothing posted before the round ends
+  });
+  writer.join();
+  std::promise<void> drained;
+  loops.run_on(0, [&] { drained.set_value(); });  // behind the round's post
+  ASSERT_EQ(drained.get_future().wait_for(5s), std::future_status::ready);
+  loops.stop();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0], (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
 TEST(GateTest, CloseOnAnEmptyGateCompletesAtOnce) {

@@ -31,7 +31,7 @@
 #include <rocksdb/file_system.h>
 
 #include "common/clock.h"
-#include "store/completion_round.h"
+#include "runtime/loop_tail.h"
 #include "store/record_codec.h"
 #include "store/store_policy.h"
 #include "store/store_test_util.h"
@@ -330,43 +330,51 @@ TEST(EmbeddedStore, CompactionThreadRunsTenNiceStepsBelowTheProcess) {
 
 // ---- Completion rounds
 
-// events::AppendBox posts one drain per round of the writer (completion_round.h):
+// runtime::Inbox posts one drain per round of the writer (runtime/loop_tail.h):
 // what a callback defers runs after every completion of its group commit, on
 // the writer thread, and never before its own completion.
 TEST(EmbeddedStore, DeferredWorkRunsAfterTheWholeRoundOfCompletions) {
   TempDir dir;
   auto store = open_or_die(dir.sub("db"));
   constexpr int kN = 200;
-  std::atomic<int> completed{0};
-  std::mutex mu;
-  std::vector<std::pair<int, int>> deferred;  // (completions when deferred, when run)
-  std::promise<void> all;
+  struct Round {
+    std::atomic<int> completed{0};
+    std::mutex mu;
+    std::vector<std::pair<int, int>> deferred;  // (completions when deferred, when run)
+    std::promise<void> all;
+  } round;
+  struct Deferral {
+    Round* round;
+    int at = 0;
+    static void run(void* arg) {
+      auto* d = static_cast<Deferral*>(arg);
+      std::lock_guard lock(d->round->mu);
+      d->round->deferred.emplace_back(d->at, d->round->completed.load());
+      if (d->round->deferred.size() == kN) d->round->all.set_value();
+    }
+  };
+  std::vector<Deferral> deferrals(kN, Deferral{&round});
   std::vector<std::pair<AppendRequest, AppendDone>> reqs;
   for (int i = 1; i <= kN; ++i) {
     reqs.emplace_back(make_req(kLobby, make_msg(static_cast<uint64_t>(i), wall_ms())),
-                      [&](AppendOutcome out) {
+                      [&, i](AppendOutcome out) {
                         EXPECT_TRUE(out.status());
-                        const int at = ++completed;
-                        CompletionRound::defer([&, at] {
-                          std::lock_guard lock(mu);
-                          deferred.emplace_back(at, completed.load());
-                          if (deferred.size() == kN) all.set_value();
-                        });
+                        Deferral& d = deferrals[i - 1];
+                        d.at = ++round.completed;
+                        EXPECT_TRUE(runtime::TailScope::defer(&Deferral::run, &d));
                       });
   }
   // One submission under one lock: the writer takes all of it in one group
   // commit (max_batch 4096), so every deferred call sees all 200 completed.
   store->append_many(std::move(reqs));
-  ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  std::lock_guard lock(mu);
-  for (const auto& [at, ran] : deferred) {
+  ASSERT_EQ(round.all.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  std::lock_guard lock(round.mu);
+  for (const auto& [at, ran] : round.deferred) {
     EXPECT_GE(ran, at);
     EXPECT_EQ(ran, kN);
   }
-  // Outside a round (this thread) the work runs at once.
-  bool ran = false;
-  CompletionRound::defer([&] { ran = true; });
-  EXPECT_TRUE(ran);
+  // Outside a round (this thread) nothing is deferred: the caller runs it now.
+  EXPECT_FALSE(runtime::TailScope::defer(&Deferral::run, &deferrals[0]));
 }
 
 // ---- Opening

@@ -16,8 +16,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/clock.h"
+#include "runtime/loop_tail.h"
 #include "store/blocking_check.h"
-#include "store/completion_round.h"
 #include "store/record_codec.h"
 #include "store/segment/segment_log.h"
 #include "store/store_policy.h"
@@ -221,8 +221,9 @@ void GroupCommitter::run() {
     commit(batch_);
     evict_idle(now_ms_);
     {
-      // What the callbacks defer (completion_round.h) runs once they all have.
-      CompletionRound round;
+      // What the callbacks hand to the loops is posted once they all ran
+      // (runtime/inbox.h): one wake-up per loop for the round.
+      runtime::TailScope round;
       for (Pending& p : batch_) {
         if (!p.done) continue;
         if (p.status) {
