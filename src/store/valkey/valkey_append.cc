@@ -88,9 +88,10 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   // of the connection, behind every append sent on it in that turn
   // (RespConnection::join_barrier; WAIT covers every write the connection sent
   // before it). WAIT goes with the script on the channel's connection; when the
-  // script was redirected (MOVED, ASK) it ran on another node, whose connection
-  // then sends a WAIT of its own and only that answer counts. The answers come
-  // on the loops of those connections, so Pending is shared under its mutex.
+  // script was sent again (MOVED, ASK: another node ran it; TRYAGAIN: it ran after
+  // that WAIT), the connection that answered sends a WAIT of its own and only that
+  // answer counts. The answers come on the loops of those connections, so
+  // Pending is shared under its mutex.
   struct Pending {
     std::mutex mu;
     int left = 1;

@@ -226,7 +226,7 @@ struct ValkeyStore::Call {
   int tries = 0;         // TRYAGAIN answers so far (the backoff doubles)
   int hops = 0;          // MOVED / ASK followed so far
   Redirected redirected;  // see call()
-  const RespConnection* first = nullptr;  // the connection of the first attempt
+  int attempts = 0;       // sends so far (a resend's WAIT must come after it)
 };
 
 namespace {
@@ -243,14 +243,14 @@ void ValkeyStore::call(NodePool* pool, const ChannelKey& key, const std::string&
   auto c = std::make_shared<Call>(Call{tag, std::hash<std::string>{}(key.key()), std::move(cmd),
                                        std::move(done), resend && opts_.cluster,
                                        steady_ns() + int64_t{opts_.command_timeout_ms} * 1'000'000, 0, 0,
-                                       std::move(redirected), nullptr});
+                                       std::move(redirected)});
   attempt(*pool, std::move(c), false);
 }
 
 void ValkeyStore::attempt(NodePool& pool, std::shared_ptr<Call> call, bool asking) {
   const size_t h = call->hash;
   pool.run(h, [this, asking, call = std::move(call)](RespConnection& conn) mutable {
-    if (!call->first) call->first = &conn;
+    ++call->attempts;
     if (asking) conn.send(format_command({"ASKING"}), nullptr);
     // Without a cluster nothing redirects: the command moves into the send.
     std::string cmd = opts_.cluster ? call->cmd : std::move(call->cmd);
@@ -272,7 +272,7 @@ void ValkeyStore::on_reply(std::shared_ptr<Call> call, Result<Reply> r, RespConn
   // majority): fails `unavailable`, and the map is read again until it has.
   if (opts_.cluster && err.rfind("CLUSTERDOWN", 0) == 0 && topology_) topology_->request();
   if (!redirect && !tryagain) {
-    if (&answered != call->first && call->redirected) call->redirected(answered);
+    if (call->attempts > 1 && call->redirected) call->redirected(answered);
     return call->done(std::move(r));
   }
   (tryagain ? tryagain_ : redirect->ask ? asked_ : moved_).fetch_add(1, std::memory_order_relaxed);

@@ -182,8 +182,8 @@ class ValkeyStore final : public Store {
   // Sends `cmd` on the connection of (pool, channel); `done` on a loop. `resend`:
   // the call may be sent again after MOVED / TRYAGAIN (see the header).
   // `redirected`, when set, runs just before `done` on the loop of the connection
-  // that answered when that is not the first one (a MOVED or ASK was followed):
-  // what must follow the command on the node that ran it (WAIT) goes there.
+  // that answered when the command was sent more than once (MOVED, ASK, TRYAGAIN):
+  // what must follow the command where and after it ran (WAIT) goes there.
   using Redirected = std::function<void(RespConnection& answered)>;
   void call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
             bool resend, ReplyDone done, Redirected redirected = nullptr);
