@@ -270,16 +270,22 @@ std::map<int, std::map<int64_t, std::string>> read_topic(uint16_t port,
   std::map<int, std::map<int64_t, std::string>> out;
   auto c = connect_as(port, "auditor");
   c->send(std::string(R"({"op":"tail","rid":1,"topic":")") + kTopic + R"(","from":"latest"})");
-  const std::string tailing = c->expect("tailing");
+  // The first tail after a start waits for the topic's recovery (every dedupe
+  // record of the window): expect()'s 5 s default returned "" under load, `end`
+  // stayed empty, done() held at once and every acked event counted lost.
+  const std::string tailing = c->expect("tailing", 180s);
   std::map<int, int64_t> end;  // p -> next offset
   for (size_t at = tailing.find("\"p\":"); at != std::string::npos; at = tailing.find("\"p\":", at + 1)) {
     const int p = std::stoi(tailing.substr(at + 4));
     const auto n = tailing.find("\"next\":", at);
     end[p] = std::stoll(tailing.substr(n + 7));
   }
+  if (end.size() != static_cast<size_t>(kPartitions)) {
+    ADD_FAILURE() << "topic read gave up: no tailing reply in 180 s (" << tailing << ")";
+  }
   auto r = connect_as(port, "auditor2");
   r->send(std::string(R"({"op":"tail","rid":2,"topic":")") + kTopic + R"(","from":"earliest"})");
-  r->expect("tailing");
+  if (r->expect("tailing", 180s).empty()) ADD_FAILURE() << "topic read gave up: no tailing reply to earliest";
   auto done = [&] {
     for (auto& [p, next] : end) {
       if (next > 1 && (out[p].empty() || out[p].rbegin()->first < next - 1)) return false;
@@ -308,6 +314,7 @@ std::map<int, std::map<int64_t, std::string>> read_topic(uint16_t port,
           std::cout << " p" << p << " read to " << (out[p].empty() ? 0 : out[p].rbegin()->first) << " of " << k;
         }
         std::cout << "\n";
+        ADD_FAILURE() << "topic read gave up: what it did not reach is counted lost, not known lost";
       }
       break;
     }
