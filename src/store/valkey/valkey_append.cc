@@ -98,7 +98,6 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
     bool redirected = false;  // the first WAIT's answer does not count
     Result<Reply> script = Error{ErrorCode::kUnavailable, "no answer", 1000};
     int64_t replicas = -1;  // WAIT's answer; -1: none (failed, or not a number)
-    bool settle() { return --left == 0; }
   };
   auto replicas_of = [](const Result<Reply>& r) -> int64_t {
     return r && r.value()->type == REDIS_REPLY_INTEGER ? r.value()->integer : -1;
@@ -146,53 +145,46 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
     complete_in_order(sticky_key, ticket, std::move(fire));
   };
   auto shared_finish = std::make_shared<decltype(finish)>(std::move(finish));
+  // Each answer is recorded under Pending's lock; the last one finishes the append.
+  auto settle = [p, shared_finish](auto record) {
+    bool last;
+    {
+      std::lock_guard lock(p->mu);
+      record(*p);
+      last = --p->left == 0;
+    }
+    if (last) (*shared_finish)();
+  };
   ValkeyStore::Redirected redirected;
   if (waits) {
-    redirected = [this, p, shared_finish, replicas_of](RespConnection& answered) {
+    redirected = [this, p, settle, replicas_of](RespConnection& answered) {
       {
         std::lock_guard lock(p->mu);
         p->redirected = true;
         p->replicas = -1;
         ++p->left;  // this WAIT's answer
       }
-      answered.join_barrier(wait_command_, [p, shared_finish, replicas_of](const Result<Reply>& r) {
-        bool last;
-        {
-          std::lock_guard lock(p->mu);
-          p->replicas = replicas_of(r);
-          last = p->settle();
-        }
-        if (last) (*shared_finish)();
+      answered.join_barrier(wait_command_, [settle, replicas_of](const Result<Reply>& r) {
+        settle([&](Pending& q) { q.replicas = replicas_of(r); });
       });
     };
   }
   call(
       pool, req.key, k.tag, std::move(cmd), resend,
-      [this, p, start, shared_finish](Result<Reply> r) mutable {
+      [this, start, settle](Result<Reply> r) mutable {
         if (r && observe_) observe_(steady_ns() - start);
-        bool last;
-        {
-          std::lock_guard lock(p->mu);
-          p->script = std::move(r);
-          last = p->settle();
-        }
-        if (last) (*shared_finish)();
+        settle([&](Pending& q) { q.script = std::move(r); });
       },
       std::move(redirected));
   if (waits) {
     // The connection the script went to first (call() picks it by the same hash).
-    pool->run(std::hash<std::string>{}(req.key.key()),
-              [this, p, shared_finish, replicas_of](RespConnection& conn) mutable {
-                conn.join_barrier(wait_command_, [p, shared_finish, replicas_of](const Result<Reply>& r) mutable {
-                  bool last;
-                  {
-                    std::lock_guard lock(p->mu);
-                    if (!p->redirected) p->replicas = replicas_of(r);
-                    last = p->settle();
-                  }
-                  if (last) (*shared_finish)();
-                });
-              });
+    pool->run(std::hash<std::string>{}(req.key.key()), [this, settle, replicas_of](RespConnection& conn) {
+      conn.join_barrier(wait_command_, [settle, replicas_of](const Result<Reply>& r) {
+        settle([&](Pending& q) {
+          if (!q.redirected) q.replicas = replicas_of(r);
+        });
+      });
+    });
   }
 }
 
