@@ -82,25 +82,27 @@ bool raise_seen(uint64_t& seen, uint32_t& known, uint64_t seq, uint32_t epoch) {
   return true;
 }
 
+}  // namespace
+
 void log_loss(const ChannelId& id, uint64_t seq, uint32_t epoch) {
   spdlog::warn("channel {}/{}: the valkey store lost acknowledged messages (a replica promoted before it had "
                "them); its seqs go on from {}, epoch {}",
                id.tenant, id.channel, seq, epoch);
 }
-}  // namespace
 
-void ValkeyStore::note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch,
+bool ValkeyStore::note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch,
                             bool quiet) {
   bool raised = false;
   {
     std::lock_guard lock(route_mu_);
     auto w = watched_.find(k.feed);
-    if (w == watched_.end()) return;
+    if (w == watched_.end()) return false;
     auto c = w->second.channels.find(key.key());
-    if (c == w->second.channels.end()) return;
+    if (c == w->second.channels.end()) return false;
     raised = raise_seen(c->second.seen, c->second.epoch, seq, epoch);
   }
   if (raised && !quiet) log_loss(key, seq, epoch);
+  return raised;
 }
 
 void ValkeyStore::on_feed_push(const std::string& feed_channel, std::string payload) {

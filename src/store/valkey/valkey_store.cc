@@ -171,9 +171,14 @@ void ValkeyStore::check_losses(std::vector<std::pair<ChannelId, uint64_t>> chann
     begin_op();
     call(route(k.tag), id, k.tag, std::move(cmd), true, [this, k, id = id](Result<Reply> r) {
       const redisReply* x = r ? r.value().get() : nullptr;
-      if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[1]->type == REDIS_REPLY_INTEGER &&
+      if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[0]->type == REDIS_REPLY_INTEGER &&
+          x->element[0]->integer >= 0 && x->element[1]->type == REDIS_REPLY_INTEGER &&
           x->element[1]->integer >= 1 && x->element[1]->integer <= UINT32_MAX) {
-        note_seen(k, id, 0, static_cast<uint32_t>(x->element[1]->integer), false);
+        // The store's last seq is what this node has seen now; the channel's
+        // next message gets the one after it.
+        const auto last = static_cast<uint64_t>(x->element[0]->integer);
+        const auto epoch = static_cast<uint32_t>(x->element[1]->integer);
+        if (note_seen(k, id, last, epoch, true)) log_loss(id, last + 1, epoch);
       }
       end_op();
     });

@@ -107,6 +107,10 @@ struct NodeStats {
   bool down = false;
 };
 
+// Logs that a channel's store lost acknowledged messages, its seqs going on
+// from `seq` under `epoch` (issue 30).
+void log_loss(const ChannelId& id, uint64_t seq, uint32_t epoch);
+
 class ValkeyStore final : public Store {
  public:
   // Checks the options; a cluster is discovered here (blocking, before the loops
@@ -266,9 +270,10 @@ class ValkeyStore final : public Store {
     std::string name;  // the channel subscribed there (feed_name)
   };
   // Raises a watched channel's seen and epoch (route_mu_ not held); logs a
-  // loss the first time its epoch is seen to go up here.
+  // loss (log_loss, seqs going on from `seq`) the first time its epoch is seen
+  // to go up here, and says whether it did.
   // `quiet`: a channel's load reads its epoch; only a rise seen afterwards is news.
-  void note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch, bool quiet);
+  bool note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch, bool quiet);
   // The loss check for every channel followed here on a partition that moved to
   // another master (apply_view, route_mu_ not held).
   void check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels);
