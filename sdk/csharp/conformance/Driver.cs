@@ -42,7 +42,8 @@ internal sealed class Driver
     {
         var reader = new Thread(ReadStdin) { IsBackground = true, Name = "stdin" };
         reader.Start();
-        Emit(Ev("ready").Set("sdk", "csharp").Set("version", ParleyClient.Version));
+        Emit(Ev("ready").Set("sdk", "csharp").Set("version", ParleyClient.Version)
+            .Set("features", JsonValue.Array("state_delta")));
         for (;;)
         {
             string line;
@@ -167,10 +168,13 @@ internal sealed class Driver
         }
         if (cmd.Has("heartbeatMs")) o.HeartbeatMs = (int)cmd["heartbeatMs"].AsDouble;
         if (enc == "msgpack") o.Codec = MsgPackCodec.Instance;
+        var deltas = cmd["deltas"];
+        o.StateDeltas = deltas != null && deltas.AsBool;
         var caFile = cmd.GetString("caFile");
         if (caFile != null) TrustOnly(caFile);
         var c = new ParleyClient(o);
-        c.Opened += w => Emit(Ev("open").Set("conn_id", w.Conn).Set("reconnect", w.Reconnect).Set("enc", w.Enc));
+        c.Opened += w => Emit(Ev("open").Set("conn_id", w.Conn).Set("reconnect", w.Reconnect).Set("enc", w.Enc)
+            .Set("deltas", w.StateDeltas));
         c.Disconnected += d => Emit(Ev("disconnect").Set("code", d.Code).Set("reason", d.Reason ?? "")
             .Set("willReconnect", d.WillReconnect).Set("delayMs", d.DelayMs));
         c.Bye += b => Emit(Ev("bye").Set("code", b.Code).Set("reconnectMs",
@@ -196,8 +200,13 @@ internal sealed class Driver
                 .Set("epoch", j.Epoch).Set("members", Strings(j.Members)));
             ch.MessageReceived += m => Emit(Ev("msg").Set("ch", m.Channel).Set("seq", m.Seq).Set("from", m.From)
                 .Set("id", m.Id).Set("body", m.Body));
-            ch.StateReceived += s => Emit(Ev("state").Set("ch", s.Channel).Set("from", s.From).Set("key", s.Key)
-                .Set("body", s.Body));
+            ch.StateReceived += s =>
+            {
+                var e = Ev("state").Set("ch", s.Channel).Set("from", s.From).Set("key", s.Key).Set("body", s.Body);
+                if (s.Tick.HasValue) e.Set("tick", s.Tick.Value);
+                if (s.Ts.HasValue) e.Set("ts", s.Ts.Value);
+                Emit(e);
+            };
             ch.PresenceChanged += p => Emit(Ev("presence").Set("ch", p.Channel).Set("join", Strings(p.Join))
                 .Set("leave", Strings(p.Leave)));
             ch.Gap += g => Emit(Ev("gap").Set("ch", g.Channel).Set("from", g.From).Set("to", g.To));

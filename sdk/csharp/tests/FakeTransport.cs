@@ -1,8 +1,8 @@
 // A scripted transport for the state-machine tests: the test plays the server.
 // Every connection attempt is one FakeTransport; what the client sends is
 // decoded into Sent, and the test answers with Deliver / Open / Drop. Events go
-// through the client's real inbox (OnMessage encodes with the real codec), so
-// only the socket is fake.
+// through the client's real inbox (Deliver encodes with the client's codec,
+// JSON or MessagePack), so only the socket is fake.
 //
 // Test thread only (it calls the events synchronously; Poll picks them up).
 using System;
@@ -19,12 +19,13 @@ namespace Parley.Tests
         public ITransportEvents Events;
         public bool Closed, Aborted;
         public int CloseCode;
+        public ICodec Codec = JsonCodec.Instance;
 
         public void Connect(string url, ITransportEvents events) { Url = url; Events = events; }
 
         public void Send(byte[] bytes, bool binary)
         {
-            Sent.Add(JsonReader.Parse(bytes, 0, bytes.Length));
+            Sent.Add(Codec.Decode(bytes, 0, bytes.Length));
         }
 
         public void Close(int code, string reason) { Closed = true; CloseCode = code; }
@@ -35,11 +36,27 @@ namespace Parley.Tests
 
         public void Deliver(string json)
         {
+            if (Codec.Binary) { Deliver(JsonValue.Parse(json)); return; }
             var b = Encoding.UTF8.GetBytes(json);
             Events.OnMessage(b, 0, b.Length, false);
         }
 
-        public void Deliver(JsonValue v) { Deliver(v.ToString()); }
+        public void Deliver(JsonValue v)
+        {
+            if (!Codec.Binary) { Deliver(v.ToString()); return; }
+            var b = Encode(v);
+            Events.OnMessage(b, 0, b.Length, true);
+        }
+
+        // MessagePack: the codec writes one frame (a map); a batch is an array header, then each.
+        private byte[] Encode(JsonValue v)
+        {
+            if (v.Type != JsonType.Array) return Codec.Encode(v);
+            if (v.Count > 15) throw new ArgumentException("a fake batch holds at most 15 frames");
+            var parts = new List<byte> { (byte)(0x90 | v.Count) };
+            foreach (var f in v.Items) parts.AddRange(Codec.Encode(f));
+            return parts.ToArray();
+        }
 
         public void Drop(int code = 1006, string reason = "") { Events.OnClose(code, reason); }
 
@@ -60,6 +77,7 @@ namespace Parley.Tests
     internal sealed class Rig
     {
         public long NowMs = 1000;
+        public const long WallBase = 1764460800000; // the wall clock is WallBase + NowMs
         public readonly List<FakeTransport> Transports = new List<FakeTransport>();
         public readonly ParleyClient Client;
         public readonly List<string> Log = new List<string>();
@@ -72,15 +90,17 @@ namespace Parley.Tests
             {
                 Url = "ws://fake/v1/ws",
                 Clock = () => NowMs,
+                WallClock = () => WallBase + NowMs,
                 Random = new Random(7),
                 IdPrefix = "t-",
-                TransportFactory = () =>
-                {
-                    var t = new FakeTransport();
-                    Transports.Add(t);
-                    return t;
-                },
                 OnCallbackException = e => Log.Add("callback threw: " + e.Message),
+            };
+            // Each transport speaks the codec the test configured (read when it is made).
+            o.TransportFactory = () =>
+            {
+                var t = new FakeTransport { Codec = o.Codec ?? JsonCodec.Instance };
+                Transports.Add(t);
+                return t;
             };
             if (tokenProvider)
                 o.TokenProvider = () => System.Threading.Tasks.Task.FromResult("tok-" + (++TokenCalls));
@@ -106,14 +126,16 @@ namespace Parley.Tests
         }
 
         /// <summary>Opens the latest transport and welcomes it (answering the hello).</summary>
-        public void Welcome(string user = "u1", int heartbeatMs = 25000)
+        public void Welcome(string user = "u1", int heartbeatMs = 25000, JsonValue caps = null)
         {
             T.Open();
             Poll();
             var hello = T.Last("hello");
             if (hello == null) throw new InvalidOperationException("no hello sent");
-            T.Deliver(JsonValue.Object().Set("op", "welcome").Set("rid", hello["rid"]).Set("conn", "c" + Transports.Count)
-                .Set("user", user).Set("tenant", "demo").Set("heartbeat_ms", heartbeatMs));
+            var welcome = JsonValue.Object().Set("op", "welcome").Set("rid", hello["rid"]).Set("conn", "c" + Transports.Count)
+                .Set("user", user).Set("tenant", "demo").Set("heartbeat_ms", heartbeatMs);
+            if (caps != null) welcome.Set("caps", caps);
+            T.Deliver(welcome);
             Poll();
         }
 

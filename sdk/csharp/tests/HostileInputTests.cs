@@ -28,9 +28,10 @@ namespace Parley.Tests
                 "[]", "{}", "[1,\"a\"]", "{\"a\":1}",
             };
             var keys = new[] { "op", "ch", "seq", "rid", "from", "id", "body", "code", "retry_ms", "reconnect_ms",
-                               "msgs", "members", "join", "leave", "recovered", "epoch", "dup", "key" };
+                               "msgs", "members", "join", "leave", "recovered", "epoch", "dup", "key",
+                               "sid", "unset", "tick", "ts", "pos", "caps" };
             var ops = new[] { "msg", "state", "presence", "joined", "ack", "history", "error", "bye", "direct",
-                              "welcome", "pong", "left", "nope" };
+                              "welcome", "pong", "left", "sd", "nope" };
             var r = new Random(99);
             for (int i = 0; i < 5000; i++)
             {

@@ -136,6 +136,7 @@ namespace Parley
             ClearStates();
             _ups.Clear();
             ForgetRepair();
+            _client.ForgetStreams(_name);
             var tcs = new TaskCompletionSource<bool>();
             if (wasMember && _client.IsOpen)
                 _client.StartRequest(JsonValue.Object().Set("op", "leave").Set("ch", _name), false,
@@ -273,11 +274,12 @@ namespace Parley
                 case "msg":
                     OnMsg(obj);
                     return;
-                case "state":
+                case "state": // an `sd` arrives here applied (ParleyClient.OnStateDelta)
                     _client.Emit(StateReceived, new StateEvent
                     {
                         Channel = _name, From = obj.GetString("from"), Key = obj.GetString("key"),
                         Body = obj["body"] ?? JsonValue.Null, Pos = obj["pos"],
+                        Tick = LongOrNull(obj, "tick"), Ts = LongOrNull(obj, "ts"), Sid = LongOrNull(obj, "sid"),
                     });
                     return;
                 case "presence":
@@ -290,6 +292,18 @@ namespace Parley
                     return;
                 }
             }
+        }
+
+        // PROTOCOL.md "State deltas": the client lost track of a stream's base (an
+        // `sd` it cannot apply): leave and join again, which gives it full bodies.
+        // The join asks `since` the last seq delivered, so no msg is lost; events
+        // between the two are dropped (Joining) and come back with the join.
+        internal void Resync()
+        {
+            if (_status != Status.Joined || !_client.IsOpen) return;
+            _client.StartRequest(JsonValue.Object().Set("op", "leave").Set("ch", _name), false,
+                _client.Options.RequestTimeoutMs, r => { }, e => { });
+            SendJoin();
         }
 
         // An error frame for a state or up this channel sent; true when it was ours.
@@ -332,6 +346,7 @@ namespace Parley
         private void SendJoin()
         {
             _status = Status.Joining;
+            _client.ForgetStreams(_name); // a (re-)join's states come as full bodies
             int gen = ++_joinGen;
             var frame = JsonValue.Object().Set("op", "join").Set("ch", _name);
             if (_lastSeq.HasValue) frame.Set("since", _lastSeq.Value);
@@ -722,6 +737,12 @@ namespace Parley
             if (_client.SendFrame(JsonValue.Object().Set("op", "up").Set("ch", _name).Set("body", body), rid))
                 _upRids.Add(rid, body);
             else _ups.Enqueue(body);
+        }
+
+        private static long? LongOrNull(JsonValue obj, string key)
+        {
+            long v;
+            return obj.TryGetLong(key, out v) ? v : (long?)null;
         }
 
         private static IList<string> Strings(JsonValue arr)

@@ -84,6 +84,24 @@ namespace Parley
         /// </summary>
         public ICodec Codec;
 
+        /// <summary>
+        /// Ask for PROTOCOL.md's state deltas (the <c>hello</c> capability <c>state_delta</c>; default
+        /// false). Where the server grants it (<see cref="Welcome.StateDeltas"/>) and the namespace has
+        /// <c>state_delta = true</c>, it sends only what changed in a state body (<c>sd</c> frames); the
+        /// client applies them, so <see cref="Channel.StateReceived"/> still gets full bodies.
+        /// </summary>
+        public bool StateDeltas;
+
+        /// <summary>
+        /// Ping after every welcome and then every this many ms (at least 100), so
+        /// <see cref="ParleyClient.ServerClock"/> stays fresh; 0 (default): only <see cref="ParleyClient.Ping"/>
+        /// and the liveness pings feed it.
+        /// </summary>
+        public int ClockSyncMs;
+
+        /// <summary>Wall-clock time in ms since the epoch, for the server clock estimate (tests pass a fake one); default: the system's.</summary>
+        public Func<long> WallClock;
+
         /// <summary>Makes one transport per connection attempt (default: <see cref="WebSocketTransport"/>).</summary>
         public Func<ITransport> TransportFactory;
 

@@ -22,6 +22,10 @@ namespace Parley
         /// name; "json" when a TCP server did not take the hello's <c>enc</c>).
         /// </summary>
         public string Enc { get; internal set; }
+        /// <summary>The capabilities the server granted (its <c>caps</c>; empty from an older server).</summary>
+        public IList<string> Caps { get; internal set; }
+        /// <summary>True when the server granted state deltas (<see cref="ClientOptions.StateDeltas"/>).</summary>
+        public bool StateDeltas { get; internal set; }
     }
 
     /// <summary>A dropped connection.</summary>
@@ -103,6 +107,15 @@ namespace Parley
         public JsonValue Body { get; internal set; }
         /// <summary>The sender's position (interest areas), or null.</summary>
         public JsonValue Pos { get; internal set; }
+        /// <summary>
+        /// The server's tick at which it sent the state (PROTOCOL.md "Time for games": the next tick is
+        /// this + 1; one server's, per namespace), or null (a namespace with <c>tick_ms = 0</c>, an older server).
+        /// </summary>
+        public long? Tick { get; internal set; }
+        /// <summary>The server's time at that tick, ms since the epoch (<see cref="ParleyClient.ToLocalTime"/>), or null.</summary>
+        public long? Ts { get; internal set; }
+        /// <summary>The state's stream id on a connection with state deltas, or null.</summary>
+        public long? Sid { get; internal set; }
     }
 
     /// <summary>Users who joined or left a channel.</summary>

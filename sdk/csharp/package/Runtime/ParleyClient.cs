@@ -52,6 +52,7 @@ namespace Parley
         private readonly ReconnectOptions _reconnect;
         private readonly Random _random;
         private readonly Func<long> _clock;
+        private readonly Func<long> _wall; // ms since the epoch, for the server clock estimate
         private readonly ICodec _codec;
         // What frames are sent in now: _codec from the start on a WebSocket (its
         // subprotocol); on raw TCP JSON until a welcome carrying _codec's enc.
@@ -77,7 +78,9 @@ namespace Parley
         private int _attempt;
         private int _authFailures;
         private int? _byeReconnectMs;
-        private Timer _reconnectTimer, _connectTimer, _liveTimer;
+        private Timer _reconnectTimer, _connectTimer, _liveTimer, _clockTimer;
+        private readonly StateStreams _streams = new StateStreams(); // this connection's state delta streams
+        private readonly ClockSamples _clockSamples = new ClockSamples();
         private long _lastRx;
         private long _nextRid = 1;
         private long _helloRid;
@@ -106,6 +109,7 @@ namespace Parley
                 var sw = Stopwatch.StartNew();
                 _clock = () => sw.ElapsedMilliseconds;
             }
+            _wall = options.WallClock ?? (() => DateTimeOffset.UtcNow.ToUnixTimeMilliseconds());
             _codec = options.Codec ?? JsonCodec.Instance;
             _sendCodec = _codec;
             _factory = options.TransportFactory ?? DefaultTransport(options.Url);
@@ -125,6 +129,27 @@ namespace Parley
 
         /// <summary>The options the client was made with.</summary>
         public ClientOptions Options { get { return _opts; } }
+
+        /// <summary>
+        /// The estimate of the server's clock from pongs' <c>ts</c> (PROTOCOL.md "Time for games"): the
+        /// sample with the smallest round trip of the last 8 of this connection; null before the first.
+        /// <see cref="Ping"/>, the liveness pings and <see cref="ClientOptions.ClockSyncMs"/> feed it.
+        /// </summary>
+        public ClockEstimate ServerClock { get { return _clockSamples.Estimate; } }
+
+        /// <summary>The server's time now (ms since the epoch) as estimated, or null without an estimate.</summary>
+        public long? ServerNow()
+        {
+            var c = _clockSamples.Estimate;
+            return c == null ? (long?)null : _wall() + c.OffsetMs;
+        }
+
+        /// <summary>A server time (a state's <see cref="StateEvent.Ts"/>) as local wall time (ms since the epoch), or null without an estimate.</summary>
+        public long? ToLocalTime(long serverTs)
+        {
+            var c = _clockSamples.Estimate;
+            return c == null ? (long?)null : serverTs - c.OffsetMs;
+        }
 
         /// <summary>Every welcome (the first and each after a reconnect).</summary>
         public event Action<Welcome> Opened;
@@ -167,6 +192,7 @@ namespace Parley
             CancelTimer(ref _reconnectTimer);
             CancelTimer(ref _connectTimer);
             CancelTimer(ref _liveTimer);
+            CancelTimer(ref _clockTimer);
             var tr = _transport;
             _transport = null;
             _socketOpen = false;
@@ -252,13 +278,16 @@ namespace Parley
         /// <summary>Ends a <see cref="WaitForWork"/> early; callable from any thread.</summary>
         public void Wake() { _wake.Set(); }
 
-        /// <summary>Round trip time of a <c>ping</c>, ms.</summary>
+        /// <summary>Round trip time of a <c>ping</c>, ms; its pong's <c>ts</c> feeds <see cref="ServerClock"/>.</summary>
         public Task<long> Ping()
         {
-            long t0 = Now;
+            long t0 = Now, w0 = _wall();
             var tcs = new TaskCompletionSource<long>();
-            StartRequest(JsonValue.Object().Set("op", "ping"), false, _opts.RequestTimeoutMs,
-                reply => Complete(tcs, Now - t0), err => Fault(tcs, err));
+            StartRequest(JsonValue.Object().Set("op", "ping"), false, _opts.RequestTimeoutMs, reply =>
+            {
+                _clockSamples.Sample(w0, _wall(), reply);
+                Complete(tcs, Now - t0);
+            }, err => Fault(tcs, err));
             return tcs.Task;
         }
 
@@ -337,6 +366,9 @@ namespace Parley
         }
 
         internal void EmitError(ParleyException e) { Emit(Error, e); }
+
+        /// <summary>The channel is left or re-joined: its delta streams start over (full bodies follow).</summary>
+        internal void ForgetStreams(string channel) { _streams.Forget(channel); }
 
         internal static void Complete<T>(TaskCompletionSource<T> tcs, T value) { tcs.TrySetResult(value); }
         internal static void Fault<T>(TaskCompletionSource<T> tcs, Exception e) { tcs.TrySetException(e); }
@@ -554,6 +586,8 @@ namespace Parley
             if (_helloToken != null) hello.Set("token", _helloToken);
             else hello.Set("api_key", _opts.ApiKey);
             if (withEnc) hello.Set("enc", _codec.Name);
+            // PROTOCOL.md "State deltas": asked for per connection; a server without it sends full bodies.
+            if (_opts.StateDeltas) hello.Set("caps", JsonValue.Array("state_delta"));
             SendFrame(hello.Set("rid", _helloRid), 0);
         }
 
@@ -574,8 +608,13 @@ namespace Parley
                 case "welcome":
                     if (hasRid && rid == _helloRid) OnWelcome(obj);
                     return;
-                case "msg":
                 case "state":
+                    if (obj.Has("sid")) _streams.Full(obj);
+                    goto case "msg";
+                case "sd":
+                    OnStateDelta(obj);
+                    return;
+                case "msg":
                 case "presence":
                 {
                     Channel ch;
@@ -599,15 +638,47 @@ namespace Parley
                 case "error":
                     OnErrorFrame(obj, hasRid, rid);
                     return;
-                default:
-                {
-                    Call call;
-                    if (!hasRid || !_pending.TryGetValue(rid, out call)) return;
-                    _pending.Remove(rid);
-                    call.OnReply(obj);
+                case "pong":
+                    if (hasRid && _clockSamples.Answered(rid, _wall(), obj)) return; // one of the client's own pings
+                    OnReply(obj, hasRid, rid);
                     return;
-                }
+                default:
+                    OnReply(obj, hasRid, rid);
+                    return;
             }
+        }
+
+        private void OnReply(JsonValue obj, bool hasRid, long rid)
+        {
+            Call call;
+            if (!hasRid || !_pending.TryGetValue(rid, out call)) return;
+            _pending.Remove(rid);
+            call.OnReply(obj);
+        }
+
+        // PROTOCOL.md "State deltas": an `sd` becomes the full `state` it stands
+        // for. One that cannot be applied (no base: the client lost track;
+        // malformed) is dropped, never guessed at, and its channel joined again,
+        // which gives it full bodies; with an unknown sid (the frame does not say
+        // which channel) every joined channel.
+        private void OnStateDelta(JsonValue obj)
+        {
+            var t = _streams.Take(obj);
+            Channel ch = null;
+            if (t.Channel != null) _channels.TryGetValue(t.Channel, out ch);
+            if (t.Kind == StateStreams.Outcome.Applied)
+            {
+                if (ch != null) ch.OnEvent(t.State);
+                return;
+            }
+            // Sent before the server saw this channel's leave (a re-join is under way,
+            // or the application left): nothing to deliver. Once re-joined the server
+            // owes full bodies, so a stream without a base then is a lost track.
+            if (t.Kind == StateStreams.Outcome.Stale && (ch == null || !ch.IsJoined)) return;
+            EmitError(new ParleyException(ErrorCodes.BadFrame, t.Why));
+            if (t.Kind == StateStreams.Outcome.Unknown)
+                foreach (var c in _channelOrder.ToArray()) c.Resync();
+            else if (ch != null) ch.Resync();
         }
 
         private void OnErrorFrame(JsonValue obj, bool hasRid, long rid)
@@ -651,15 +722,22 @@ namespace Parley
             if (_stream && _helloEnc && obj.GetString("enc") == _codec.Name) _sendCodec = _codec;
             long hb;
             obj.TryGetLong("heartbeat_ms", out hb);
+            // A welcome without `caps` (an older server) grants nothing: full bodies.
+            var caps = new List<string>();
+            var capsValue = obj["caps"];
+            if (capsValue != null) foreach (var c in capsValue.Items) if (c.AsString != null) caps.Add(c.AsString);
             _welcome = new Welcome
             {
                 Conn = obj.GetString("conn"), User = obj.GetString("user"), Tenant = obj.GetString("tenant"),
                 HeartbeatMs = (int)Math.Min(Math.Max(hb, 0), int.MaxValue), Reconnect = _welcomes++ > 0,
-                Enc = _sendCodec.Name,
+                Enc = _sendCodec.Name, Caps = caps.AsReadOnly(), StateDeltas = caps.Contains("state_delta"),
             };
+            _streams.Clear(); // sids are the old connection's
+            _clockSamples.Reset();
             _attempt = 0;
             _authFailures = 0;
             StartLiveness(_opts.HeartbeatMs > 0 ? _opts.HeartbeatMs : _welcome.HeartbeatMs);
+            StartClockSync();
             var w = _welcome;
             Emit(Opened, w);
             var waiters = _connectWaiters.ToArray();
@@ -691,10 +769,36 @@ namespace Parley
                 if (epoch != _epoch || !IsOpen) return;
                 long quiet = Now - _lastRx;
                 if (quiet > limit) { Abandon(4000, "no traffic from the server"); return; }
-                if (quiet > period) SendFrame(JsonValue.Object().Set("op", "ping"), TakeRid());
+                if (quiet > period) TimedPing();
                 _liveTimer = Later(every, check);
             };
             _liveTimer = Later(every, check);
+        }
+
+        // ClockSyncMs > 0: a ping at once and then every ClockSyncMs, so ServerClock
+        // stays fresh (a game interpolating by server time wants that).
+        private void StartClockSync()
+        {
+            CancelTimer(ref _clockTimer);
+            int every = _opts.ClockSyncMs;
+            if (every <= 0) return;
+            int epoch = _epoch;
+            Action sync = null;
+            sync = () =>
+            {
+                _clockTimer = null;
+                if (epoch != _epoch || !IsOpen) return;
+                TimedPing();
+                _clockTimer = Later(Math.Max(100, every), sync);
+            };
+            sync();
+        }
+
+        // A ping whose pong only feeds the clock estimate (liveness, ClockSyncMs).
+        private void TimedPing()
+        {
+            long rid = TakeRid();
+            if (SendFrame(JsonValue.Object().Set("op", "ping"), rid)) _clockSamples.Sent(rid, _wall());
         }
 
         private void OnDrop(int code, string reason)
@@ -702,6 +806,8 @@ namespace Parley
             if (_state == ClientState.Closed) return;
             CancelTimer(ref _connectTimer);
             CancelTimer(ref _liveTimer);
+            CancelTimer(ref _clockTimer);
+            _streams.Clear();
             bool wasOpen = _state == ClientState.Open;
             // What was in flight goes back to the outbox (to be resent) or fails.
             var dropped = new ParleyException(ErrorCodes.Disconnected, "connection closed (" + code + ")");

@@ -178,6 +178,30 @@ namespace Parley
             return NewObject(new List<KeyValuePair<string, JsonValue>>(_members));
         }
 
+        // A copy that shares nothing changeable with this value (scalars cannot
+        // be changed, so they are shared): what the SDK keeps while handing the
+        // original to the application. Depth is bounded by the readers.
+        internal JsonValue DeepCopy()
+        {
+            switch (Type)
+            {
+                case JsonType.Array:
+                {
+                    var items = new List<JsonValue>(_items.Count);
+                    foreach (var v in _items) items.Add(v.DeepCopy());
+                    return NewArray(items);
+                }
+                case JsonType.Object:
+                {
+                    var members = new List<KeyValuePair<string, JsonValue>>(_members.Count);
+                    foreach (var kv in _members) members.Add(new KeyValuePair<string, JsonValue>(kv.Key, kv.Value.DeepCopy()));
+                    return NewObject(members);
+                }
+                default:
+                    return this;
+            }
+        }
+
         // ---- arrays ----
 
         /// <summary>Appends to an array and returns the array.</summary>
