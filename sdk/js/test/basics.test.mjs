@@ -1,32 +1,15 @@
 // The SDK against the real server: hello, join, publish and its ack, messages
 // in seq order (frames that are arrays and objects), presence, state
 // streaming, history, direct messages and the errors that are not retried.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WebSocket } from 'ws';
-import { ParleyClient, ParleyError } from '../src/index.js';
-import { ParleyServer, demoTenant, token, until } from './support/server.mjs';
+import { ParleyError } from '../src/index.js';
+import { serverForFile, demoTenant, until } from './support/server.mjs';
 
-let server;
-const clients = [];
-
-before(async () => {
-  server = new ParleyServer({
-    tenants: demoTenant({ more: '\n[tenants.demo.namespaces.quiet]\npresence = false\n' }),
-  });
-  await server.start();
+const file = serverForFile({
+  tenants: demoTenant({ more: '\n[tenants.demo.namespaces.quiet]\npresence = false\n' }),
 });
-
-after(async () => {
-  for (const c of clients) c.close();
-  await server.dispose();
-});
-
-function client(user, opts = {}) {
-  const c = new ParleyClient({ url: server.url, token: token(user), WebSocket, ...opts });
-  clients.push(c);
-  return c;
-}
+const { client } = file;
 
 test('connect resolves with the welcome of PROTOCOL.md', async () => {
   const c = client('alice');
@@ -123,7 +106,7 @@ test('POST /v1/send arrives as a direct event', async () => {
   await a.connect();
   const got = [];
   a.on('direct', (d) => got.push(d));
-  const r = await server.api('POST', '/v1/send', { user: 'dm-target', body: { hi: 1 } });
+  const r = await file.server.api('POST', '/v1/send', { user: 'dm-target', body: { hi: 1 } });
   assert.deepEqual(r, { status: 200, body: { delivered: 1 } });
   await until(() => got.length === 1, 5000, 'direct');
   assert.deepEqual(got[0], { op: 'direct', from: 'server', body: { hi: 1 } });

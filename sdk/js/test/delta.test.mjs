@@ -3,12 +3,15 @@
 // both encodings), what the client does with an `sd` it cannot apply (drops
 // it, re-joins the channel with `since`, never invents a body), the clock
 // estimate from pongs, and the same against the real server.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WebSocket } from 'ws';
 import { ParleyClient, applyStateDelta } from '../src/index.js';
 import { scriptedServer } from './support/scripted_server.mjs';
-import { ParleyServer, demoTenant, token, until } from './support/server.mjs';
+import { serverForFile, demoTenant, until } from './support/server.mjs';
+
+// The real server, for the tests at the end; every client is closed after
+// the file (track(): also the scripted ones, when a test fails before its close()).
+const file = serverForFile({ tenants: demoTenant({ more: 'state_delta = true\n' }) });
 
 const CH = 'world:7';
 const settle = () => new Promise((r) => setTimeout(r, 20));
@@ -44,7 +47,7 @@ test('applyStateDelta gives the applied column of the test vectors and leaves th
 async function deltaClient(net, opts = {}) {
   const client = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket,
     stateDeltas: true, ...opts });
-  clients.push(client); // closed by after() when a test fails before its close()
+  file.track(client);
   const ch = client.channel(CH);
   const got = [];
   const errors = [];
@@ -87,14 +90,14 @@ for (const encoding of ['json', 'msgpack']) {
 test('without stateDeltas the hello asks for nothing; a welcome without caps grants nothing', async () => {
   const net = scriptedServer({ caps: ['state_delta'] });
   const plain = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket });
-  clients.push(plain);
+  file.track(plain);
   await plain.connect();
   assert.equal(net.hellos[0].caps, undefined);
   assert.equal(plain.welcome.stateDeltas, false);
   plain.close();
   const old = scriptedServer(); // an older server: no caps in its welcome
   const asking = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: old.WebSocket, stateDeltas: true });
-  clients.push(asking);
+  file.track(asking);
   await asking.connect();
   assert.deepEqual(old.hellos[0].caps, ['state_delta']);
   assert.deepEqual([asking.welcome.caps, asking.welcome.stateDeltas], [[], false]);
@@ -183,7 +186,7 @@ test('an sd sent before the server saw a leave is dropped quietly; a base of a n
 test('pongs with ts give the clock: the offset of the smallest rtt, serverNow and toLocalTime', async () => {
   const net = scriptedServer();
   const client = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket });
-  clients.push(client);
+  file.track(client);
   await client.connect();
   assert.equal(client.clock, null);
   assert.equal(client.serverNow(), null);
@@ -210,7 +213,7 @@ test('pongs with ts give the clock: the offset of the smallest rtt, serverNow an
 test('clockSyncMs pings after the welcome and every period', async () => {
   const net = scriptedServer();
   const client = new ParleyClient({ url: 'ws://scripted.invalid/v1/ws', token: 't', WebSocket: net.WebSocket, clockSyncMs: 100 });
-  clients.push(client);
+  file.track(client);
   await client.connect();
   const first = await net.request(500);
   assert.equal(first.op, 'ping');
@@ -225,22 +228,7 @@ test('clockSyncMs pings after the welcome and every period', async () => {
 // The real server: a namespace with state_delta, a sender and two receivers,
 // one with deltas and one without. The delta one gets `sd` frames (seen on
 // the client's `frame` event) and both see the same full bodies in order.
-let server;
-const clients = [];
-before(async () => {
-  server = new ParleyServer({ tenants: demoTenant({ more: 'state_delta = true\n' }) });
-  await server.start();
-});
-after(async () => {
-  for (const c of clients) c.close();
-  await server.dispose();
-});
-
-function real(user, opts = {}) {
-  const c = new ParleyClient({ url: server.url, token: token(user), WebSocket, ...opts });
-  clients.push(c);
-  return c;
-}
+const real = file.client;
 
 for (const encoding of ['json', 'msgpack']) {
   test(`${encoding}: against the server, deltas are applied invisibly and states carry tick and ts`, async () => {

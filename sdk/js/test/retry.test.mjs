@@ -3,30 +3,13 @@
 // retry_ms; the SDK waits at least that long and resends with the same id.
 // That everything is then acknowledged once, in call order, and delivered
 // with no gap is sdk/conformance's rate_limited_retried, which runs this SDK.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { WebSocket } from 'ws';
-import { ParleyClient, backoffDelay, withJitter } from '../src/index.js';
-import { ParleyServer, demoTenant, token, until } from './support/server.mjs';
+import { backoffDelay, withJitter } from '../src/index.js';
+import { serverForFile, demoTenant, until } from './support/server.mjs';
 
-let server;
-const clients = [];
-
-before(async () => {
-  server = new ParleyServer({ tenants: demoTenant({ extra: 'publish_per_conn_sec = 5' }) });
-  await server.start();
-});
-
-after(async () => {
-  for (const c of clients) c.close();
-  await server.dispose();
-});
-
-function client(user, opts = {}) {
-  const c = new ParleyClient({ url: server.url, token: token(user), WebSocket, ...opts });
-  clients.push(c);
-  return c;
-}
+const { client } = serverForFile({ tenants: demoTenant({ extra: 'publish_per_conn_sec = 5' }) });
 
 test('a retry waits at least the retry_ms the server asked for', async () => {
   const pub = client('patient');
