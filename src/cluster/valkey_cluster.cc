@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cluster/valkey_broker.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/replies.h"
 #include "store/valkey/scripts.h"
@@ -27,61 +26,6 @@ using store::valkey::dedupe_field;
 using store::valkey::error_text;
 using store::valkey::format_command;
 using store::valkey::split_dedupe_field;
-
-// The store pushes every commit of a watched partition (any of its channels);
-// each goes to the listener that watches its channel here, if one does.
-class ValkeyBroker final : public Broker {
- public:
-  explicit ValkeyBroker(ValkeyStore& store) : store_(store) {
-    ValkeyStore::Feed feed;
-    feed.message = [this](const ChannelId& id, store::StoredMessage m) {
-      if (FeedListener* l = listener(id)) l->on_message(id, std::move(m));
-    };
-    feed.resync = [this](const ChannelId& id) {
-      if (FeedListener* l = listener(id)) l->on_resync(id);
-    };
-    feed.note = [this](const ChannelId& id, std::string note) {
-      if (FeedListener* l = listener(id)) l->on_note(id, std::move(note));
-    };
-    store_.set_feed(std::move(feed));
-  }
-
-  void watch(const ChannelId& id, FeedListener& l) override {
-    {
-      std::lock_guard lock(mu_);
-      auto& w = listeners_[id.key()];
-      w.listener = &l;
-      ++w.count;
-    }
-    store_.watch(id);
-  }
-  void unwatch(const ChannelId& id) override {
-    {
-      std::lock_guard lock(mu_);
-      auto it = listeners_.find(id.key());
-      if (it == listeners_.end()) return;
-      if (--it->second.count == 0) listeners_.erase(it);
-    }
-    store_.unwatch(id);
-  }
-  void publish_note(const ChannelId& id, std::string note) override { store_.publish_note(id, std::move(note)); }
-
- private:
-  FeedListener* listener(const ChannelId& id) {
-    const std::string& key = ChannelId::scratch_key(id.tenant, id.channel);
-    std::lock_guard lock(mu_);
-    auto it = listeners_.find(key);
-    return it == listeners_.end() ? nullptr : it->second.listener;
-  }
-
-  struct Watch {
-    FeedListener* listener = nullptr;
-    uint32_t count = 0;
-  };
-  ValkeyStore& store_;
-  std::mutex mu_;  // pushes come on the subscribers' loops, watches on the hub's and the topics'
-  std::unordered_map<std::string, Watch> listeners_;
-};
 
 // Presence: hash {t.pk}:m:<channel>, field <len(node)>:<node><user> -> expiry
 // ms; the key itself expires a minute after the last write.

@@ -1,13 +1,12 @@
 // The cluster of nodes sharing one valkey store (store/valkey/): the broker
-// is the store's partition feeds (sharded pub/sub channels, to which the
-// append script publishes each commit; valkey_feed.cc), each push handed to
-// the listener watching its channel; presence and leases are keys of the
-// channel's partition, sent with ValkeyStore::command() (the store's
+// subscribes to the store's partition feeds (sharded pub/sub channels, to
+// which the append script publishes each commit; valkey_broker.h), each push
+// handed to the listener watching its channel; presence and leases are keys of
+// the channel's partition, sent with ValkeyStore::command() (the store's
 // connections and routing: one connection per channel, redirects followed).
 //
 // Threads: any thread calls in; listeners and answers run on the store's
-// connection loops. Lives no longer than the store, and is made before the
-// first watch.
+// loops. Lives no longer than the store, and is made before the first watch.
 #pragma once
 
 #include <memory>

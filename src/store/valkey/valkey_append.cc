@@ -67,12 +67,8 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
       pool = route_locked(k.tag);
     }
     if (m.seq == 0 && opts_.wait_replicas == 0) script_feed = feed_name(k.feed, pool);
-    if (m.seq == 0) {
-      if (auto w = watched_.find(k.feed); w != watched_.end()) {
-        if (auto c = w->second.channels.find(req.key.key()); c != w->second.channels.end()) seen = c->second.seen;
-      }
-    }
   }
+  if (m.seq == 0) seen = followed_.seen(req.key);
   const bool waits = opts_.wait_replicas > 0 && pool;
   std::string cmd = format_command(
       {"EVALSHA", append_script().sha1, "6", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal, k.epoch,
@@ -122,7 +118,7 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
       wait_short_.fetch_add(1, std::memory_order_relaxed);
     }
     const ChannelKeys k = channel_keys(key, opts_.partitions);
-    if (out && seq0) note_seen(k, key, out->seq, out->epoch, false);
+    if (out && seq0) followed_.note_seen(key, out->seq, out->epoch, false);
     if (out && !out->dup && !publish.empty()) {
       msg.seq = out->seq;
       msg.epoch = out->epoch;

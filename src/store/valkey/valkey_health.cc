@@ -22,15 +22,8 @@ bool ValkeyStore::degraded() const {
 
 std::vector<std::pair<std::string, bool>> ValkeyStore::partition_stats() const {
   std::vector<std::pair<std::string, bool>> out;
+  const std::vector<std::string> tenants = followed_.tenants();
   std::lock_guard lock(route_mu_);
-  std::vector<std::string> tenants;
-  for (const auto& [feed, w] : watched_) {
-    const size_t dot = feed.rfind(".p", feed.find('}'));
-    if (dot == std::string::npos || dot < 1) continue;
-    std::string t = feed.substr(1, dot - 1);
-    if (std::find(tenants.begin(), tenants.end(), t) == tenants.end()) tenants.push_back(std::move(t));
-  }
-  std::sort(tenants.begin(), tenants.end());
   auto& self = const_cast<ValkeyStore&>(*this);  // route_locked only reads
   for (const auto& t : tenants) {
     for (uint32_t k = 0; k < opts_.partitions; ++k) {

@@ -105,8 +105,6 @@ size_t ValkeyStore::pool_index_locked(const HostPort& hp) {
 
 void ValkeyStore::apply_view(const ClusterView& view) {
   if (closed_.load()) return;
-  std::vector<std::function<void()>> posts;
-  std::vector<std::pair<ChannelId, uint64_t>> moved;  // followed channels and their seen
   {
     std::lock_guard lock(route_mu_);
     bool changed = false;
@@ -128,38 +126,36 @@ void ValkeyStore::apply_view(const ClusterView& view) {
       }
       spdlog::warn("valkey cluster: the map changed; slots now served by{}", masters);
     }
-    // Every watched feed where its slot lives now; one the node took away
-    // (on = null) too. The new subscription's confirmation makes the hub read
-    // what it may have missed.
-    for (auto& [feed, w] : watched_) {
-      const std::string tag = feed.substr(0, feed.find('}') + 1);
-      unsigned loop = 0;
-      auto sub = subscriber_locked(tag, loop);
-      if (!sub) continue;
-      std::string name = feed_name(feed, route_locked(tag));
-      if (sub.get() == w.on && name == w.name) continue;
-      // A new master for the partition: does it hold what this node saw?
-      for (const auto& [key, c] : w.channels) {
-        if (c.seen > 0) moved.emplace_back(c.id, c.seen);
-      }
-      if (w.on) {
-        for (auto& old : subscribers_) {
-          if (old.get() != w.on) continue;
-          // What the old channel carries is ignored from now on: a master that
-          // was hung may still run what it had buffered before it steps down,
-          // and publishes it under its old epoch.
-          posts.push_back([this, old, was = w.name, l = sub_loop_[old.get()]] {
-            loops_.run_on(l, [old, was] { old->unsubscribe(was); });
-          });
-        }
-      }
-      w.on = sub.get();
-      w.name = name;
-      posts.push_back([this, sub, name, loop] { loops_.run_on(loop, [sub, name] { sub->subscribe(name); }); });
-    }
   }
-  for (auto& p : posts) p();
-  if (!moved.empty()) check_losses(std::move(moved));
+  notify_routes();
+}
+
+void ValkeyStore::notify_routes() {
+  std::lock_guard lock(watcher_mu_);
+  if (watcher_) watcher_->routes_changed();
+}
+
+void ValkeyStore::set_route_watcher(RouteWatcher* w) {
+  std::lock_guard lock(watcher_mu_);
+  watcher_ = w;
+}
+
+void ValkeyStore::request_map() {
+  if (topology_) topology_->request();
+}
+
+std::string ValkeyStore::feed_name(const std::string& base, const NodePool* pool) const {
+  if (!opts_.cluster || !pool) return base;
+  return base + ":" + std::to_string(pool->epoch());
+}
+
+std::optional<FeedRoute> ValkeyStore::feed_route(const std::string& feed) {
+  std::lock_guard lock(route_mu_);
+  NodePool* pool = route_locked(feed.substr(0, feed.find('}') + 1));
+  if (!pool) return std::nullopt;
+  size_t i = 0;
+  while (nodes_[i].get() != pool) ++i;
+  return FeedRoute{i, pool->address(), feed_name(feed, pool)};
 }
 
 void ValkeyStore::check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels) {
@@ -169,7 +165,7 @@ void ValkeyStore::check_losses(std::vector<std::pair<ChannelId, uint64_t>> chann
     std::string cmd =
         format_command({"EVAL", check_loss_script().source, "2", k.seq, k.epoch, std::to_string(seen)});
     begin_op();
-    call(route(k.tag), id, k.tag, std::move(cmd), true, [this, k, id = id](Result<Reply> r) {
+    call(route(k.tag), id, k.tag, std::move(cmd), true, [this, id = id](Result<Reply> r) {
       const redisReply* x = r ? r.value().get() : nullptr;
       if (x && x->type == REDIS_REPLY_ARRAY && x->elements == 2 && x->element[0]->type == REDIS_REPLY_INTEGER &&
           x->element[0]->integer >= 0 && x->element[1]->type == REDIS_REPLY_INTEGER &&
@@ -178,7 +174,7 @@ void ValkeyStore::check_losses(std::vector<std::pair<ChannelId, uint64_t>> chann
         // next message gets the one after it.
         const auto last = static_cast<uint64_t>(x->element[0]->integer);
         const auto epoch = static_cast<uint32_t>(x->element[1]->integer);
-        if (note_seen(k, id, last, epoch, true)) log_loss(id, last + 1, epoch);
+        if (followed_.note_seen(id, last, epoch, true)) log_loss(id, last + 1, epoch);
       }
       end_op();
     });
@@ -331,9 +327,9 @@ void ValkeyStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, Recov
                                     k.dedupe_by_time, k.epoch, std::to_string(dedupe_cutoff_ms)});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
-       [this, k, key, done = std::move(done)](Result<Reply> r) mutable {
+       [this, key, done = std::move(done)](Result<Reply> r) mutable {
          auto rec = parse_recover(r);
-         if (rec) note_seen(k, key, rec->last_seq, rec->epoch, true);
+         if (rec) followed_.note_seen(key, rec->last_seq, rec->epoch, true);
          done(std::move(rec));
          end_op();
        });
@@ -347,9 +343,9 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
       {"XRANGE", k.history, std::to_string(after + 1), "+", "COUNT", std::to_string(limit)});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
-       [this, k, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
+       [this, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
          auto got = parse_entries(r, false);
-         if (got && !got->empty()) note_seen(k, key, got->back().seq, got->back().epoch, false);
+         if (got && !got->empty()) followed_.note_seen(key, got->back().seq, got->back().epoch, false);
          if (got && archive_) {
            fill_after(key, after, limit, std::move(*got), std::move(done));
          } else {
@@ -459,14 +455,8 @@ void ValkeyStore::shutdown() {
     for (auto& n : nodes_) pools.push_back(n.get());
   }
   for (auto* n : pools) n->close(1000);
-  std::vector<std::pair<std::shared_ptr<Subscriber>, unsigned>> subs;
-  {
-    std::lock_guard lock(route_mu_);
-    for (auto& sub : subscribers_) {
-      if (sub) subs.emplace_back(sub, sub_loop_[sub.get()]);
-    }
-  }
-  for (auto& [sub, loop] : subs) loops_.run_on(loop, [sub] { sub->close(); });
+  std::lock_guard lock(watcher_mu_);
+  if (watcher_) watcher_->store_closed();
 }
 
 void ValkeyStore::command(const ChannelId& id, std::string cmd, ReplyDone done) {

@@ -37,10 +37,13 @@
 // to what was asked is completed from it on the archive's reader threads, so the
 // callback then runs on one of those.
 //
-// Files: valkey_store.cc (open, routing, calls and their redirections, reads),
-// valkey_append.cc (appends), valkey_feed.cc (partition feeds), valkey_health.cc.
-// What the nodes share beside the log is src/cluster/'s (valkey_cluster.h):
-// its broker over the partition feeds, its presence and leases over command().
+// Files: valkey_store.cc (open, routing, calls and their redirections, reads,
+// the loss check), valkey_append.cc (appends, and the commit's publication),
+// valkey_health.cc. What the nodes share beside the log is src/cluster/'s
+// (valkey_cluster.h): its broker holds the partition feeds' subscriptions,
+// pushes and notes (valkey_broker.h), told where each feed lives by
+// feed_route() and sharing FollowedChannels with the append path; presence and
+// leases go over command().
 #pragma once
 
 #include <atomic>
@@ -50,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -58,9 +62,10 @@
 #include "runtime/loop_group.h"
 #include "store/store.h"
 #include "store/valkey/cluster_map.h"
+#include "store/valkey/feed_route.h"
+#include "store/valkey/followed_channels.h"
 #include "store/valkey/node_pool.h"
 #include "store/valkey/partition_map.h"
-#include "store/valkey/subscriber.h"
 #include "store/valkey/topology.h"
 
 namespace parley::store::postgres {
@@ -107,10 +112,6 @@ struct NodeStats {
   bool down = false;
 };
 
-// Logs that a channel's store lost acknowledged messages, its seqs going on
-// from `seq` under `epoch` (issue 30).
-void log_loss(const ChannelId& id, uint64_t seq, uint32_t epoch);
-
 class ValkeyStore final : public Store {
  public:
   // Checks the options; a cluster is discovered here (blocking, before the loops
@@ -129,28 +130,27 @@ class ValkeyStore final : public Store {
   bool assigns_seq() const override { return true; }
 
   // --- For the cluster's valkey implementation (cluster/valkey_cluster.h) ---
-  // Not the Store's: how the nodes sharing this store hear each other.
+  // Not the Store's: what the broker over the partition feeds
+  // (cluster/valkey_broker.h) needs of the store's map, and what the two share
+  // (feed_route.h, followed_channels.h).
   //
-  // The partition feeds. Where the store pushes what every node committed to a
-  // watched channel, and the notes nodes publish (set once, before the first
-  // watch; both run on the subscribers' loops):
-  // - message: one committed message of a watched channel (or of a channel that
-  //   shares its partition), in no particular order across channels, maybe
-  //   twice, maybe never (a lost push);
-  // - resync: the subscription covering a watched channel was (re)established;
-  //   anything committed before it may have been missed;
-  // - note: a payload some node published for a channel with publish_note.
-  struct Feed {
-    std::function<void(const ChannelId&, StoredMessage)> message;
-    std::function<void(const ChannelId&)> resync;
-    std::function<void(const ChannelId&, std::string)> note;
-  };
-  void set_feed(Feed feed) { feed_ = std::move(feed); }
-  // A watched channel's partition feed ({t.pk}:f) is SSUBSCRIBEd on the node
-  // serving its slot, while any of its channels is watched (counted).
-  void watch(const ChannelId& id);
-  void unwatch(const ChannelId& id);
-  void publish_note(const ChannelId& id, std::string note);
+  // Where the partition feed `feed` ({t.pk}:f, ChannelKeys::feed) lives now;
+  // nullopt while a cluster's map does not name its master yet.
+  std::optional<FeedRoute> feed_route(const std::string& feed);
+  // The channels the broker watches here, and what this node knows of each.
+  FollowedChannels& followed() { return followed_; }
+  // Told of every fresh map and of shutdown(); null: nobody. Set before the
+  // first watch; waits for a call to the previous watcher to return.
+  void set_route_watcher(RouteWatcher* w);
+  // The map may be stale (a feed the node took away, a subscriber connection
+  // that failed): a fresh one soon. Nothing without a cluster.
+  void request_map();
+  // The loss check for channels followed here on a partition that moved to
+  // another master, with what this node saw of each (routes_changed).
+  void check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels);
+  bool clustered() const { return opts_.cluster; }
+  bool closed() const { return closed_.load(); }
+  runtime::LoopGroup& loops() { return loops_; }
   // One command about `id` on the connection of its partition (channel_keys of
   // partitions()), sent again after MOVED / TRYAGAIN like a read; counted in
   // flush() and shutdown(); `done` on a loop (kUnavailable at once after
@@ -192,8 +192,8 @@ class ValkeyStore final : public Store {
   void call(NodePool* pool, const ChannelKey& key, const std::string& tag, std::string cmd,
             bool resend, ReplyDone done, Redirected redirected = nullptr);
   void on_moved(uint16_t slot, const HostPort& to);
-  // A fresh map from the Topology (its thread): routing, then every watched
-  // feed subscribed where its slot lives now.
+  // A fresh map from the Topology (its thread): routing, then the route
+  // watcher (which subscribes every watched feed where its slot lives now).
   void apply_view(const ClusterView& view);
   // Whether some node the map routes to does not answer (route_mu_ not held).
   bool degraded() const;
@@ -207,13 +207,6 @@ class ValkeyStore final : public Store {
                   std::vector<StoredMessage> recent, ReadDone done);
   void fill_before(const ChannelKey& key, uint64_t before, uint32_t limit,
                    std::vector<StoredMessage> recent, ReadDone done);
-  // The subscriber of the node serving `tag` (route_mu_ held), made on first use.
-  std::shared_ptr<Subscriber> subscriber_locked(const std::string& tag, unsigned& loop);
-  void on_feed_push(const std::string& feed_channel, std::string payload);
-  void on_feed_subscribed(const std::string& feed_channel);
-  // The node took a feed channel away (slot moved): subscribe where it lives now.
-  void on_feed_lost(const std::string& feed_channel);
-
   runtime::LoopGroup& loops_;
   ValkeyOptions opts_;
   ConnectionOptions conn_opts_;
@@ -251,41 +244,15 @@ class ValkeyStore final : public Store {
 
   static Error closed_error();
 
-  Feed feed_;  // set before the first watch
-  // Watched channels by partition feed channel, and where each feed is subscribed
-  // (guarded by route_mu_).
-  struct Followed {
-    ChannelId id;
-    uint32_t count = 0;  // watch() calls not yet unwatched
-    // The highest seq this node knows the store committed (its confirmed
-    // answers, pushes from the current master, history reads) and the epoch
-    // with it: an append or a loss check sends it, so that a master that lacks
-    // it (a replica promoted before it had everything) is found out.
-    uint64_t seen = 0;
-    uint32_t epoch = 1;
-  };
-  struct Watched {
-    std::unordered_map<std::string, Followed> channels;  // by ChannelId::key()
-    Subscriber* on = nullptr;
-    std::string name;  // the channel subscribed there (feed_name)
-  };
-  // Raises a watched channel's seen and epoch (route_mu_ not held); logs a
-  // loss (log_loss, seqs going on from `seq`) the first time its epoch is seen
-  // to go up here, and says whether it did.
-  // `quiet`: a channel's load reads its epoch; only a rise seen afterwards is news.
-  bool note_seen(const ChannelKeys& k, const ChannelKey& key, uint64_t seq, uint32_t epoch, bool quiet);
-  // The loss check for every channel followed here on a partition that moved to
-  // another master (apply_view, route_mu_ not held).
-  void check_losses(std::vector<std::pair<ChannelId, uint64_t>> channels);
+  FollowedChannels followed_;
+  std::mutex watcher_mu_;  // held while the watcher is called, so that it can be unset
+  RouteWatcher* watcher_ = nullptr;
+  // Tells the watcher of a fresh map (route_mu_ not held).
+  void notify_routes();
   // The pub/sub channel of a partition's feed `base` ({t.pk}:f) on `pool`: in a
   // cluster, base + ":<config epoch of the master>", so a new master means a new
   // channel (route_mu_ held, or a pool already looked up).
   std::string feed_name(const std::string& base, const NodePool* pool) const;
-  // "{t.pk}:f:<epoch>" -> "{t.pk}:f".
-  static std::string feed_base(const std::string& name) { return name.substr(0, name.find('}') + 3); }
-  std::unordered_map<std::string, Watched> watched_;
-  std::unordered_map<Subscriber*, unsigned> sub_loop_;
-  std::vector<std::shared_ptr<Subscriber>> subscribers_;  // one per entry of nodes_, made on first use
 };
 
 }  // namespace parley::store::valkey

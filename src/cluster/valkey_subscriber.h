@@ -24,9 +24,9 @@
 #include "common/host_port.h"
 #include "store/valkey/resp_socket.h"
 
-namespace parley::store::valkey {
+namespace parley::cluster {
 
-class Subscriber : public std::enable_shared_from_this<Subscriber>, private RespSocket::Owner {
+class Subscriber : public std::enable_shared_from_this<Subscriber>, private store::valkey::RespSocket::Owner {
  public:
   struct Handlers {
     std::function<void(const std::string& channel, std::string payload)> message;
@@ -51,14 +51,14 @@ class Subscriber : public std::enable_shared_from_this<Subscriber>, private Resp
 
  private:
   void on_socket_ready() override;
-  void on_socket_reply(Reply r) override;
+  void on_socket_reply(store::valkey::Reply r) override;
   void on_socket_failed(const std::string& why, Was was) override;
   bool on_socket_retry() override { return !wanted_.empty(); }
   std::shared_ptr<void> keepalive() override { return shared_from_this(); }
 
   Handlers handlers_;
-  RespSocket sock_;
+  store::valkey::RespSocket sock_;
   std::set<std::string> wanted_;
 };
 
-}  // namespace parley::store::valkey
+}  // namespace parley::cluster

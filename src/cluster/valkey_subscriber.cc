@@ -1,4 +1,4 @@
-#include "store/valkey/subscriber.h"
+#include "cluster/valkey_subscriber.h"
 
 #include <hiredis/hiredis.h>
 
@@ -8,9 +8,14 @@
 #include "store/valkey/partition_map.h"
 #include "store/valkey/resp_connection.h"
 
-namespace parley::store::valkey {
+namespace parley::cluster {
 
 namespace asio = boost::asio;
+using store::valkey::format_command;
+using store::valkey::key_slot;
+using store::valkey::parse_redirect;
+using store::valkey::Reply;
+using store::valkey::RespSocket;
 
 namespace {
 std::string str_of(const redisReply* r) {
@@ -88,4 +93,4 @@ void Subscriber::on_socket_failed(const std::string& why, Was was) {
 
 void Subscriber::close() { sock_.close(); }
 
-}  // namespace parley::store::valkey
+}  // namespace parley::cluster

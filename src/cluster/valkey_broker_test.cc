@@ -1,0 +1,155 @@
+// The broker over a valkey store's partition feeds (valkey_broker.h) against
+// a real redis-server: what a node hears of another's commits, and what the
+// channels it follows tell the store's appends.
+#include "cluster/valkey_broker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/store_test_util.h"
+#include "store/valkey/partition_map.h"
+#include "store/valkey/scripts.h"
+#include "support/redis_server.h"
+
+namespace parley::cluster {
+namespace {
+
+using store::AppendOutcome;
+using store::AppendRequest;
+using store::ChannelId;
+using store::ChannelKey;
+using store::StoredMessage;
+using store::testing::make_msg;
+using store::testing::make_req;
+using store::testing::read_after_sync;
+using store::testing::recover_sync;
+using store::valkey::ChannelKeys;
+using store::valkey::ValkeyOptions;
+using store::valkey::ValkeyStore;
+using store::valkey::channel_keys;
+using store::valkey::kLossJump;
+
+AppendOutcome append_outcome(store::Store& s, AppendRequest req) {
+  std::promise<AppendOutcome> p;
+  auto f = p.get_future();
+  s.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o)); });
+  return f.get();
+}
+
+std::unique_ptr<ValkeyStore> open_on(const std::vector<std::string>& nodes) {
+  ValkeyOptions o;
+  o.nodes = nodes;
+  auto r = ValkeyStore::open(store::testing::test_loops(), o);
+  return r ? std::move(*r) : nullptr;
+}
+
+// Hands what the broker says of a channel to the test's functions (on the
+// subscribers' loops).
+struct Listener final : FeedListener {
+  std::function<void(StoredMessage)> message;
+  std::function<void()> resync;
+  void on_message(const ChannelId&, StoredMessage m) override {
+    if (message) message(std::move(m));
+  }
+  void on_resync(const ChannelId&) override {
+    if (resync) resync();
+  }
+  void on_note(const ChannelId&, std::string) override {}
+};
+
+class ValkeyBrokerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto& redis = parley::testing::shared_redis();
+    ASSERT_TRUE(redis.ok()) << redis.why();
+    ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+    store_ = open_on({redis.address()});
+    ASSERT_NE(store_, nullptr);
+  }
+  const int64_t now_ = wall_ms();
+  const ChannelKey lobby_{"demo", "chat:lobby"};
+  std::unique_ptr<ValkeyStore> store_;
+};
+
+// A replica promoted before it had the last commits (asynchronous replication)
+// answers with a counter below what the nodes saw: the next append jumps past
+// every seq that may have been acknowledged, and the channel's epoch goes up in
+// the store, in the answer, in the history entry, in the push and in a load.
+TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpochEverywhere) {
+  auto& redis = parley::testing::shared_redis();
+  auto other = open_on({redis.address()});
+  ASSERT_NE(other, nullptr);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<StoredMessage> pushed;
+  bool subscribed = false;
+  Listener feed;
+  feed.message = [&](StoredMessage m) {
+    std::lock_guard lock(mu);
+    pushed.push_back(std::move(m));
+    cv.notify_all();
+  };
+  feed.resync = [&] {
+    std::lock_guard lock(mu);
+    subscribed = true;
+    cv.notify_all();
+  };
+  Listener quiet;
+  ValkeyBroker other_broker(*other);
+  ValkeyBroker broker(*store_);
+  other_broker.watch(lobby_, feed);
+  broker.watch(lobby_, quiet);  // this node follows the channel: it knows what it saw
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return subscribed; }));
+  }
+  for (uint64_t s = 1; s <= 5; ++s) {
+    auto out = append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "a" + std::to_string(s))));
+    ASSERT_TRUE(out.status());
+    EXPECT_EQ(out->epoch, 1u);
+  }
+  // What the promoted replica holds: seqs 1 and 2 only.
+  const ChannelKeys k = channel_keys(lobby_, 64);
+  ASSERT_EQ(redis.command({"SET", k.seq, "2"}), "OK");
+  ASSERT_EQ(redis.command({"XDEL", k.history, "3-0", "4-0", "5-0"}), "3");
+  auto out = append_outcome(*store_, make_req(lobby_, make_msg(0, now_, "u1", "b1")));
+  ASSERT_TRUE(out.status());
+  const uint64_t jumped = 5 + kLossJump + 1;
+  EXPECT_EQ(out->seq, jumped);
+  EXPECT_EQ(out->epoch, 2u);
+  EXPECT_EQ(redis.command({"GET", k.epoch}), "2");
+  auto stored = read_after_sync(*store_, lobby_, 2, 10);
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->front().seq, jumped);
+  EXPECT_EQ(stored->front().epoch, 2u);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] {
+      return !pushed.empty() && pushed.back().seq == jumped;
+    }));
+    EXPECT_EQ(pushed.back().epoch, 2u);
+    EXPECT_EQ(pushed.front().epoch, 0u);  // before the loss: not said (1)
+  }
+  auto rec = recover_sync(*other, lobby_, 0);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->last_seq, jumped);
+  EXPECT_EQ(rec->epoch, 2u);
+  // The other node saw only what the store still holds: no second jump.
+  auto next = append_outcome(*other, make_req(lobby_, make_msg(0, now_, "u2", "b2")));
+  ASSERT_TRUE(next.status());
+  EXPECT_EQ(next->seq, jumped + 1);
+  EXPECT_EQ(next->epoch, 2u);
+  other_broker.unwatch(lobby_);
+  broker.unwatch(lobby_);
+}
+
+}  // namespace
+}  // namespace parley::cluster
