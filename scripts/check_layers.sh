@@ -7,7 +7,10 @@
 #   usage requirements): every target sees all of src/ on its include path, so
 #   only this check notices a dependency the build files do not declare;
 # - a library of a folder links a library of a folder above it;
-# - a .cc file of src/ is built by no target of its folder's CMakeLists.txt.
+# - a .cc file of src/ is built by no target of its folder's CMakeLists.txt;
+# - code outside src/cluster/ knows how nodes talk: it includes a cluster
+#   implementation's header (cluster/valkey_*.h; only server/, which wires a
+#   deployment, may), or sends a feed subscription ("SSUBSCRIBE" in its code).
 # Reads the sources and the CMakeLists.txt files only (no configured build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -160,6 +163,9 @@ def owners(path, folder):
 
 
 include = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([a-z_]+)/', re.M)
+# How nodes talk is cluster/'s: above it code sees the interfaces (cluster.h).
+cluster_impl = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"(cluster/valkey_[a-z_]*\.h)"', re.M)
+subscribes = re.compile(r'"(S(?:UN)?SUBSCRIBE)\b')
 folders = sorted(d for d in os.listdir('src') if os.path.isdir(os.path.join('src', d)))
 for folder in folders:
     if folder not in rank:
@@ -175,6 +181,15 @@ for folder in folders:
             targets = owners(path, folder)
             if name.endswith('.cc') and not targets:
                 bad.append('%s is built by no target of src/%s/CMakeLists.txt' % (path, folder))
+            if folder != 'cluster':
+                for m in cluster_impl.finditer(text):
+                    if folder != 'server':
+                        bad.append('%s:%d includes %s: only cluster/ and server/ name a cluster implementation'
+                                   % (path, text.count('\n', 0, m.start()) + 1, m.group(1)))
+                m = subscribes.search(text)
+                if m:
+                    bad.append('%s:%d subscribes to a feed channel (%s): only cluster/ does'
+                               % (path, text.count('\n', 0, m.start()) + 1, m.group(1)))
             for m in include.finditer(text):
                 target = m.group(1)
                 if target == folder:

@@ -75,6 +75,16 @@ printf '#include "hub/hub.h"\n' >"$scratch/tree/src/hub/orphan.cc"
 expect_fail "a source no target builds" "src/hub/orphan.cc is built by no target of src/hub/CMakeLists.txt"
 
 fresh
+plant_include hub/shard.cc '#include "cluster/valkey_broker.h"'
+expect_fail "a cluster implementation named outside cluster/ and server/" \
+  "src/hub/shard.cc:1 includes cluster/valkey_broker.h: only cluster/ and server/ name a cluster implementation"
+
+fresh
+sed -i '1i const char* kSub = "SSUBSCRIBE";' "$scratch/tree/src/store/valkey/valkey_store.cc"
+expect_fail "a feed subscription outside cluster/" \
+  "src/store/valkey/valkey_store.cc:1 subscribes to a feed channel (SSUBSCRIBE): only cluster/ does"
+
+fresh
 mkdir "$scratch/tree/src/extra"
 expect_fail "a folder outside the layer list" "src/extra is not in the layer list"
 
