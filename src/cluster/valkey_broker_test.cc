@@ -10,6 +10,8 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -55,13 +57,16 @@ std::unique_ptr<ValkeyStore> open_on(const std::vector<std::string>& nodes) {
 struct Listener final : FeedListener {
   std::function<void(StoredMessage)> message;
   std::function<void()> resync;
+  std::function<void(const ChannelId&, std::string)> note;
   void on_message(const ChannelId&, StoredMessage m) override {
     if (message) message(std::move(m));
   }
   void on_resync(const ChannelId&) override {
     if (resync) resync();
   }
-  void on_note(const ChannelId&, std::string) override {}
+  void on_note(const ChannelId& id, std::string n) override {
+    if (note) note(id, std::move(n));
+  }
 };
 
 class ValkeyBrokerTest : public ::testing::Test {
@@ -149,6 +154,66 @@ TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpo
   EXPECT_EQ(next->epoch, 2u);
   other_broker.unwatch(lobby_);
   broker.unwatch(lobby_);
+}
+
+// A note one node publishes reaches the node watching the channel, and there
+// only that channel's listener, not another's of the same partition feed;
+// once it unwatches, nothing more arrives.
+TEST_F(ValkeyBrokerTest, ANoteReachesTheWatchingNodeOnlyWhileItWatches) {
+  auto& redis = parley::testing::shared_redis();
+  auto other = open_on({redis.address()});
+  ASSERT_NE(other, nullptr);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<ChannelId, std::string>> notes;
+  size_t misdelivered = 0;  // heard by the listener of another channel
+  bool subscribed = false;
+  Listener lobby, elsewhere;
+  lobby.resync = [&] {
+    std::lock_guard lock(mu);
+    subscribed = true;
+    cv.notify_all();
+  };
+  lobby.note = [&](const ChannelId& id, std::string n) {
+    std::lock_guard lock(mu);
+    notes.emplace_back(id, std::move(n));
+    cv.notify_all();
+  };
+  elsewhere.note = [&](const ChannelId&, std::string) {
+    std::lock_guard lock(mu);
+    ++misdelivered;
+  };
+  ValkeyBroker publisher(*store_);
+  ValkeyBroker watcher(*other);
+  // A channel of the same partition: its feed carries the lobby's notes too.
+  ChannelId hall{"demo", "chat:hall"};
+  for (int i = 0; store::valkey::partition_of(hall, 64) != store::valkey::partition_of(lobby_, 64); ++i) {
+    hall.channel = "chat:hall" + std::to_string(i);
+  }
+  watcher.watch(lobby_, lobby);
+  watcher.watch(hall, elsewhere);
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return subscribed; }));
+  }
+  publisher.publish_note(lobby_, "j node-a bob");
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return !notes.empty(); }));
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0].first, lobby_);
+    EXPECT_EQ(notes[0].second, "j node-a bob");
+  }
+  watcher.unwatch(lobby_);
+  watcher.unwatch(hall);
+  // Unwatched: the listeners hear nothing more (300 ms, many times what the
+  // first note took to arrive).
+  publisher.publish_note(lobby_, "l node-a bob");
+  publisher.publish_note(hall, "l node-a bob");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(notes.size(), 1u);
+  EXPECT_EQ(misdelivered, 0u);
 }
 
 }  // namespace
