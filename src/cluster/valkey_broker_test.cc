@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <future>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "store/store_test_util.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/scripts.h"
+#include "store/valkey/valkey_test_util.h"
 #include "support/redis_server.h"
 
 namespace parley::cluster {
@@ -28,29 +28,16 @@ using store::AppendRequest;
 using store::ChannelId;
 using store::ChannelKey;
 using store::StoredMessage;
+using store::testing::append_outcome;
 using store::testing::make_msg;
 using store::testing::make_req;
 using store::testing::read_after_sync;
 using store::testing::recover_sync;
 using store::valkey::ChannelKeys;
-using store::valkey::ValkeyOptions;
 using store::valkey::ValkeyStore;
 using store::valkey::channel_keys;
 using store::valkey::kLossJump;
-
-AppendOutcome append_outcome(store::Store& s, AppendRequest req) {
-  std::promise<AppendOutcome> p;
-  auto f = p.get_future();
-  s.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o)); });
-  return f.get();
-}
-
-std::unique_ptr<ValkeyStore> open_on(const std::vector<std::string>& nodes) {
-  ValkeyOptions o;
-  o.nodes = nodes;
-  auto r = ValkeyStore::open(store::testing::test_loops(), o);
-  return r ? std::move(*r) : nullptr;
-}
+using store::valkey::testing::open_on;
 
 // Hands what the broker says of a channel to the test's functions (on the
 // subscribers' loops).
@@ -69,18 +56,21 @@ struct Listener final : FeedListener {
   }
 };
 
+// Two nodes' stores on one fresh redis-server.
 class ValkeyBrokerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto& redis = parley::testing::shared_redis();
     ASSERT_TRUE(redis.ok()) << redis.why();
     ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-    store_ = open_on({redis.address()});
-    ASSERT_NE(store_, nullptr);
+    for (auto* s : {&store_, &other_}) {
+      *s = open_on({redis.address()});
+      ASSERT_NE(*s, nullptr);
+    }
   }
   const int64_t now_ = wall_ms();
   const ChannelKey lobby_{"demo", "chat:lobby"};
-  std::unique_ptr<ValkeyStore> store_;
+  std::unique_ptr<ValkeyStore> store_, other_;
 };
 
 // A replica promoted before it had the last commits (asynchronous replication)
@@ -89,8 +79,6 @@ class ValkeyBrokerTest : public ::testing::Test {
 // the store, in the answer, in the history entry, in the push and in a load.
 TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpochEverywhere) {
   auto& redis = parley::testing::shared_redis();
-  auto other = open_on({redis.address()});
-  ASSERT_NE(other, nullptr);
   std::mutex mu;
   std::condition_variable cv;
   std::vector<StoredMessage> pushed;
@@ -107,7 +95,7 @@ TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpo
     cv.notify_all();
   };
   Listener quiet;
-  ValkeyBroker other_broker(*other);
+  ValkeyBroker other_broker(*other_);
   ValkeyBroker broker(*store_);
   other_broker.watch(lobby_, feed);
   broker.watch(lobby_, quiet);  // this node follows the channel: it knows what it saw
@@ -143,12 +131,12 @@ TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpo
     EXPECT_EQ(pushed.back().epoch, 2u);
     EXPECT_EQ(pushed.front().epoch, 0u);  // before the loss: not said (1)
   }
-  auto rec = recover_sync(*other, lobby_, 0);
+  auto rec = recover_sync(*other_, lobby_, 0);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, jumped);
   EXPECT_EQ(rec->epoch, 2u);
   // The other node saw only what the store still holds: no second jump.
-  auto next = append_outcome(*other, make_req(lobby_, make_msg(0, now_, "u2", "b2")));
+  auto next = append_outcome(*other_, make_req(lobby_, make_msg(0, now_, "u2", "b2")));
   ASSERT_TRUE(next.status());
   EXPECT_EQ(next->seq, jumped + 1);
   EXPECT_EQ(next->epoch, 2u);
@@ -160,9 +148,6 @@ TEST_F(ValkeyBrokerTest, ACounterBehindWhatThisNodeSawJumpsPastItAndRaisesTheEpo
 // only that channel's listener, not another's of the same partition feed;
 // once it unwatches, nothing more arrives.
 TEST_F(ValkeyBrokerTest, ANoteReachesTheWatchingNodeOnlyWhileItWatches) {
-  auto& redis = parley::testing::shared_redis();
-  auto other = open_on({redis.address()});
-  ASSERT_NE(other, nullptr);
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<ChannelId, std::string>> notes;
@@ -184,7 +169,7 @@ TEST_F(ValkeyBrokerTest, ANoteReachesTheWatchingNodeOnlyWhileItWatches) {
     ++misdelivered;
   };
   ValkeyBroker publisher(*store_);
-  ValkeyBroker watcher(*other);
+  ValkeyBroker watcher(*other_);
   // A channel of the same partition: its feed carries the lobby's notes too.
   ChannelId hall{"demo", "chat:hall"};
   for (int i = 0; store::valkey::partition_of(hall, 64) != store::valkey::partition_of(lobby_, 64); ++i) {

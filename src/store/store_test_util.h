@@ -66,6 +66,14 @@ inline Status append_sync(Store& store, AppendRequest req) {
   return f.get();
 }
 
+// Appends and waits for the whole outcome (seq, dup, epoch).
+inline AppendOutcome append_outcome(Store& store, AppendRequest req) {
+  std::promise<AppendOutcome> p;
+  auto f = p.get_future();
+  store.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o)); });
+  return f.get();
+}
+
 // The asynchronous calls, waited for (tests run off the event loops).
 inline Result<ChannelRecovery> recover_sync(Store& store, const ChannelKey& key,
                                             int64_t cutoff_ms) {

@@ -15,11 +15,13 @@
 #include "store/store_test_util.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/scripts.h"
+#include "store/valkey/valkey_test_util.h"
 #include "support/redis_server.h"
 
 namespace parley::store::valkey {
 namespace {
 
+using store::testing::append_outcome;
 using store::testing::append_sync;
 using store::testing::make_msg;
 using store::testing::make_req;
@@ -28,23 +30,7 @@ using store::testing::recover_sync;
 using store::testing::seqs_of;
 using store::testing::seq_range;
 using store::testing::TempDir;
-
-AppendOutcome append_outcome(Store& s, AppendRequest req) {
-  std::promise<AppendOutcome> p;
-  auto f = p.get_future();
-  s.append(std::move(req), [&p](AppendOutcome o) { p.set_value(std::move(o)); });
-  return f.get();
-}
-
-std::unique_ptr<ValkeyStore> open_on(const std::vector<std::string>& nodes, bool cluster = false,
-                                     uint32_t timeout_ms = 2000) {
-  ValkeyOptions o;
-  o.nodes = nodes;
-  o.cluster = cluster;
-  o.command_timeout_ms = timeout_ms;
-  auto r = ValkeyStore::open(store::testing::test_loops(), o);
-  return r ? std::move(*r) : nullptr;
-}
+using testing::open_on;
 
 class ValkeyStoreTest : public ::testing::Test {
  protected:
