@@ -88,6 +88,9 @@ class DedupeTable {
   // Heap bytes held: slot array and arenas (capacity, not size).
   size_t memory_bytes() const;
 
+  // The seeded hash of the table's keys (DedupeIndex's fingerprints too).
+  static uint64_t seeded_hash(std::string_view key);
+
  private:
   struct Slot {
     uint32_t tag = 0;     // high 32 bits of the hash
@@ -115,7 +118,6 @@ class DedupeTable {
   class Packed;  // a key's Stored form, with the buffer it needs
 
   uint64_t hash(const Stored& key) const;
-  static uint64_t seeded_hash(std::string_view key);
   bool live(const Slot& s) const {
     return s.bucket != 0 && s.bucket != kErased && s.bucket >= first_serial_;
   }

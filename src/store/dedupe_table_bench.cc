@@ -1,6 +1,7 @@
 // The dedupe window's memory and speed: DedupeTable against the map it replaced
 // (hub/channel.h until issue 11: unordered_map<string, entry> keyed "from\0id" plus
-// a deque of (ts, key copy) for expiry, reproduced here as it was).
+// a deque of (ts, key copy) for expiry, reproduced here as it was), and the
+// topic partitions' DedupeIndex (fingerprint + offset, no key; issue 31).
 //
 // Each iteration fills one channel's window with `ids` entries (5,000 ids/s over the
 // default 120 s window is 600,000) of one key style, then looks every one up. Counters: bytes_per_id is the heap in use (glibc mallinfo2, so allocator
@@ -17,6 +18,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "store/dedupe_index.h"
 #include "store/dedupe_key.h"
 #include "store/dedupe_table.h"
 
@@ -100,8 +102,35 @@ void BM_DedupeTable(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n * 2);
 }
 
+// Lookups are of fingerprints only: the confirming read of a hit is the
+// partition's (a retry's cost, not every event's).
+void BM_DedupeIndex(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  g_style = static_cast<int>(state.range(1));
+  double per_id = 0, reported = 0;
+  std::vector<uint64_t> found;
+  for (auto _ : state) {
+    const size_t before = heap_in_use();
+    auto* x = new parley::store::DedupeIndex(120'000);
+    for (int i = 0; i < n; ++i) {
+      x->insert(x->fingerprint(parley::store::DedupeKey(from_of(i), id_of(i))), i + 1, kT0 + i / 5);
+    }
+    per_id = double(heap_in_use() - before) / n;
+    reported = double(x->memory_bytes()) / n;
+    for (int i = 0; i < n; ++i) {
+      x->find(x->fingerprint(parley::store::DedupeKey(from_of(i), id_of(i))), found);
+      benchmark::DoNotOptimize(found.data());
+    }
+    delete x;
+  }
+  state.counters["bytes_per_id"] = per_id;
+  state.counters["memory_bytes_per_id"] = reported;
+  state.SetItemsProcessed(state.iterations() * n * 2);
+}
+
 BENCHMARK(BM_OldMapWindow)->ArgsProduct({{1'000, 600'000}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DedupeTable)->ArgsProduct({{1'000, 600'000}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DedupeIndex)->ArgsProduct({{1'000, 600'000}, {0, 1}})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

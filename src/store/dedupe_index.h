@@ -1,0 +1,105 @@
+// DedupeIndex: the dedupe window of one topic partition, holding no keys: per
+// remembered id, a 64-bit fingerprint of its DedupeKey and its offset.
+//
+// Why not DedupeTable (dedupe_table.h), which channels keep: it holds every key
+// (~42 B per id for 15-byte keys, ~57 B for UUID ids), and a partition remembers
+// every id of the last `dedupe_window_s` (100,000 events/s over 120 s: 12 million
+// ids, half a gigabyte). A partition's log can answer what a channel's window
+// cannot: every event of the window is in it, at its offset, until retention
+// removes it (docs/operations.md: give a topic a retention that covers its dedupe
+// window). So the index keeps only the fingerprint and the offset, and a hit is a
+// candidate, never an answer: the owner reads the event at that offset and
+// compares the whole key (events/partition.cc). Two ids with one fingerprint are
+// two entries, and a candidate whose event is another one, or gone, is no
+// duplicate: a collision can cost a read, never a distinct event.
+//
+// Layout: an open-addressing array of 12-byte slots (linear probing, load
+// 0.25-0.8): the fingerprint and the offset as 32 bits above a base (`base_`,
+// moved when a rehash meets an offset 2^32 above it). Expiry by time as
+// DedupeTable's: offsets grow with time in a log, so each time bucket (1/16 of the
+// window) is only a range of offsets; a bucket is dropped whole once its newest
+// entry is older than the window, which raises the floor below which slots are
+// dead (probes step over them, inserts reuse them, a rehash leaves them out).
+//
+// Cost: 12 B of slot at a load of 0.4-0.8 (15-30 B per id), whatever the key.
+// Measured in dedupe_table_bench (BM_DedupeIndex).
+//
+// Owned by one partition's loop; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "store/dedupe_key.h"
+
+namespace parley::store {
+
+class DedupeIndex {
+ public:
+  using HashFn = uint64_t (*)(std::string_view);
+  // window_ms: an entry is remembered at least this long after its ts.
+  explicit DedupeIndex(int64_t window_ms);
+
+  // The fingerprint of `key`: a seeded 64-bit hash (DedupeTable's), or the
+  // function set_hash() gave (tests force collisions with it).
+  uint64_t fingerprint(const DedupeKey& key) const { return hash_(key.bytes()); }
+  void set_hash(HashFn hash);
+
+  // The offset of every entry with fingerprint `fp` in the window, into `out`
+  // (cleared first): candidates to confirm.
+  void find(uint64_t fp, std::vector<uint64_t>& out) const;
+
+  // Remembers (fp, seq) as of ts_ms. A log's order: `seq` above every seq
+  // inserted before (one that is not joins the bucket of its offset; one below
+  // the expired floor is not kept).
+  void insert(uint64_t fp, uint64_t seq, int64_t ts_ms);
+  // Forgets the entry (fp, seq) (an append that failed); false when absent.
+  bool erase(uint64_t fp, uint64_t seq);
+
+  // Drops the buckets whose newest entry is older than now_ms - window, oldest
+  // first, stopping at a bucket that holds a seq >= keep_seq (entries still being
+  // written stay answerable however old).
+  void expire(int64_t now_ms, uint64_t keep_seq = UINT64_MAX);
+
+  void clear();
+  size_t size() const { return live_; }
+  // Heap bytes held: slot array and buckets (capacity, not size).
+  size_t memory_bytes() const;
+
+ private:
+  struct Slot {
+    uint32_t fp_lo = 0;
+    uint32_t fp_hi = 0;
+    uint32_t rel = 0;  // seq - base_ + 1; 0: never used; kErased: erased
+  };
+  // A time bucket: the seqs from first_seq up to the next bucket's first_seq.
+  struct Bucket {
+    int64_t first_ts = 0;
+    int64_t last_ts = 0;
+    uint64_t first_seq = 0;
+    uint64_t count = 0;  // live entries in it
+  };
+  static constexpr uint32_t kErased = UINT32_MAX;
+
+  static uint64_t fp_of(const Slot& s) { return uint64_t{s.fp_hi} << 32 | s.fp_lo; }
+  uint64_t seq_of(const Slot& s) const { return base_ + s.rel - 1; }
+  bool live(const Slot& s) const { return s.rel != 0 && s.rel != kErased && seq_of(s) >= floor_; }
+  // The bucket holding `seq` (buckets_ not empty, seq >= its first).
+  Bucket& bucket_of(uint64_t seq);
+  // New slot array for `live_entries`, its offsets above `base`.
+  void rehash(size_t live_entries, uint64_t base);
+
+  HashFn hash_;
+  int64_t window_ms_;
+  int64_t bucket_ms_;
+  std::vector<Slot> slots_;  // size 0 or a power of two
+  size_t used_ = 0;          // slots ever written since the last rehash (live + dead)
+  size_t live_ = 0;
+  uint64_t base_ = 0;
+  uint64_t floor_ = 0;       // entries below this seq have expired
+  uint64_t last_seq_ = 0;    // highest seq inserted
+  std::vector<Bucket> buckets_;  // oldest first
+};
+
+}  // namespace parley::store
