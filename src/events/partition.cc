@@ -73,6 +73,7 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
                          ? std::numeric_limits<uint32_t>::max() / 2
                          : static_cast<uint32_t>(cfg.retention)),
       log_(store.assigns_seq(), int64_t{cfg.dedupe_window_s} * 1000),
+      window_(int64_t{cfg.dedupe_window_s} * 1000),
       metrics_(metrics) {
   if (log_.store_numbers()) {
     follow(follow_opts);
@@ -99,8 +100,12 @@ void Partition::recover(std::function<void()> then) {
       }
       recent_.clear();
       recent_bytes_ = 0;
+      // The log's own window stays empty: this partition keeps its ids in window_.
+      std::vector<store::DedupeEntry> ids;
+      if (!log_.store_numbers()) ids.swap(rec->dedupe);
       // What the feed brought while the recovery read goes out after the cut.
       recovered_cut_ = log_.recovered(*rec);
+      refill_window(ids);
       then();
     });
   });
@@ -146,26 +151,57 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
     });
     return;
   }
+  if (held_.empty()) {
+    uint64_t off = 0;
+    if (place(from, e, now_ms, fn, batch, {}, off)) return;
+    held_.push_back(Held{from, std::move(e), now_ms, std::move(fn), {}});
+    return confirm(off);
+  }
+  // Behind an append whose id is being confirmed: placed after it, in order.
+  held_.push_back(Held{from, std::move(e), now_ms, std::move(fn), {}});
+}
+
+bool Partition::place(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
+                      LandingFn& fn, StoreBatch& batch, const std::vector<uint64_t>& ruled_out,
+                      uint64_t& read_off) {
   store::DedupeKey key;
   if (!e.id.empty() && cfg_.dedupe_window_s > 0) {
-    log_.expire(now_ms);
+    window_.expire(now_ms, log_.committed() + 1);
     key = store::DedupeKey(from, e.id);
-    uint64_t off = 0;
-    switch (log_.seen(key, off, [&] { return std::move(fn); })) {
-      case Log::Seen::kWaits:
-        return;  // the original is still being written: answered once it is
-      case Log::Seen::kDuplicate:
-        return fn(store::Appended{off, true});
-      case Log::Seen::kNew:
-        break;
+    window_.find(window_.fingerprint(key), candidates_);
+    uint64_t committed_candidate = 0;
+    for (const uint64_t off : candidates_) {
+      if (std::find(ruled_out.begin(), ruled_out.end(), off) != ruled_out.end()) continue;
+      if (off <= log_.committed()) {
+        if (committed_candidate == 0) committed_candidate = off;
+        continue;
+      }
+      const Pending* original = log_.inflight_at(off);
+      if (original != nullptr && original->key == key) {
+        // The original is still being written: answered once it is.
+        log_.wait_for(off, std::move(fn));
+        return true;
+      }
+    }
+    if (committed_candidate != 0) {
+      // Only the store holds that event's key now.
+      read_off = committed_candidate;
+      return false;
     }
   }
   const uint64_t off = log_.next_seq();
   std::string body = stored_body(e);
   std::string item = encode_item(off, now_ms, from, e.id, body);
-  log_.append(std::move(key), now_ms, Pending{std::move(item), e.type, std::move(e.body), std::move(fn), {}});
-  store::AppendRequest req{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
-                           limit_for(off, now_ms), cfg_.dedupe_window_s, 0};
+  if (!key.empty()) window_.insert(window_.fingerprint(key), off, now_ms);
+  log_.append({}, now_ms,
+              Pending{std::move(item), e.type, std::move(e.body), std::move(fn), {}, std::move(key), off});
+  submit(store::AppendRequest{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
+                              limit_for(off, now_ms), cfg_.dedupe_window_s, 0},
+         batch);
+  return true;
+}
+
+void Partition::submit(store::AppendRequest req, StoreBatch& batch) {
   if (inbox_ == nullptr) {
     batch.emplace_back(std::move(req), [this](store::AppendOutcome out) {
       loops_.run_on(loop_, [this, out = std::move(out)]() mutable { on_appended(std::move(out)); });
@@ -175,6 +211,64 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
   batch.emplace_back(std::move(req), [inbox = inbox_, p = p_](store::AppendOutcome out) {
     inbox->push(Appended{p, std::move(out)});
   });
+}
+
+void Partition::confirm(uint64_t off) {
+  confirming_ = true;
+  store_.read_after(id_, off - 1, 1, [this, off](Result<std::vector<store::StoredMessage>> r) {
+    loops_.run_on(loop_, [this, off, r = std::move(r)]() mutable {
+      confirming_ = false;
+      PARLEY_CHECK(!held_.empty());
+      Held& h = held_.front();
+      if (!r) {
+        // Whether it is a duplicate cannot be told: the client retries it.
+        LandingFn fn = std::move(h.fn);
+        held_.pop_front();
+        fn(store::AppendOutcome{Error{ErrorCode::kUnavailable, "store unavailable", 1000}});
+      } else if (!r->empty() && r->front().seq == off && r->front().from == h.from &&
+                 r->front().id == h.e.id) {
+        LandingFn fn = std::move(h.fn);
+        held_.pop_front();
+        fn(store::Appended{off, true});
+      } else {
+        // Another event with the same fingerprint, or one retention removed
+        // (docs/operations.md: an id is remembered while its event is kept).
+        h.ruled_out.push_back(off);
+      }
+      drain_held();
+    });
+  });
+}
+
+void Partition::drain_held() {
+  StoreBatch batch;
+  while (!held_.empty() && !confirming_) {
+    Held& h = held_.front();
+    uint64_t off = 0;
+    if (!log_.ready()) {
+      // The log failed meanwhile: answered as its appends in flight were.
+      LandingFn fn = std::move(h.fn);
+      held_.pop_front();
+      fn(store::AppendOutcome{Error{ErrorCode::kUnavailable, "store unavailable", 1000}});
+    } else if (place(h.from, h.e, h.now_ms, h.fn, batch, h.ruled_out, off)) {
+      held_.pop_front();
+    } else {
+      confirm(off);
+    }
+  }
+  // In offset order, as placed; after every append placed before the hold.
+  if (!batch.empty()) store_.append_many(std::move(batch));
+}
+
+void Partition::refill_window(std::vector<store::DedupeEntry>& ids) {
+  window_.clear();
+  std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+  std::string key;
+  for (const auto& e : ids) {
+    key.clear();
+    store::DedupeKey::append(key, e.from, e.id);
+    window_.insert(window_.fingerprint(key), e.seq, e.ts_ms);
+  }
 }
 
 void Partition::on_appended(store::AppendOutcome out) {
@@ -202,6 +296,8 @@ void Partition::on_appended(store::AppendOutcome out) {
       // answered), or a duplicate the store found (delivered, or coming, as its
       // first append). A shared store's failure undoes nothing: the script did
       // not run, or its answer was lost and the event arrives like any other.
+      // Server numbering: the failed offset is given again, not its id.
+      if (!f.key.empty()) window_.erase(window_.fingerprint(f.key), f.off);
       f.done(done.outcome);
       if (!done.waiters.empty()) {
         const auto again = done.for_waiters();

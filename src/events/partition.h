@@ -2,10 +2,18 @@
 // Store as the channel (tenant, "<topic>\x1f<p>"): the same interface, records,
 // recovery and retention as a channel's history, not a second storage engine.
 //
-// Its offsets, dedupe window, appends in flight, recovery and failure rules are
-// a seqlog::SequencedLog, as a channel's (seqlog/sequenced_log.h: on a store
+// Its offsets, appends in flight, recovery and failure rules are a
+// seqlog::SequencedLog, as a channel's (seqlog/sequenced_log.h: on a store
 // shared by several nodes the store numbers the log and the partition follows
 // it, watching the partition's feed for its whole life).
+//
+// Its dedupe window is its own (when the server numbers the log): a
+// store::DedupeIndex of fingerprints and offsets, no keys (dedupe_index.h says
+// why). An id whose fingerprint is in the window is compared with the append in
+// flight at that offset, or, once committed, with the event the store holds there
+// (one read); the append waits for that read, and so does every later append of
+// the partition, which keeps them in the order they came. Only a retry (or a
+// fingerprint collision) costs the read.
 //
 // Owned by its topic's loop (topic.h): only that loop touches it. It feeds its
 // cursors (tails and group members) in offset order with no
@@ -31,6 +39,7 @@
 #include "runtime/loop_group.h"
 #include "events/event_service.h"
 #include "seqlog/sequenced_log.h"
+#include "store/dedupe_index.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
 
@@ -106,6 +115,9 @@ class Partition {
   size_t cursors() const { return cursors_.size(); }
   // Where the partition lives in the store (a rebuild reads it back).
   const store::ChannelId& store_id() const { return id_; }
+  // Replaces the dedupe window's fingerprint (before the first append; tests
+  // force collisions with it).
+  void set_fingerprint_for_tests(store::DedupeIndex::HashFn fn) { window_.set_hash(fn); }
 
   // Shared store only (see above): an event some node committed (the broker's
   // feed, which `listener` hears and hands here on this loop), and a
@@ -128,9 +140,32 @@ class Partition {
     std::string body;
     LandingFn done;
     store::StoredMessage stored;  // shared store: what was sent (seq from the answer)
+    store::DedupeKey key;         // server numbering: (from, id), empty without an id
+    uint64_t off = 0;             // server numbering: the offset it was given
+  };
+  // An append waiting for a dedupe confirmation: its own (the first) or one
+  // before it.
+  struct Held {
+    std::string from;
+    protocol::EmitEvent e;
+    int64_t now_ms = 0;
+    LandingFn fn;
+    std::vector<uint64_t> ruled_out;  // offsets read and found to be other events
   };
   using Log = seqlog::SequencedLog<Pending, LandingFn, store::StoredMessage>;
 
+  // Server numbering: appends `e` into `batch`, or answers it (a duplicate of
+  // one in flight waits for it). False, with `read_off` the offset to read, when
+  // its fingerprint names a committed event not in `ruled_out`: nothing is done.
+  bool place(const std::string& from, protocol::EmitEvent& e, int64_t now_ms, LandingFn& fn,
+             StoreBatch& batch, const std::vector<uint64_t>& ruled_out, uint64_t& read_off);
+  // Reads the event at `off` for the first held append, then drains.
+  void confirm(uint64_t off);
+  // Places the held appends in order until one needs a read.
+  void drain_held();
+  void submit(store::AppendRequest req, StoreBatch& batch);
+  // The window from a recovery's entries (in offset order).
+  void refill_window(std::vector<store::DedupeEntry>& ids);
   // A committed event into the ring of recent ones.
   void push_recent(uint64_t off, std::string item);
   // Shared store: an event committed by any node, in offset order.
@@ -161,6 +196,10 @@ class Partition {
   uint64_t keep_from_ = 1;
 
   Log log_;
+  store::DedupeIndex window_;
+  std::vector<uint64_t> candidates_;  // scratch of place()
+  std::deque<Held> held_;
+  bool confirming_ = false;  // the first held append's read is out
   uint64_t recovered_cut_ = 0;
   // The newest committed events, encoded as `events` items.
   struct Recent {

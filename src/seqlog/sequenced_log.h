@@ -167,6 +167,17 @@ class SequencedLog {
     waiters_[seq].push_back(make_waiter());
     return Seen::kWaits;
   }
+  // Server numbering: the append in flight with `seq`, or null (an owner that
+  // keeps its own window compares what its Pending holds).
+  Pending* inflight_at(uint64_t seq) {
+    if (store_numbers_ || inflight_.empty() || seq < inflight_.front().seq) return nullptr;
+    const uint64_t i = seq - inflight_.front().seq;
+    if (i >= inflight_.size() || inflight_[i].seq != seq) return nullptr;
+    return &inflight_[i].pending;
+  }
+  // Server numbering: `w` is answered at the completion of the append in flight
+  // with `seq`, as a duplicate seen() found waiting on it is.
+  void wait_for(uint64_t seq, Waiter w) { waiters_[seq].push_back(std::move(w)); }
   // The seq the next append gets (server numbering), for what it encodes.
   uint64_t next_seq() const { return last_ + 1; }
   // An append goes to the store; the owner sends it with the returned seq (0:

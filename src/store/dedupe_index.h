@@ -44,6 +44,8 @@ class DedupeIndex {
   // The fingerprint of `key`: a seeded 64-bit hash (DedupeTable's), or the
   // function set_hash() gave (tests force collisions with it).
   uint64_t fingerprint(const DedupeKey& key) const { return hash_(key.bytes()); }
+  // The same, of a key's bytes (DedupeKey::append).
+  uint64_t fingerprint(std::string_view key_bytes) const { return hash_(key_bytes); }
   void set_hash(HashFn hash);
 
   // The offset of every entry with fingerprint `fp` in the window, into `out`
