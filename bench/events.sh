@@ -12,7 +12,7 @@
 #   PRESET defaults to hunt-20k; PARLEY_BIN / PARLEY_BENCH_BIN override the binaries
 #   (defaults: build/src/server/parley, build/tools/bench/parley-bench);
 #   KEEP_LOG=FILE keeps the server's log there (RocksDB's "Stopping writes" lines);
-#   TOPIC_LOG=segment|rocksdb sets [server] topic_log (default: the server's, rocksdb).
+#   TOPIC_LOG=segment|rocksdb sets [server] topic_log (default: the server's: segment on its fresh data directory).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"

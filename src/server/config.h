@@ -70,7 +70,9 @@ struct ServerConfig {
   std::string fsync = "never";            // never | always
   // Where the embedded store keeps topic partitions: rocksdb | segment (the
   // segment log, store/segment/segment_log.h; docs/operations.md "Topic log").
-  std::string topic_log = "rocksdb";
+  // Empty (unset): segment, or rocksdb on a data directory written before that
+  // was the default (Server::open_stores).
+  std::string topic_log;
   // A start whose store recovery finds damaged data refuses (exit 1) unless set:
   // then it starts with what is readable and bumps the epoch (docs/operations.md).
   bool accept_data_loss = false;

@@ -109,6 +109,29 @@ Status Server::start() {
 
 bool Server::store_answers() const { return !valkey_ || valkey_->health().writable; }
 
+namespace {
+
+// [server] topic_log, or when unset the segment log, except on a data directory
+// whose store was written before the segment log was the default (a RocksDB
+// database and no segments folder): its topics stay in RocksDB, where their
+// history is readable (docs/operations.md "Topic log").
+store::TopicLog topic_log_for(const std::string& configured, const std::string& store_dir) {
+  if (configured == "segment") return store::TopicLog::kSegment;
+  if (configured == "rocksdb") return store::TopicLog::kRocksDb;
+  std::error_code ec;
+  if (std::filesystem::exists(store_dir + "/CURRENT", ec) &&
+      !std::filesystem::exists(store_dir + "/segments", ec)) {
+    spdlog::info("store: topic partitions stay in RocksDB: {} was written before topic_log = "
+                 "\"segment\" was the default (set topic_log to choose; docs/operations.md "
+                 "\"Topic log\")",
+                 store_dir);
+    return store::TopicLog::kRocksDb;
+  }
+  return store::TopicLog::kSegment;
+}
+
+}  // namespace
+
 Status Server::open_stores() {
   // The stores forget an idle channel only after the hub has unloaded it.
   const int64_t forget_ms = 2 * idle_ms();
@@ -125,7 +148,7 @@ Status Server::open_stores() {
   eo.dir = config_.data_dir + "/store";
   eo.fsync = config_.fsync == "always" ? store::FsyncMode::kAlways : store::FsyncMode::kNever;
   eo.accept_data_loss = config_.accept_data_loss;
-  eo.topic_log = config_.topic_log == "segment" ? store::TopicLog::kSegment : store::TopicLog::kRocksDb;
+  eo.topic_log = topic_log_for(config_.topic_log, eo.dir);
   eo.is_partition = [](const store::ChannelId& id) {
     return events::parse_partition_channel(id.channel).has_value();
   };

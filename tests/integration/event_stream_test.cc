@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -460,6 +463,55 @@ TEST(EventDurability, NothingAcknowledgedIsLostWhenTheServerIsKilled) {
       }
     }
   }
+}
+
+// The segment log is the default (issue 31), but not for a data directory
+// written before it was: there the topics stay in RocksDB, their events readable
+// and their ids remembered across the upgrade. A fresh directory gets segments.
+TEST(EventDurability, ADataDirectoryFromBeforeTheSegmentDefaultKeepsItsTopicsReadable) {
+  // This test chooses topic_log itself (or leaves it unset), whatever the run's.
+  struct RestoreEnv {
+    std::optional<std::string> was;
+    RestoreEnv() {
+      if (const char* v = std::getenv("PARLEY_TEST_TOPIC_LOG")) was = v;
+      ::unsetenv("PARLEY_TEST_TOPIC_LOG");
+    }
+    ~RestoreEnv() {
+      if (was) ::setenv("PARLEY_TEST_TOPIC_LOG", was->c_str(), 1);
+    }
+  } restore;
+  ServerSpec before = spec();
+  before.server_extra = "topic_log = \"rocksdb\"";  // what an earlier build did unset
+  ServerProcess server(before);
+  server.start();
+  std::vector<TestEvent> evs;
+  for (int i = 0; i < 8; ++i) evs.push_back({"k" + std::to_string(i), "up-" + std::to_string(i), "1"});
+  auto gs = game_server(server);
+  gs->send(emit_frame("hunt", evs, 1));
+  const auto offs = emitted_offs(gs->expect("emitted"));
+  ASSERT_EQ(offs.size(), evs.size());
+  gs.reset();
+  server.terminate();
+  ASSERT_EQ(server.wait_exit(15s), 0) << server.log();
+
+  server.write_config(spec());  // topic_log unset
+  server.start();
+  EXPECT_FALSE(std::filesystem::exists(server.dir() + "/data/store/segments"));
+  auto reader = game_server(server);
+  const auto got = tail_all(*reader, "hunt", evs.size());
+  EXPECT_EQ(got.size(), evs.size()) << "the events written before the upgrade";
+  auto again = game_server(server);
+  again->send(emit_frame("hunt", evs, 2));
+  const std::string r = again->expect("emitted");
+  EXPECT_EQ(emitted_offs(r), offs) << r;
+  for (bool d : emitted_dups(r)) EXPECT_TRUE(d) << r;
+
+  ServerProcess fresh(spec());
+  fresh.start();
+  auto c = game_server(fresh);
+  c->send(emit_frame("hunt", evs, 1));
+  EXPECT_EQ(emitted_offs(c->expect("emitted")).size(), evs.size());
+  EXPECT_TRUE(std::filesystem::exists(fresh.dir() + "/data/store/segments"));
 }
 
 // Topics on the valkey store (issue 10: "event topics live there too"): a

@@ -59,7 +59,7 @@ void ServerProcess::write_config_text(std::ostream& cfg) const {
   cfg << "store = \"" << spec_.store << "\"\ndata_dir = \"" << dir_ << "/data\"\n"
       << "log_level = \"" << spec_.log_level << "\"\n";
   // The topic tests run once per topic log (tests/CMakeLists.txt registers the
-  // second run with PARLEY_TEST_TOPIC_LOG=segment): the same tests, another engine.
+  // second run with PARLEY_TEST_TOPIC_LOG=rocksdb): the same tests, another engine.
   const char* topic_log = std::getenv("PARLEY_TEST_TOPIC_LOG");
   if (topic_log != nullptr && *topic_log != '\0' && spec_.store == "embedded" &&
       spec_.server_extra.find("topic_log") == std::string::npos) {
