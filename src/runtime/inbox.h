@@ -53,7 +53,7 @@ class Inbox {
     if (TailScope::defer_on(loop_, [](void* self) { static_cast<Inbox*>(self)->run(); }, this)) {
       return;
     }
-    if (TailScope::defer_post([](void* self) { static_cast<Inbox*>(self)->post(); }, this)) return;
+    if (TailScope::defer([](void* self) { static_cast<Inbox*>(self)->post(); }, this)) return;
     post();
   }
 

@@ -13,10 +13,6 @@
 // around a group commit's completion callbacks, so that what they hand to the
 // loops (runtime::Inbox) is posted once per round (inbox.h).
 //
-// At a scope's end its posts to other loops (defer_post: runtime::Inbox) go
-// first, then its work: the other loops start on theirs while this one sends
-// its own fan-out.
-//
 // A scope nested in another leaves its work to the outermost one, except a
 // batch's scope (kOwnTail: each runtime::Inbox drain opens one): what a batch
 // causes runs at the batch's end, also inside a bigger task, so a fan-out
@@ -59,15 +55,15 @@ class TailScope {
   using Fn = void (*)(void*);
   enum OwnTail { kOwnTail };
 
-  TailScope() : mark_(kNoMark), post_mark_(kNoMark) { ++depth_; }
+  TailScope() : mark_(kNoMark) { ++depth_; }
   // Runs what is deferred inside it at its own end, nested or not.
-  explicit TailScope(OwnTail) : mark_(tail_.size()), post_mark_(posts_.size()) { ++depth_; }
+  explicit TailScope(OwnTail) : mark_(tail_.size()) { ++depth_; }
   ~TailScope() {
     // Still counted while its tail runs: what the tail defers joins it.
     if (depth_ == 1) {
       end_task();
     } else if (mark_ != kNoMark) {
-      run_from(mark_, post_mark_);
+      run_from(mark_);
     }
     --depth_;
   }
@@ -79,13 +75,6 @@ class TailScope {
   static bool defer(Fn fn, void* arg) {
     if (depth_ == 0) return false;
     tail_.push_back({fn, arg});
-    return true;
-  }
-  // defer() for a post to another loop: at the scope's end these go first,
-  // before its deferred work, so the other loops start on theirs meanwhile.
-  static bool defer_post(Fn fn, void* arg) {
-    if (depth_ == 0) return false;
-    posts_.push_back({fn, arg});
     return true;
   }
   // defer() for work that must run on `loop`: only when the calling thread is
@@ -116,15 +105,13 @@ class TailScope {
     void* arg;
   };
   static constexpr size_t kNoMark = static_cast<size_t>(-1);
-  static void run_from(size_t mark, size_t post_mark);
+  static void run_from(size_t mark);
   static void end_task();
 
   size_t mark_;  // kOwnTail: where its tail starts; kNoMark: the outermost runs it
-  size_t post_mark_;  // the same for its posts
 
   static constinit thread_local int depth_;
   static thread_local std::vector<Item> tail_;
-  static thread_local std::vector<Item> posts_;
   static thread_local std::vector<std::weak_ptr<CorkedWriter>> corked_;
 };
 

@@ -174,22 +174,6 @@ TEST(TailScopeTest, ABatchsScopeRunsItsOwnWorkAtItsEndInsideABiggerTask) {
   EXPECT_FALSE(TailScope::active());
 }
 
-TEST(TailScopeTest, PostsToOtherLoopsGoBeforeTheDeferredWork) {
-  std::vector<std::string> log;
-  struct Step {
-    std::vector<std::string>* log;
-    const char* what;
-    static void run(void* s) { static_cast<Step*>(s)->log->push_back(static_cast<Step*>(s)->what); }
-  } work{&log, "work"}, post{&log, "post"};
-  {
-    TailScope task;
-    EXPECT_TRUE(TailScope::defer(&Step::run, &work));
-    EXPECT_TRUE(TailScope::defer_post(&Step::run, &post));
-  }
-  EXPECT_EQ(log, (std::vector<std::string>{"post", "work"}));
-  EXPECT_FALSE(TailScope::defer_post(&Step::run, &post));  // no scope: the caller posts
-}
-
 // A writer that records when it was written.
 struct RecordingWriter final : CorkedWriter {
   RecordingWriter(int id, std::vector<std::string>* log) : id(id), log(log) {}
