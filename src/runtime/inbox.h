@@ -18,7 +18,7 @@
 // A drain is a batch's scope of its own (TailScope::kOwnTail): what the batch
 // defers (its posts to other loops, work for this loop) runs at the drain's
 // end, even when the drain runs inside a bigger task. Outside any scope (a
-// posted drain) that end is the task's end, corked writes included.
+// posted drain) that end is the task's end.
 //
 // The mutex guards only the vector swap and push, never the drain.
 #pragma once

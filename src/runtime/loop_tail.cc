@@ -4,7 +4,6 @@ namespace parley::runtime {
 
 constinit thread_local int TailScope::depth_ = 0;
 thread_local std::vector<TailScope::Item> TailScope::tail_;
-thread_local std::vector<std::weak_ptr<CorkedWriter>> TailScope::corked_;
 
 void TailScope::run_from(size_t mark) {
   for (size_t i = mark; i < tail_.size(); ++i) {
@@ -12,22 +11,6 @@ void TailScope::run_from(size_t mark) {
     item.fn(item.arg);
   }
   tail_.resize(mark);
-}
-
-void TailScope::end_task() {
-  // Writing defers nothing today; the loop keeps the order if it ever does.
-  do {
-    run_from(0);
-    flush_corked();
-  } while (!tail_.empty());
-}
-
-void TailScope::flush_corked() {
-  // By index: a write may cork another writer (it joins this flush).
-  for (size_t i = 0; i < corked_.size(); ++i) {
-    if (auto w = corked_[i].lock()) w->write_corked();
-  }
-  corked_.clear();
 }
 
 }  // namespace parley::runtime

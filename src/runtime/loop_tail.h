@@ -1,5 +1,4 @@
-// The end of a task: work a task leaves for its end instead of posting it, and
-// the point where the bytes it corked leave.
+// Work a loop task leaves for its own end instead of posting it.
 //
 // A read handler opens a TailScope around the frames it handles. Work those
 // frames cause on the same loop that would otherwise be a posted task of its
@@ -19,36 +18,19 @@
 // drain that takes a batch first (hub::TickBatcher::set_before_drain) sends
 // what the batch delivered.
 //
-// Corked writes (an ack: net::Connection::send_corked) are the task's last
-// step: the outermost scope's end writes every writer corked in the task, in
-// the order corked, after its deferred work. A fan-out drain is the flush
-// point of its own (flush_corked), so the acks go before everyone's
-// deliveries and each in one write with its connection's delivery.
-//
-// Everything here is per thread: a scope, its tail and its corked writers
-// belong to the thread that opened it. Outside a scope defer() refuses and the
-// caller posts, so code that runs from timers, other loops' hand-offs or tests
-// keeps its posted path; a cork there posts the flush point. Work deferred while the
-// tail runs joins the same tail; callers guard their deferrals with the flags
-// they had for their posts (one drain at a time), which bounds it.
+// Everything here is per thread: a scope and its tail belong to the thread
+// that opened it. Outside a scope defer() refuses and the caller posts, so
+// code that runs from timers, other loops' hand-offs or tests keeps its posted
+// path. Work deferred while the tail runs joins the same tail; callers guard
+// their deferrals with the flags they had for their posts (one drain at a
+// time), which bounds it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <cstddef>
-#include <memory>
 #include <vector>
 
 namespace parley::runtime {
-
-// What holds corked bytes (net::Connection): written at the flush point.
-class CorkedWriter {
- public:
-  virtual void write_corked() = 0;
-
- protected:
-  ~CorkedWriter() = default;
-};
 
 class TailScope {
  public:
@@ -61,7 +43,7 @@ class TailScope {
   ~TailScope() {
     // Still counted while its tail runs: what the tail defers joins it.
     if (depth_ == 1) {
-      end_task();
+      run_from(0);
     } else if (mark_ != kNoMark) {
       run_from(mark_);
     }
@@ -85,20 +67,6 @@ class TailScope {
   }
   static bool active() { return depth_ != 0; }
 
-  // `w` (on this thread's loop, `ex`) holds corked bytes: written at the
-  // task's flush point. Outside a scope the first cork posts that point to
-  // `ex` (a fan-out drain posted before it comes first and writes them). The
-  // caller corks once per flush (net::Connection keeps a flag).
-  template <typename Executor>
-  static void cork(std::weak_ptr<CorkedWriter> w, const Executor& ex) {
-    const bool first = corked_.empty();
-    corked_.push_back(std::move(w));
-    if (depth_ == 0 && first) boost::asio::post(ex, [] { flush_corked(); });
-  }
-  // The flush point: writes what every writer corked so far holds, in the
-  // order they corked.
-  static void flush_corked();
-
  private:
   struct Item {
     Fn fn;
@@ -106,13 +74,11 @@ class TailScope {
   };
   static constexpr size_t kNoMark = static_cast<size_t>(-1);
   static void run_from(size_t mark);
-  static void end_task();
 
   size_t mark_;  // kOwnTail: where its tail starts; kNoMark: the outermost runs it
 
   static constinit thread_local int depth_;
   static thread_local std::vector<Item> tail_;
-  static thread_local std::vector<std::weak_ptr<CorkedWriter>> corked_;
 };
 
 }  // namespace parley::runtime

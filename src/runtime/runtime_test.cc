@@ -174,65 +174,6 @@ TEST(TailScopeTest, ABatchsScopeRunsItsOwnWorkAtItsEndInsideABiggerTask) {
   EXPECT_FALSE(TailScope::active());
 }
 
-// A writer that records when it was written.
-struct RecordingWriter final : CorkedWriter {
-  RecordingWriter(int id, std::vector<std::string>* log) : id(id), log(log) {}
-  void write_corked() override { log->push_back("write " + std::to_string(id)); }
-  int id;
-  std::vector<std::string>* log;
-};
-
-TEST(TailScopeTest, CorkedWritersAreWrittenAtTheTasksEndAfterItsWorkInOrder) {
-  boost::asio::io_context io;
-  std::vector<std::string> log;
-  auto a = std::make_shared<RecordingWriter>(1, &log);
-  auto b = std::make_shared<RecordingWriter>(2, &log);
-  struct Work {
-    std::vector<std::string>* log;
-    static void run(void* w) { static_cast<Work*>(w)->log->push_back("work"); }
-  } work{&log};
-  {
-    TailScope task;
-    TailScope::cork(a, io.get_executor());
-    {
-      TailScope batch(TailScope::kOwnTail);  // not the task's end: no write
-      TailScope::cork(b, io.get_executor());
-      TailScope::defer(&Work::run, &work);
-    }
-    EXPECT_EQ(log, (std::vector<std::string>{"work"}));
-  }
-  EXPECT_EQ(log, (std::vector<std::string>{"work", "write 1", "write 2"}));
-  EXPECT_EQ(io.poll(), 0u);  // nothing was posted
-}
-
-TEST(TailScopeTest, AFlushPointWritesEarlierAndACorkOutsideAScopePostsOneWrite) {
-  boost::asio::io_context io;
-  std::vector<std::string> log;
-  auto a = std::make_shared<RecordingWriter>(1, &log);
-  auto b = std::make_shared<RecordingWriter>(2, &log);
-  {
-    TailScope task;
-    TailScope::cork(a, io.get_executor());
-    TailScope::flush_corked();  // a fan-out drain's flush point
-    EXPECT_EQ(log, (std::vector<std::string>{"write 1"}));
-  }
-  EXPECT_EQ(log.size(), 1u);  // written once
-  log.clear();
-  TailScope::cork(a, io.get_executor());
-  TailScope::cork(b, io.get_executor());
-  EXPECT_TRUE(log.empty());
-  EXPECT_EQ(io.poll(), 1u);  // one posted flush for both
-  EXPECT_EQ(log, (std::vector<std::string>{"write 1", "write 2"}));
-  // A writer gone before its flush is skipped.
-  log.clear();
-  auto gone = std::make_shared<RecordingWriter>(3, &log);
-  TailScope::cork(gone, io.get_executor());
-  gone.reset();
-  io.restart();
-  EXPECT_EQ(io.poll(), 1u);
-  EXPECT_TRUE(log.empty());
-}
-
 TEST(OutboxTest, TasksForAnotherLoopKeepTheirOrderAndArePostedAtTheScopesEnd) {
   LoopGroup loops(2);
   loops.start();
