@@ -2,28 +2,23 @@
 //
 // A read handler opens a TailScope around the frames it handles. Work those
 // frames cause on the same loop that would otherwise be a posted task of its
-// own (a shard's request inbox, its replies to this loop, the fan-out drain)
-// is deferred to the scope's end: it runs in the same task, in the order it
-// was deferred, right after the handler's own work. Each posted task costs a
+// own (the shard's request inbox, its outbox flush, the fan-out drain) is
+// deferred to the scope's end: it runs in the same task, in the order it was
+// deferred, right after the handler's own work. Each posted task costs a
 // dispatch and, in Asio's scheduler, a non-blocking epoll_wait before it
 // (issue 9: a message at threads = 1 was one read task and three chained
 // posts); deferred, a message is one task and one epoll_wait, like the floor.
+//
 // A thread that is not a loop opens one too: the embedded store's writer
 // around a group commit's completion callbacks, so that what they hand to the
 // loops (runtime::Inbox) is posted once per round (inbox.h).
 //
-// A scope nested in another leaves its work to the outermost one, except a
-// batch's scope (kOwnTail: each runtime::Inbox drain opens one): what a batch
-// causes runs at the batch's end, also inside a bigger task, so a fan-out
-// drain that takes a batch first (hub::TickBatcher::set_before_drain) sends
-// what the batch delivered.
-//
-// Everything here is per thread: a scope and its tail belong to the thread
-// that opened it. Outside a scope defer() refuses and the caller posts, so
-// code that runs from timers, other loops' hand-offs or tests keeps its posted
-// path. Work deferred while the tail runs joins the same tail; callers guard
-// their deferrals with the flags they had for their posts (one drain at a
-// time), which bounds it.
+// Everything here is per thread: a scope and its tail belong to the
+// thread that opened it. Outside a scope defer() refuses and the caller posts
+// as before, so code that runs from timers, other loops' hand-offs or tests
+// keeps its old path. Work deferred while the tail runs joins the same tail;
+// callers guard their deferrals with the flags they had for their posts
+// (one drain, one flush, one inbox run at a time), which bounds it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -35,19 +30,11 @@ namespace parley::runtime {
 class TailScope {
  public:
   using Fn = void (*)(void*);
-  enum OwnTail { kOwnTail };
 
-  TailScope() : mark_(kNoMark) { ++depth_; }
-  // Runs what is deferred inside it at its own end, nested or not.
-  explicit TailScope(OwnTail) : mark_(tail_.size()) { ++depth_; }
+  TailScope() { ++depth_; }
+  // The outermost scope runs the tail.
   ~TailScope() {
-    // Still counted while its tail runs: what the tail defers joins it.
-    if (depth_ == 1) {
-      run_from(0);
-    } else if (mark_ != kNoMark) {
-      run_from(mark_);
-    }
-    --depth_;
+    if (--depth_ == 0 && !tail_.empty()) run_tail();
   }
   TailScope(const TailScope&) = delete;
   TailScope& operator=(const TailScope&) = delete;
@@ -72,10 +59,7 @@ class TailScope {
     Fn fn;
     void* arg;
   };
-  static constexpr size_t kNoMark = static_cast<size_t>(-1);
-  static void run_from(size_t mark);
-
-  size_t mark_;  // kOwnTail: where its tail starts; kNoMark: the outermost runs it
+  static void run_tail();
 
   static constinit thread_local int depth_;
   static thread_local std::vector<Item> tail_;
