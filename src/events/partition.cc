@@ -165,10 +165,12 @@ bool Partition::place(const std::string& from, protocol::EmitEvent& e, int64_t n
                       LandingFn& fn, StoreBatch& batch, const std::vector<uint64_t>& ruled_out,
                       uint64_t& read_off) {
   store::DedupeKey key;
+  uint64_t fp = 0;  // key's fingerprint: found, then inserted under it
   if (!e.id.empty() && cfg_.dedupe_window_s > 0) {
     window_.expire(now_ms, log_.committed() + 1);
     key = store::DedupeKey(from, e.id);
-    window_.find(window_.fingerprint(key), candidates_);
+    fp = window_.fingerprint(key);
+    window_.find(fp, candidates_);
     uint64_t committed_candidate = 0;
     for (const uint64_t off : candidates_) {
       if (std::find(ruled_out.begin(), ruled_out.end(), off) != ruled_out.end()) continue;
@@ -192,7 +194,7 @@ bool Partition::place(const std::string& from, protocol::EmitEvent& e, int64_t n
   const uint64_t off = log_.next_seq();
   std::string body = stored_body(e);
   std::string item = encode_item(off, now_ms, from, e.id, body);
-  if (!key.empty()) window_.insert(window_.fingerprint(key), off, now_ms);
+  if (!key.empty()) window_.insert(fp, off, now_ms);
   log_.append({}, now_ms,
               Pending{std::move(item), e.type, std::move(e.body), std::move(fn), {}, std::move(key), off});
   submit(store::AppendRequest{id_, store::StoredMessage{off, now_ms, from, e.id, std::move(body)},
