@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Lower layers first. A folder may include itself and any folder before it.
-layers=(common protocol auth tenant runtime store cluster seqlog metrics net hub events session persist upstream api server)
+layers=(common protocol auth tenant runtime store cluster seqlog metrics net hub events session persist upstream hooks api server)
 
 exec python3 - "${layers[@]}" <<'PY'
 import os, re, sys

@@ -113,6 +113,28 @@
   X(valkey_topology, kCounter, "parley_valkey_topology_total", "kind",                     \
     "valkey cluster: slot maps read (kind: read) and those that moved a slot or a master's " \
     "epoch (kind: changed), e.g. after a failover.")                                      \
+  X(hook_requests, kCounter, "parley_hook_requests_total", "hook",                         \
+    "Hook requests sent to the app server (hook: tenant/namespace/kind, tenant/connect).") \
+  X(hook_allowed, kCounter, "parley_hook_allowed_total", "hook",                           \
+    "Hook requests the app server allowed unchanged.")                                     \
+  X(hook_modified, kCounter, "parley_hook_modified_total", "hook",                         \
+    "Pub hook requests the app server allowed with a new body.")                           \
+  X(hook_denied, kCounter, "parley_hook_denied_total", "hook",                             \
+    "Hook requests the app server denied.")                                                \
+  X(hook_timeouts, kCounter, "parley_hook_timeouts_total", "hook",                         \
+    "Hook requests not answered within their hook_*_timeout_ms.")                          \
+  X(hook_failures, kCounter, "parley_hook_failures_total", "hook",                         \
+    "Hook requests that failed: app server unreachable, a non-2xx status or a bad answer.") \
+  X(hook_failed_open, kCounter, "parley_hook_failed_open_total", "hook",                   \
+    "Timeouts and failures allowed because the hook fails open.")                          \
+  X(hook_backpressure, kCounter, "parley_hook_backpressure_total", "hook",                 \
+    "Asks refused with backpressure: hook_*_max_inflight and hook_*_queue were full.")     \
+  X(hook_answered, kCounter, "parley_hook_answered_total", "hook",                         \
+    "Hook requests the app server answered (any status): the count of the latency sum.")  \
+  X(hook_latency_us, kCounter, "parley_hook_latency_microseconds_total", "hook",           \
+    "Sum of the time from ask to answer of answered hook requests, queueing included.")   \
+  X(hook_inflight, kGauge, "parley_hook_inflight", "hook",                                 \
+    "Hook asks waiting for a decision (on the wire or queued).")                                   \
   X(valkey_wait_short, kCounter, "parley_valkey_wait_short_total", "",                     \
     "valkey store, wait_replicas > 0: appends answered unavailable because fewer replicas " \
     "than asked confirmed them within wait_timeout_ms.")

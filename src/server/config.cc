@@ -353,6 +353,36 @@ void read_persist(const toml::table& t, PersistConfig& c, Problems& problems) {
   }
 }
 
+// The keys of one hook (PROTOCOL.md "Hooks"): `hook_<kind>` and its
+// `hook_<kind>_timeout_ms`, `_fail`, `_max_inflight`, `_queue`. False when
+// `key` is none of them.
+bool read_hook_key(std::string_view key, const toml::node& v, const std::string& path,
+                   std::string_view kind, HookConfig& hook, Status& s) {
+  const std::string base = "hook_" + std::string(kind);
+  if (!key.starts_with(base)) return false;
+  const std::string_view rest = key.substr(base.size());
+  if (rest.empty()) {
+    s = read_string(v, path, hook.url);
+    if (s && !hook.url.empty() && !hook.url.starts_with("http://")) {
+      s = bad(path + " must be an http:// URL");
+    }
+  } else if (rest == "_timeout_ms") {
+    s = read_uint(v, path, 1, 60'000, hook.timeout_ms);
+  } else if (rest == "_fail") {
+    std::string mode;
+    s = read_string(v, path, mode);
+    if (s && mode != "open" && mode != "closed") s = bad(path + " must be \"open\" or \"closed\"");
+    if (s) hook.fail_open = mode == "open";
+  } else if (rest == "_max_inflight") {
+    s = read_uint(v, path, 1, 100'000, hook.max_inflight);
+  } else if (rest == "_queue") {
+    s = read_uint(v, path, 0, 1'000'000, hook.queue);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceConfig& ns, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
@@ -403,6 +433,8 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
       if (s) ns.forward = mask;
     } else if (key == "upstream_queue") {
       s = read_uint(v, path, 1, 10'000'000, ns.upstream_queue);
+    } else if (read_hook_key(key, v, path, "join", ns.hook_join, s) ||
+               read_hook_key(key, v, path, "pub", ns.hook_pub, s)) {
     } else {
       s = unknown_key(path);
     }
@@ -541,6 +573,7 @@ void read_tenant(const toml::table& t, const std::string& path, TenantConfig& te
       s = read_uint(v, kp, 0, 1'000'000'000, tenant.events_per_sec);
     } else if (key == "allowed_origins") {
       s = read_string_array(v, kp, tenant.allowed_origins);
+    } else if (read_hook_key(key, v, kp, "connect", tenant.hook_connect, s)) {
     } else if (key == "topics") {
       const toml::table* tt = as_table(v, kp, s);
       if (tt) read_named_tables(*tt, kp, tenant.topics, read_topic, problems);

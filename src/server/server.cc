@@ -241,6 +241,8 @@ void Server::create_services() {
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_, follow_options(), cluster_.get());
   gateway_->set_events(events_.get());
+  hooks_ = std::make_unique<hooks::HookService>(*loops_);
+  gateway_->set_hooks(hooks_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {
     api::AdminOptions ao;
@@ -316,6 +318,7 @@ void Server::register_metrics() {
     out.push_back({"address", static_cast<int64_t>(b.shed_per_address())});
   });
   if (forwarder_) forwarder_->register_metrics(*metrics_);
+  hooks_->register_metrics(*metrics_);
   metrics_->set_source(Scraped::store_write_refused, [this](Samples& out) {
     const store::StoreHealth h = durable_->health();
     for (const char* reason : {"disk_full", "too_many_open_files", "io_error", "corruption",
@@ -681,6 +684,7 @@ void Server::stop() {
   stop_listeners();
   drain_requests();
   drain_sessions();
+  if (hooks_) hooks_->stop();  // no session is left to ask
   drain_upstream();
   // Its connections live on the loops: closed while they still run.
   if (valkey_) valkey_->shutdown();

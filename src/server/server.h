@@ -37,6 +37,7 @@
 #include "store/memory_store.h"
 #include "store/store.h"
 #include "store/valkey/valkey_store.h"
+#include "hooks/hook_service.h"
 #include "upstream/forwarder.h"
 
 namespace parley::server {
@@ -134,6 +135,7 @@ class Server {
   std::unique_ptr<hub::Hub> hub_;
   std::unique_ptr<events::Engine> events_;  // topics, groups, leaderboards (on the durable store)
   std::unique_ptr<upstream::Forwarder> forwarder_;  // only when a namespace has an upstream
+  std::unique_ptr<hooks::HookService> hooks_;  // PROTOCOL.md "Hooks": asked only where configured
   std::unique_ptr<session::Gateway> gateway_;
   std::unique_ptr<api::HttpApi> api_;
   std::shared_ptr<net::TlsContext> tls_context_;  // server.tls_cert / tls_key, when a listener uses TLS

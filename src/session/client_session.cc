@@ -21,6 +21,13 @@ namespace {
 // connection, this many queued behind it, then `backpressure`.
 constexpr size_t kMaxQueuedHistory = 16;
 constexpr int kHistoryRetryMs = 100;
+// Frames a connection may send while a hook's verdict is awaited (PROTOCOL.md
+// "Hooks"), and the body bytes they may hold; past either, `backpressure`.
+constexpr size_t kMaxHeldOps = 64;
+constexpr size_t kMaxHeldBytes = 1 << 20;
+constexpr int kHeldRetryMs = 100;
+// WebSocket "try again later": a hello the connect hook could not decide.
+constexpr int kCloseTryLater = 1013;
 const std::string kNoRid;
 }  // namespace
 
@@ -116,6 +123,11 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
     return reply_error(failure->rid, failure->error);
   }
   auto& op = std::get<protocol::ClientOp>(decoded);
+  if (hook_busy_) return hold(std::move(op), arrived);
+  dispatch(op, arrived);
+}
+
+void ClientSession::dispatch(protocol::ClientOp& op, int64_t arrived) {
   using protocol::OpKind;
   if (op.kind == OpKind::kHello) return on_hello(op);
   if (gw_.draining() && (op.kind == OpKind::kPub || op.kind == OpKind::kJoin ||
@@ -146,6 +158,49 @@ void ClientSession::on_frame(std::string_view payload, bool binary) {
       return on_event_op(op);
     case OpKind::kHello: break;
   }
+}
+
+void ClientSession::hold(protocol::ClientOp op, int64_t arrived_ns) {
+  auto& r = rare();
+  const size_t bytes = op.body.size();
+  if (r.held_ops.size() >= kMaxHeldOps || r.held_bytes + bytes > kMaxHeldBytes) {
+    if (!tenant_) return fail(op.rid, ErrorCode::kUnauthorized, "expected hello", kCloseUnauthorized);
+    return reply_error(op.rid, Error{ErrorCode::kBackpressure, "too many frames behind a hook", kHeldRetryMs});
+  }
+  r.held_bytes += bytes;
+  r.held_ops.emplace_back(std::move(op), arrived_ns);
+}
+
+void ClientSession::resume_held() {
+  hook_busy_ = false;
+  while (!hook_busy_ && rare_ && !rare_->held_ops.empty() && !gone()) {
+    auto [op, arrived] = std::move(rare_->held_ops.front());
+    rare_->held_ops.pop_front();
+    rare_->held_bytes -= op.body.size();
+    dispatch(op, arrived);
+  }
+}
+
+HookAsk ClientSession::hook_ask(HookKind kind, const HookConfig& hook, const std::string& ch) const {
+  HookAsk ask;
+  ask.kind = kind;
+  ask.tenant = &tenant_->config();
+  ask.hook = &hook;
+  ask.ns = std::string(protocol::channel_namespace(ch));
+  ask.ch = ch;
+  ask.user = user_;
+  ask.conn = conn_id_;
+  return ask;
+}
+
+void ClientSession::ask_hook(HookAsk ask, std::function<void(HookVerdict)> then) {
+  hook_busy_ = true;
+  gw_.hooks()->ask(loop(), std::move(ask),
+                   [self = shared_from_this(), then = std::move(then)](HookVerdict v) {
+                     if (self->closed_) return;  // on_closed dropped the held frames
+                     then(std::move(v));
+                     self->resume_held();
+                   });
 }
 
 void ClientSession::on_event_op(protocol::ClientOp& op) {
@@ -420,6 +475,30 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
       std::find(origins.begin(), origins.end(), conn_->origin()) == origins.end()) {
     return fail(op.rid, ErrorCode::kUnauthorized, "origin not allowed", kCloseUnauthorized);
   }
+  const HookConfig& hook = t->config().hook_connect;
+  if (!hook.url.empty() && gw_.hooks()) {
+    HookAsk ask;
+    ask.kind = HookKind::kConnect;
+    ask.tenant = &t->config();
+    ask.hook = &hook;
+    ask.user = claims->sub;
+    ask.conn = conn_id_;
+    return ask_hook(std::move(ask), [this, t, claims = std::move(*claims), op = std::move(op)](HookVerdict v) mutable {
+      if (v.allow) return admit(t, std::move(claims), op);
+      // PROTOCOL.md "Hooks": a denied hello closes as a bad token does; one the
+      // app server could not decide closes with "try again later".
+      const bool later = v.error.code == ErrorCode::kUnavailable || v.error.code == ErrorCode::kBackpressure;
+      gw_.metrics().local().reject(v.error.code);
+      std::string out;
+      protocol::encode_error(out, op.rid, v.error);
+      close_with(std::move(out), later ? kCloseTryLater : kCloseUnauthorized,
+                 std::string(wire_name(v.error.code)));
+    });
+  }
+  admit(t, std::move(*claims), op);
+}
+
+void ClientSession::admit(TenantRuntime* t, auth::Claims claims, const protocol::ClientOp& op) {
   // Until here the socket held a PreauthTicket; from here it holds one of
   // the process's max_connections slots (net/preauth_budget.h).
   if (!gw_.take_slot()) {
@@ -432,8 +511,8 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
                 kCloseQuota);
   }
   tenant_ = t;
-  user_ = std::move(claims->sub);
-  if (claims->has_chans) chan_claims_ = std::make_unique<auth::Claims>(std::move(*claims));
+  user_ = std::move(claims.sub);
+  if (claims.has_chans) chan_claims_ = std::make_unique<auth::Claims>(std::move(claims));
   apply_tenant_limits();
   gw_.on_authenticated(*this);
   // TCP and Unix: the welcome is JSON, every frame after it MessagePack. A
@@ -474,6 +553,20 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   if (existing != joined_.end() && existing->second.joining) {
     return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
   }
+  const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_join;
+  if (!hook.url.empty() && gw_.hooks()) {
+    HookAsk ask = hook_ask(HookKind::kJoin, hook, op.ch);
+    ask.since = op.since;
+    return ask_hook(std::move(ask), [this, op = std::move(op)](HookVerdict v) mutable {
+      if (!v.allow) return reply_error(op.rid, v.error);
+      start_join(op);
+    });
+  }
+  start_join(op);
+}
+
+void ClientSession::start_join(protocol::ClientOp& op) {
+  auto existing = joined_.find(op.ch);
   hub::JoinRequest req;
   req.sub = shared_from_this();
   req.tenant = &tenant_->config();
@@ -594,6 +687,22 @@ bool ClientSession::take_rate(const std::string& rid, bool tenant_wide) {
 void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
   if (!take_rate(op.rid, true)) return;
+  const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_pub;
+  if (!hook.url.empty() && gw_.hooks()) {
+    HookAsk ask = hook_ask(HookKind::kPub, hook, op.ch);
+    ask.id = op.id;
+    ask.body = op.body;
+    // A denied pub is never sequenced; a modified one is stored as modified.
+    return ask_hook(std::move(ask), [this, op = std::move(op), arrived_ns](HookVerdict v) mutable {
+      if (!v.allow) return reply_error(op.rid, v.error);
+      if (v.body) op.body = std::move(*v.body);
+      publish(op, arrived_ns);
+    });
+  }
+  publish(op, arrived_ns);
+}
+
+void ClientSession::publish(protocol::ClientOp& op, int64_t arrived_ns) {
   hub::PublishRequest req;
   req.tenant = &tenant_->config();
   req.ch = op.ch;

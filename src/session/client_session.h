@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "net/connection.h"
 #include "protocol/client_op.h"
 #include "events/event_service.h"
+#include "session/hook_gate.h"
 
 namespace parley {
 struct TenantRuntime;
@@ -98,7 +100,20 @@ class ClientSession final : public net::ConnectionHandler,
     uint32_t limit = 0;
   };
 
+  // The ops of a decoded frame (on_frame), or of one held behind a hook.
+  void dispatch(protocol::ClientOp& op, int64_t arrived_ns);
   void on_hello(protocol::ClientOp& op);
+  // The end of a hello whose token (and connect hook) let it in.
+  void admit(TenantRuntime* t, auth::Claims claims, const protocol::ClientOp& op);
+  // PROTOCOL.md "Hooks": asks the app server, then runs `then` with its
+  // verdict; the connection's later frames wait, in order, until then.
+  void ask_hook(HookAsk ask, std::function<void(HookVerdict)> then);
+  HookAsk hook_ask(HookKind kind, const HookConfig& hook, const std::string& ch) const;
+  // A frame that came while a hook is asked: kept for after it (bounded).
+  void hold(protocol::ClientOp op, int64_t arrived_ns);
+  void resume_held();
+  void start_join(protocol::ClientOp& op);
+  void publish(protocol::ClientOp& op, int64_t arrived_ns);
   // Takes up the tenant's current connection limits (hello, and after a reload).
   void apply_tenant_limits();
   void on_join(protocol::ClientOp& op);
@@ -173,6 +188,10 @@ class ClientSession final : public net::ConnectionHandler,
     std::vector<std::string> topics;
     // Boards whose channel (lb:BOARD[:ROUND]) this connection joined: (board, round).
     std::vector<std::pair<std::string, std::string>> boards;
+    // Frames decoded while a hook was asked (ask_hook), with their arrival
+    // times and the bytes of their bodies.
+    std::deque<std::pair<protocol::ClientOp, int64_t>> held_ops;
+    size_t held_bytes = 0;
   };
   Rare& rare() {
     if (!rare_) rare_ = std::make_unique<Rare>();
@@ -185,6 +204,7 @@ class ClientSession final : public net::ConnectionHandler,
   void watch_board(const std::string& ch);
   void unwatch_board(const std::string& ch);
   bool history_busy_ = false;
+  bool hook_busy_ = false;  // a hook's verdict is awaited (ask_hook)
   bool closed_ = false;
   bool state_deltas_ = false;  // hello's caps held "state_delta"
 };

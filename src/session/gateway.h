@@ -19,6 +19,7 @@
 #include "net/connection.h"
 #include "runtime/gate.h"
 #include "runtime/loop_group.h"
+#include "session/hook_gate.h"
 
 namespace parley::session {
 
@@ -90,6 +91,9 @@ class Gateway {
   // The event pipeline; null until the server sets it (before the loops start).
   events::EventService* events() { return events_; }
   void set_events(events::EventService* events) { events_ = events; }
+  // The synchronous hooks (PROTOCOL.md "Hooks"); null when none is wired (before the loops start).
+  HookGate* hooks() { return hooks_; }
+  void set_hooks(HookGate* hooks) { hooks_ = hooks; }
   metrics::Metrics& metrics() { return metrics_; }
   const GatewayOptions& options() const { return opts_; }
   void on_authenticated(ClientSession& s);
@@ -116,6 +120,7 @@ class Gateway {
   TenantRegistry& tenants_;
   hub::Hub& hub_;
   events::EventService* events_ = nullptr;
+  HookGate* hooks_ = nullptr;
   hub::Stores stores_;
   metrics::Metrics& metrics_;
   GatewayOptions opts_;

@@ -25,6 +25,17 @@ enum ForwardBit : uint8_t {
 inline constexpr double kMinAoiCell = 0.001;
 inline constexpr double kMaxAoiCell = 1e12;
 
+// A synchronous hook (PROTOCOL.md "Hooks"): the app server is asked before a
+// connect, join or pub is accepted. Empty url: no hook.
+struct HookConfig {
+  std::string url;                 // http://host[:port]/path
+  uint32_t timeout_ms = 200;       // from the ask to the answer, queueing included
+  bool fail_open = false;          // on timeout, app server down or a bad answer: allow
+  uint32_t max_inflight = 64;      // requests in flight, per event loop
+  uint32_t queue = 256;            // asks waiting for a slot, per event loop; past it: backpressure
+  bool operator==(const HookConfig&) const = default;
+};
+
 struct NamespaceConfig {
   bool durable = true;
   uint32_t history = 1000;        // latest messages reachable by since/history
@@ -42,6 +53,8 @@ struct NamespaceConfig {
   // PROTOCOL.md "State deltas": members that ask for it get only the fields of
   // a state's body that changed since the last one of its stream they got.
   bool state_delta = false;
+  HookConfig hook_join;  // PROTOCOL.md "Hooks"
+  HookConfig hook_pub;
 
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
   bool operator==(const NamespaceConfig&) const = default;
@@ -93,6 +106,7 @@ struct TenantConfig {
   uint64_t max_queue_bytes = 4ull << 20;
   uint32_t events_per_sec = 0;            // tenant-wide events; 0: no limit
   std::vector<std::string> allowed_origins;  // empty: any origin
+  HookConfig hook_connect;                   // PROTOCOL.md "Hooks": asked at hello
   std::map<std::string, NamespaceConfig, std::less<>> namespaces;
   NamespaceConfig default_namespace;          // for namespaces not listed
   std::map<std::string, TopicConfig, std::less<>> topics;
