@@ -118,7 +118,7 @@ void AppServer::serve(int fd, size_t conn) {
     }
     http::response<http::string_body> res{static_cast<http::status>(a.status), 11};
     res.set(http::field::content_type, "application/json");
-    res.body() = "{}";
+    res.body() = a.body;
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
     http::write(sock, res, ec);

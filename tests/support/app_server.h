@@ -31,6 +31,7 @@ struct AppAnswer {
   int status = 200;
   int delay_ms = 0;
   bool hang_up = false;  // close the connection without answering
+  std::string body = "{}";  // the answer's body (a hook's verdict)
 };
 
 // One upstream event as the app server saw it.
