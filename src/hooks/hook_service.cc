@@ -17,16 +17,36 @@ constexpr int64_t kWarnEveryMs = 10'000;
 constexpr int kBackpressureRetryMs = 100;
 constexpr int kUnavailableRetryMs = 1000;
 
-std::string hook_id(const session::HookAsk& ask) {
-  std::string id = ask.tenant ? ask.tenant->id : std::string();
-  if (ask.kind != session::HookKind::kConnect) id += "/" + (ask.ns.empty() ? std::string("default") : ask.ns);
-  id += "/";
-  id += hook_name(ask.kind);
+// A hook's name in metrics and the log: tenant/namespace/kind, tenant/connect.
+std::string hook_id(std::string_view tenant, std::string_view ns, session::HookKind kind) {
+  std::string id(tenant);
+  if (kind != session::HookKind::kConnect) {
+    id += '/';
+    id += ns.empty() ? std::string_view("default") : ns;
+  }
+  id += '/';
+  id += hook_name(kind);
   return id;
+}
+
+std::string hook_id(const session::HookAsk& ask) {
+  return hook_id(ask.tenant ? std::string_view(ask.tenant->id) : std::string_view(), ask.ns, ask.kind);
 }
 }  // namespace
 
-HookService::HookService(runtime::LoopGroup& loops) : loops_(loops), per_loop_(loops.size()) {}
+HookService::HookService(runtime::LoopGroup& loops, const Tenants& tenants)
+    : loops_(loops), per_loop_(loops.size()) {
+  using session::HookKind;
+  for (const auto& [id, t] : tenants) {
+    if (!t.hook_connect.url.empty()) stats_of(hook_id(id, {}, HookKind::kConnect));
+    auto add = [this, &id](std::string_view ns, const NamespaceConfig& n) {
+      if (!n.hook_join.url.empty()) stats_of(hook_id(id, ns, HookKind::kJoin));
+      if (!n.hook_pub.url.empty()) stats_of(hook_id(id, ns, HookKind::kPub));
+    };
+    add("default", t.default_namespace);
+    for (const auto& [ns, n] : t.namespaces) add(ns, n);
+  }
+}
 
 HookService::~HookService() = default;
 

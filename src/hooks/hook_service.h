@@ -42,7 +42,10 @@ struct HookStats {
 
 class HookService final : public session::HookGate {
  public:
-  HookService(runtime::LoopGroup& loops);
+  using Tenants = std::map<std::string, TenantConfig, std::less<>>;
+  // Every hook of `tenants` is listed in the metrics from the start (at 0);
+  // one a reload adds, from its first ask.
+  HookService(runtime::LoopGroup& loops, const Tenants& tenants);
   ~HookService() override;
 
   void ask(unsigned loop, session::HookAsk ask, std::function<void(session::HookVerdict)> done) override;

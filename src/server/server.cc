@@ -241,7 +241,7 @@ void Server::create_services() {
   gateway_ = std::make_unique<session::Gateway>(*loops_, *tenants_, *hub_, stores, *metrics_, go);
   events_ = std::make_unique<events::Engine>(*loops_, *durable_, *metrics_, follow_options(), cluster_.get());
   gateway_->set_events(events_.get());
-  hooks_ = std::make_unique<hooks::HookService>(*loops_);
+  hooks_ = std::make_unique<hooks::HookService>(*loops_, config_.tenants);
   gateway_->set_hooks(hooks_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {

@@ -45,8 +45,8 @@ std::string family_of(const std::string& line, const std::map<std::string, Famil
 }
 
 TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
-  // A namespace with an upstream (nothing listens there) gives the
-  // parley_upstream_* families their samples; a topic and a consumer group the
+  // A namespace with an upstream and a hook (nothing listens there) gives the
+  // parley_upstream_* and parley_hook_* families their samples; a topic and a consumer group the
   // parley_events_* and consumer lag families; the valkey store (on the test's
   // redis-server) the parley_valkey_* ones (the embedded store's are unlabelled
   // and always present).
@@ -54,7 +54,8 @@ TEST(MetricsTest, ExpositionListsEveryDeclaredMetricOnceWithHelpAndType) {
   ASSERT_TRUE(redis.ok()) << redis.why();
   ServerSpec spec = spec_with_tenants(
       default_tenants_toml(
-          "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n") +
+          "\n[tenants.demo.namespaces.fwd]\nupstream = \"http://127.0.0.1:9/events\"\n"
+          "hook_join = \"http://127.0.0.1:9/hooks\"\n") +
       "\n[tenants.demo.topics.hunt]\npartitions = 2\n");
   spec.store = "valkey";
   spec.tenants_toml += "\n" + valkey_toml({redis.address()});
