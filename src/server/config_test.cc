@@ -408,6 +408,46 @@ TEST(Config, AddressesAreChecked) {
             "tenants.demo.namespaces.w.upstream must be an http:// URL");
 }
 
+TEST(Config, HooksHaveTheirUrlAndFourKeysEachWithDocumentedDefaults) {
+  auto r = parse_config(with_demo(R"(hook_connect = "http://127.0.0.1:9000/c"
+hook_connect_fail = "open"
+[tenants.demo.namespaces.chat]
+hook_join = "http://127.0.0.1:9000/j"
+hook_pub = "http://127.0.0.1:9000/p"
+hook_pub_timeout_ms = 50
+hook_pub_fail = "closed"
+hook_pub_max_inflight = 8
+hook_pub_queue = 0
+)"));
+  ASSERT_TRUE(r) << r.error().msg;
+  const TenantConfig& t = r->tenants.at("demo");
+  EXPECT_EQ(t.hook_connect.url, "http://127.0.0.1:9000/c");
+  EXPECT_TRUE(t.hook_connect.fail_open);
+  const NamespaceConfig& chat = t.ns("chat");
+  EXPECT_EQ(chat.hook_join.url, "http://127.0.0.1:9000/j");
+  EXPECT_EQ(chat.hook_join.timeout_ms, 200u);
+  EXPECT_FALSE(chat.hook_join.fail_open);
+  EXPECT_EQ(chat.hook_join.max_inflight, 64u);
+  EXPECT_EQ(chat.hook_join.queue, 256u);
+  EXPECT_EQ(chat.hook_pub.timeout_ms, 50u);
+  EXPECT_EQ(chat.hook_pub.max_inflight, 8u);
+  EXPECT_EQ(chat.hook_pub.queue, 0u);
+  EXPECT_TRUE(t.ns("other").hook_pub.url.empty());
+}
+
+TEST(Config, HookValuesAreChecked) {
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_pub = \"https://x\"\n")),
+            "tenants.demo.namespaces.w.hook_pub must be an http:// URL");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_join_fail = \"maybe\"\n")),
+            "tenants.demo.namespaces.w.hook_join_fail must be \"open\" or \"closed\"");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_pub_timeout_ms = 0\n")),
+            "tenants.demo.namespaces.w.hook_pub_timeout_ms must be an integer between 1 and 60000");
+  EXPECT_EQ(error_of(with_demo("hook_connect_max_inflight = 0\n")),
+            "tenants.demo.hook_connect_max_inflight must be an integer between 1 and 100000");
+  EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_state = \"http://x/\"\n")),
+            "unknown key tenants.demo.namespaces.w.hook_state");
+}
+
 TEST(Config, TenantAndNamespaceNamesUseTheChannelCharset) {
   EXPECT_EQ(error_of(R"([tenants."bad id"]
 secret = "0123456789abcdef"
