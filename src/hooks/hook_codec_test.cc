@@ -11,14 +11,22 @@ using session::HookKind;
 
 constexpr size_t kMax = 1024;
 
+// An ask of tenant `t` in channel `ch` by u1 on connection 1.
+session::HookAsk ask_of(HookKind kind, const TenantConfig& t, std::string ns, std::string ch) {
+  session::HookAsk ask;
+  ask.kind = kind;
+  ask.tenant = &t;
+  ask.ns = std::move(ns);
+  ask.ch = std::move(ch);
+  ask.user = "u1";
+  ask.conn = 1;
+  return ask;
+}
+
 TEST(HookRequest, PubCarriesWhatAnUpstreamMsgEventCarriesAndTheBodyAsSent) {
   TenantConfig t;
   t.id = "demo";
-  session::HookAsk ask;
-  ask.kind = HookKind::kPub;
-  ask.tenant = &t;
-  ask.ns = "chat";
-  ask.ch = "chat:lobby";
+  session::HookAsk ask = ask_of(HookKind::kPub, t, "chat", "chat:lobby");
   ask.user = "u\"1";
   ask.conn = 0x81;
   ask.id = "m1";
@@ -31,13 +39,7 @@ TEST(HookRequest, PubCarriesWhatAnUpstreamMsgEventCarriesAndTheBodyAsSent) {
 TEST(HookRequest, JoinCarriesSinceOnlyWhenGivenAndConnectHasNoChannel) {
   TenantConfig t;
   t.id = "demo";
-  session::HookAsk join;
-  join.kind = HookKind::kJoin;
-  join.tenant = &t;
-  join.ns = "default";
-  join.ch = "lobby";
-  join.user = "u1";
-  join.conn = 1;
+  session::HookAsk join = ask_of(HookKind::kJoin, t, "default", "lobby");
   EXPECT_EQ(encode_hook_request(join, 5),
             R"({"hook":"join","tenant":"demo","ns":"default","ch":"lobby","user":"u1","conn":"c1","ts":5})");
   join.since = 7;

@@ -38,19 +38,6 @@ std::string up_frame(const std::string& ch, const std::string& body, int rid = 0
   return f + "}";
 }
 
-// A port on 127.0.0.1 where nothing listens (a dead app server).
-uint16_t dead_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // The value of the metric line starting with `series` (e.g.
 // `parley_upstream_dropped_total{upstream="demo/world"}`), or -1.
 double metric(uint16_t port, const std::string& series) {

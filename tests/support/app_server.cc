@@ -156,6 +156,18 @@ bool AppServer::wait_for(const std::function<bool(const std::vector<AppEvent>&)>
   }
 }
 
+uint16_t dead_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 std::vector<AppEvent> parse_events(const std::string& body, size_t request) {
   std::vector<AppEvent> out;
   simdjson::dom::parser parser;

@@ -76,6 +76,9 @@ class AppServer {
   std::thread acceptor_;
 };
 
+// A port on 127.0.0.1 where nothing listens (an app server that is down).
+uint16_t dead_port();
+
 // The events of one JSON array body (as forwarded upstream).
 std::vector<AppEvent> parse_events(const std::string& body, size_t request = 0);
 
