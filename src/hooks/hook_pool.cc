@@ -1,6 +1,7 @@
 #include "hooks/hook_pool.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 
 #include "common/clock.h"
@@ -11,6 +12,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+using Protocol = asio::generic::stream_protocol;  // TCP or a Unix socket
 
 namespace {
 // An idle connection older than this is closed rather than raced against the
@@ -18,9 +20,27 @@ namespace {
 constexpr int64_t kMaxIdleMs = 3'000;
 }  // namespace
 
+Result<HookTarget> parse_hook_url(std::string_view url) {
+  HookTarget t;
+  constexpr std::string_view kUnix = "unix:";
+  if (url.substr(0, kUnix.size()) == kUnix) {
+    t.unix_path = std::string(url.substr(kUnix.size()));
+    // sun_path holds 108 bytes with its terminating NUL.
+    if (t.unix_path.empty() || t.unix_path[0] != '/' || t.unix_path.size() > 107) {
+      return Error{ErrorCode::kBadRequest, "a unix: hook needs an absolute socket path of at most 107 bytes"};
+    }
+    t.http.host_header = "localhost";
+    return t;
+  }
+  auto http = upstream::parse_upstream_url(url);
+  if (!http) return http.error();
+  t.http = std::move(*http);
+  return t;
+}
+
 struct HookPool::Conn {
   explicit Conn(asio::io_context& ctx) : stream(ctx) {}
-  beast::tcp_stream stream;
+  beast::basic_stream<Protocol> stream;
   beast::flat_buffer buf;
   std::optional<http::response_parser<http::string_body>> parser;
   int64_t idle_since_ms = 0;
@@ -28,7 +48,7 @@ struct HookPool::Conn {
 
   void close() {
     boost::system::error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.socket().shutdown(Protocol::socket::shutdown_both, ec);
     stream.socket().close(ec);
   }
 };
@@ -44,8 +64,8 @@ struct HookPool::Call {
   bool resent = false;
 };
 
-HookPool::HookPool(asio::io_context& ctx, std::string url_text, upstream::UpstreamUrl url)
-    : ctx_(ctx), url_text_(std::move(url_text)), url_(std::move(url)) {}
+HookPool::HookPool(asio::io_context& ctx, std::string url_text, HookTarget target)
+    : ctx_(ctx), url_text_(std::move(url_text)), target_(std::move(target)) {}
 
 void HookPool::call(std::string body, const std::string& api_key, const CallLimits& limits,
                     std::function<void(CallResult)> done) {
@@ -59,9 +79,9 @@ void HookPool::call(std::string body, const std::string& api_key, const CallLimi
   }
   auto& req = c->req;
   req.method(http::verb::post);
-  req.target(url_.target);
+  req.target(target_.http.target);
   req.version(11);
-  req.set(http::field::host, url_.host_header);
+  req.set(http::field::host, target_.http.host_header);
   req.set(http::field::user_agent, "parley-hook/1");
   req.set(http::field::content_type, "application/json");
   req.set(http::field::authorization, "Bearer " + api_key);
@@ -124,27 +144,35 @@ void HookPool::run(const std::shared_ptr<Call>& c, std::shared_ptr<Conn> conn) {
   }
   conn = std::make_shared<Conn>(ctx_);
   c->conn = conn;
-  boost::system::error_code aec;
-  const auto addr = asio::ip::make_address(url_.host, aec);
   auto on_connect = [self = shared_from_this(), c, conn, write](boost::system::error_code ec) {
     if (c->finished) return;
     if (ec) return self->on_error(c, conn, "connect", ec);
     write(conn);
   };
-  if (!aec) {
-    conn->stream.async_connect(tcp::endpoint(addr, url_.port), std::move(on_connect));
+  if (!target_.unix_path.empty()) {
+    conn->stream.async_connect(Protocol::endpoint(asio::local::stream_protocol::endpoint(target_.unix_path)),
+                               std::move(on_connect));
     return;
   }
-  // A host name: resolved per new connection (the system's resolver caches).
+  const auto& url = target_.http;
+  boost::system::error_code aec;
+  const auto addr = asio::ip::make_address(url.host, aec);
+  if (!aec) {
+    conn->stream.async_connect(Protocol::endpoint(tcp::endpoint(addr, url.port)), std::move(on_connect));
+    return;
+  }
+  // A host name: resolved per new connection (the system's resolver caches);
+  // its first address is tried.
   auto resolver = std::make_shared<tcp::resolver>(ctx_);
-  resolver->async_resolve(url_.host, std::to_string(url_.port),
+  resolver->async_resolve(url.host, std::to_string(url.port),
                           [self = shared_from_this(), c, conn, resolver, on_connect](
                               boost::system::error_code ec, tcp::resolver::results_type results) {
                             if (c->finished) return;
-                            if (ec) return self->on_error(c, conn, "resolve", ec);
-                            conn->stream.async_connect(
-                                results, [on_connect](boost::system::error_code cec,
-                                                      const tcp::endpoint&) { on_connect(cec); });
+                            if (ec || results.empty()) {
+                              return self->on_error(c, conn, "resolve", ec ? ec : asio::error::host_not_found);
+                            }
+                            conn->stream.async_connect(Protocol::endpoint(results.begin()->endpoint()),
+                                                       on_connect);
                           });
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -28,9 +29,18 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "upstream/upstream_url.h"
 
 namespace parley::hooks {
+
+// Where a hook's requests go: `http://host[:port][/path]` (upstream's URL
+// rules), or `unix:<absolute path of a socket>`, whose requests target `/`.
+struct HookTarget {
+  std::string unix_path;      // set for unix:
+  upstream::UpstreamUrl http; // otherwise
+};
+Result<HookTarget> parse_hook_url(std::string_view url);
 
 struct CallResult {
   enum class Kind { kAnswered, kTimeout, kFailed, kFull };
@@ -51,7 +61,7 @@ class HookPool : public std::enable_shared_from_this<HookPool> {
   // Largest answer body read; a longer one fails the call.
   static constexpr size_t kMaxAnswerBytes = 1 << 20;
 
-  HookPool(boost::asio::io_context& ctx, std::string url_text, upstream::UpstreamUrl url);
+  HookPool(boost::asio::io_context& ctx, std::string url_text, HookTarget target);
 
   const std::string& url_text() const { return url_text_; }
   size_t inflight() const { return inflight_; }
@@ -76,7 +86,7 @@ class HookPool : public std::enable_shared_from_this<HookPool> {
 
   boost::asio::io_context& ctx_;
   std::string url_text_;
-  upstream::UpstreamUrl url_;
+  HookTarget target_;
   std::vector<std::shared_ptr<Conn>> idle_;  // kept-alive, most recently used last
   std::deque<std::shared_ptr<Call>> queue_;  // may hold calls already timed out
   size_t inflight_ = 0;

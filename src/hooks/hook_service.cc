@@ -66,15 +66,15 @@ void HookService::ask(unsigned loop, session::HookAsk ask,
   const HookConfig& cfg = *ask.hook;
   auto& pool = lp.pools[name];
   if (!pool || pool->url_text() != cfg.url) {
-    auto url = upstream::parse_upstream_url(cfg.url);
-    if (!url) {
-      // The config check refuses such a URL; a failure of the hook all the same.
+    auto target = parse_hook_url(cfg.url);
+    if (!target) {
+      // A URL the config's check let through but that names no host: a failure of the hook.
       return decide(*stats, ask, steady_ns(),
-                    CallResult{CallResult::Kind::kFailed, 0, {}, url.error().msg}, done);
+                    CallResult{CallResult::Kind::kFailed, 0, {}, target.error().msg}, done);
     }
     // A pool replaced by a reload finishes its calls in flight on its own.
     if (pool) pool->stop();
-    pool = std::make_shared<HookPool>(loops_.loop(loop), cfg.url, std::move(*url));
+    pool = std::make_shared<HookPool>(loops_.loop(loop), cfg.url, std::move(*target));
   }
   std::string body = encode_hook_request(ask, wall_ms());
   const std::string api_key = ask.tenant ? ask.tenant->api_key : std::string();

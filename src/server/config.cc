@@ -361,8 +361,8 @@ void read_hook_key(std::string_view key, const toml::node& v, const std::string&
   const std::string_view rest = key.substr(std::string_view("hook_").size() + kind.size());
   if (rest.empty()) {
     s = read_string(v, path, hook.url);
-    if (s && !hook.url.empty() && !hook.url.starts_with("http://")) {
-      s = bad(path + " must be an http:// URL");
+    if (s && !hook.url.empty() && !hook.url.starts_with("http://") && !hook.url.starts_with("unix:/")) {
+      s = bad(path + " must be an http:// URL or unix:/path/of/a/socket");
     }
   } else if (rest == "_timeout_ms") {
     s = read_uint(v, path, 1, 60'000, hook.timeout_ms);

@@ -437,7 +437,7 @@ hook_pub_queue = 0
 
 TEST(Config, HookValuesAreChecked) {
   EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_pub = \"https://x\"\n")),
-            "tenants.demo.namespaces.w.hook_pub must be an http:// URL");
+            "tenants.demo.namespaces.w.hook_pub must be an http:// URL or unix:/path/of/a/socket");
   EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_join_fail = \"maybe\"\n")),
             "tenants.demo.namespaces.w.hook_join_fail must be \"open\" or \"closed\"");
   EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nhook_pub_timeout_ms = 0\n")),

@@ -3,6 +3,8 @@
 // denies, rewrites, stalls or is not there at all.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "support/app_server.h"
@@ -39,7 +41,7 @@ AppAnswer decide(const AppRequest& r) {
   return a;
 }
 
-ServerSpec hooks_spec(const AppServer& app) {
+ServerSpec hooks_spec(const AppServer& app, const std::string& unix_app) {
   const std::string dead = "http://127.0.0.1:" + std::to_string(dead_port()) + "/hook";
   std::string t = std::string("[tenants.demo]\nsecret = \"") + kDemoSecret + "\"\napi_key = \"" +
                   kDemoApiKey + "\"\npublish_per_conn_sec = 0\npublish_per_sec = 0\n" +
@@ -53,6 +55,7 @@ ServerSpec hooks_spec(const AppServer& app) {
   ns("downopen", "hook_pub = \"" + dead + "\"\nhook_pub_fail = \"open\"\nhook_join = \"" + dead +
                      "\"\nhook_join_fail = \"open\"\n");
   ns("downclosed", "hook_pub = \"" + dead + "\"\nhook_join = \"" + dead + "\"\nhook_join_fail = \"open\"\n");
+  ns("local", "hook_pub = \"unix:" + unix_app + "\"\n");
   ns("narrow", "hook_pub = \"" + app.url("/narrow") +
                    "\"\nhook_pub_max_inflight = 1\nhook_pub_queue = 0\nhook_pub_timeout_ms = 5000\n");
   // One loop: the per-loop in-flight bound of `narrow` is the whole server's.
@@ -63,11 +66,17 @@ class Hooks : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     app_ = new AppServer([](size_t, const AppRequest& r) { return decide(r); });
-    server_ = new ServerProcess(hooks_spec(*app_));
+    unix_path_ = "/tmp/parley-hooks-" + std::to_string(::getpid()) + ".sock";
+    // The Unix socket's app server rewrites every pub.
+    unix_app_ = new AppServer(
+        [](size_t, const AppRequest&) { return AppAnswer{200, 0, false, R"({"allow":true,"body":"via unix"})"}; },
+        unix_path_);
+    server_ = new ServerProcess(hooks_spec(*app_, unix_path_));
     server_->start();
   }
   static void TearDownTestSuite() {
     delete server_;
+    delete unix_app_;
     delete app_;
   }
   std::unique_ptr<Client> user(const std::string& name) {
@@ -77,9 +86,13 @@ class Hooks : public ::testing::Test {
     return metric_value(server_->http_port(), family + "{hook=\"" + hook + "\"}");
   }
   static AppServer* app_;
+  static AppServer* unix_app_;
+  static std::string unix_path_;
   static ServerProcess* server_;
 };
 AppServer* Hooks::app_ = nullptr;
+AppServer* Hooks::unix_app_ = nullptr;
+std::string Hooks::unix_path_;
 ServerProcess* Hooks::server_ = nullptr;
 
 TEST_F(Hooks, TheHookRequestCarriesTenantChannelUserConnectionAndBody) {
@@ -158,6 +171,18 @@ TEST_F(Hooks, AModifiedPubIsStoredAndDeliveredAsModified) {
   ASSERT_EQ(hist.size(), 1u);
   EXPECT_EQ(json_raw(hist[0], "body"), R"({"t":"****","filtered":true})");
   EXPECT_GE(metric("parley_hook_modified_total", "demo/gate/pub"), 1);
+}
+
+TEST_F(Hooks, AHookMayBeAskedOverAUnixSocket) {
+  auto a = user("u1");
+  a->join("local:x");
+  a->send(pub_frame("local:x", "u1", R"({"t":"hi"})", 1));
+  EXPECT_EQ(json_int(a->expect("ack"), "seq"), 1);
+  const auto hist = http_history_all(server_->http_port(), "local:x");
+  ASSERT_EQ(hist.size(), 1u);
+  EXPECT_EQ(json_raw(hist[0], "body"), R"("via unix")");
+  ASSERT_EQ(unix_app_->requests().size(), 1u);
+  EXPECT_EQ(unix_app_->requests()[0].target, "/");
 }
 
 TEST_F(Hooks, ABadAnswerFailsClosedAsUnavailable) {

@@ -4,13 +4,16 @@
 #include <netinet/in.h>
 #include <simdjson.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cstring>
 
 namespace parley::testing {
 
@@ -26,7 +29,21 @@ int64_t steady_ms() {
 }
 }  // namespace
 
-AppServer::AppServer(Policy policy, uint16_t port) : policy_(std::move(policy)) {
+AppServer::AppServer(Policy policy, const std::string& unix_path)
+    : policy_(std::move(policy)), family_(AF_UNIX), unix_path_(unix_path) {
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (unix_path.size() >= sizeof a.sun_path) throw std::runtime_error("app server: socket path too long");
+  std::memcpy(a.sun_path, unix_path.c_str(), unix_path.size() + 1);
+  ::unlink(unix_path.c_str());
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 64) != 0) {
+    throw std::runtime_error("app server: cannot listen on " + unix_path);
+  }
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+AppServer::AppServer(Policy policy, uint16_t port) : policy_(std::move(policy)), family_(AF_INET) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -55,6 +72,7 @@ void AppServer::stop() {
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
   ::close(listen_fd_);
+  if (!unix_path_.empty()) ::unlink(unix_path_.c_str());
   std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
@@ -84,9 +102,9 @@ void AppServer::accept_loop() {
 
 void AppServer::serve(int fd, size_t conn) {
   asio::io_context ctx;
-  asio::ip::tcp::socket sock(ctx);
+  asio::generic::stream_protocol::socket sock(ctx);
   boost::system::error_code ec;
-  sock.assign(asio::ip::tcp::v4(), fd, ec);
+  sock.assign(asio::generic::stream_protocol(family_, 0), fd, ec);
   beast::flat_buffer buf;
   for (;;) {
     http::request<http::string_body> req;
@@ -124,7 +142,7 @@ void AppServer::serve(int fd, size_t conn) {
     http::write(sock, res, ec);
     if (ec || !req.keep_alive()) break;
   }
-  sock.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  sock.shutdown(asio::generic::stream_protocol::socket::shutdown_both, ec);
   sock.close(ec);  // closes fd
   std::lock_guard lock(mu_);
   std::erase(fds_, fd);

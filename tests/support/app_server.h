@@ -47,6 +47,8 @@ class AppServer {
   using Policy = std::function<AppAnswer(size_t index, const AppRequest&)>;
   // Listens at once (port 0: any free port).
   explicit AppServer(Policy policy = {}, uint16_t port = 0);
+  // The same on a Unix socket at `unix_path` (made by the server, removed by stop()).
+  AppServer(Policy policy, const std::string& unix_path);
   ~AppServer();
 
   uint16_t port() const { return port_; }
@@ -66,6 +68,8 @@ class AppServer {
 
   Policy policy_;
   int listen_fd_ = -1;
+  int family_ = 0;          // AF_INET or AF_UNIX
+  std::string unix_path_;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> connections_{0};
