@@ -134,7 +134,7 @@
   X(hook_latency_us, kCounter, "parley_hook_latency_microseconds_total", "hook",           \
     "Sum of the time from ask to answer of answered hook requests, queueing included.")   \
   X(hook_inflight, kGauge, "parley_hook_inflight", "hook",                                 \
-    "Hook asks waiting for a decision (on the wire or queued).")                                   \
+    "Hook asks waiting for a decision (on the wire or queued).")                           \
   X(valkey_wait_short, kCounter, "parley_valkey_wait_short_total", "",                     \
     "valkey store, wait_replicas > 0: appends answered unavailable because fewer replicas " \
     "than asked confirmed them within wait_timeout_ms.")
