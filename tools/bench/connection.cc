@@ -236,20 +236,8 @@ void Connection::handle_payload(char* data, size_t len, size_t capacity) {
   Counters& c = w_.counters();
   ++c.frames_in;
   const uint64_t states_before = c.state_deliveries;
-  if (mp_) {
-    // The frame as the JSON text it stands for, read by the one reader.
-    std::string& json = w_.mp_scratch();
-    json.clear();
-    if (!mpk::unpack_to_json(data, len, json)) {
-      ++c.bad_frames;
-      return;
-    }
-    json.reserve(json.size() + kPad);
-    data = json.data();
-    len = json.size();
-    capacity = json.capacity();
-  }
-  bool ok = w_.reader().read(data, len, capacity, [this](const Event& ev) { on_event(ev); });
+  auto sink = [this](const Event& ev) { on_event(ev); };
+  const bool ok = mp_ ? w_.mp_reader().read(data, len, sink) : w_.reader().read(data, len, capacity, sink);
   if (!ok) ++c.bad_frames;
   if (c.state_deliveries != states_before) note_tick();
 }
@@ -308,15 +296,31 @@ void Connection::on_state(const Event& ev) {
   Counters& c = w_.counters();
   ++c.state_deliveries;
   int64_t sent_ns = ev.sent_ns;
+  const bool ideal = w_.opts().ideal;
+  uint64_t ideal_bytes = 0;
+  uint64_t* ideal_out = ideal ? &ideal_bytes : nullptr;
+  const bool mp = mp_;
   if (ev.op == Op::kSd) {
     ++c.sd_deliveries;
-    if (!streams_.apply(ev.sid, ev.body, ev.unset, sent_ns)) {
+    const bool applied =
+        mp ? ev.mp_body && streams_.apply(ev.sid, *ev.mp_body, ev.mp_unset, sent_ns, ideal_out, ev.mp_pos)
+           : streams_.apply(ev.sid, ev.body, ev.unset, sent_ns, ideal_out, ev.pos);
+    if (!applied) {
       if (++c.delta_errors <= 3) fmt::print(stderr, "state delta: sid {} could not be applied\n", ev.sid);
       return;
     }
-  } else if (ev.sid && !streams_.full(ev.sid, ev.from, ev.body)) {
-    ++c.delta_errors;
+  } else if (ev.sid) {
+    const bool based = mp ? ev.mp_body && streams_.full(ev.sid, ev.from, *ev.mp_body, ideal_out, ev.mp_pos)
+                          : streams_.full(ev.sid, ev.from, ev.body, ideal_out, ev.pos);
+    if (!based) ++c.delta_errors;
+  } else if (ideal) {
+    if (mp && ev.mp_body) {
+      ideal_bytes = streams_.observe(ev.from, ev.key, *ev.mp_body, ev.mp_pos);
+    } else if (!mp) {
+      ideal_bytes = streams_.observe(ev.from, ev.key, ev.body, ev.pos);
+    }
   }
+  c.ideal_bytes += ideal_bytes;
   if (sent_ns > 0) w_.record_latency(&Latencies::state, batch_now_ - sent_ns);
 }
 
@@ -364,6 +368,10 @@ void Connection::on_joined(const Event& ev) {
   }
   m->st = Membership::St::kJoined;
   if (st_ == St::kJoining && --joins_outstanding_ <= 0) on_all_joined();
+  // Interest areas: a member without a cell receives every state of the
+  // channel (PROTOCOL.md "Interest areas"), so an avatar places itself as soon
+  // as it is in, on the first join and on every re-join (a leave forgets the cell).
+  if (w_.opts().aoi_cell > 0 && m == &members_[0] && send_state()) ++w_.counters().placements;
 }
 
 void Connection::on_all_joined() {

@@ -81,6 +81,7 @@ bool apply_preset(const std::string& name, Options& o) {
     o.churn_per_s = 10;
     o.aoi_cell = 50;
     o.aoi_neighbours = 50;
+    o.ideal = true;
     o.duration_s = 60;
     o.ramp_s = 20;
   } else if (name == "ramp") {
@@ -159,6 +160,9 @@ flags (defaults from the preset):
                        encoding; the audit reads both)
   --deltas             (hello caps ["state_delta"]: in a namespace with state_delta the
                        audit applies the deltas and checks each rebuilt body)
+  --ideal | --no-ideal (world: count what changed for each viewer, the fields of each
+                       stream it got that changed, and report bytes received / that;
+                       on in world-big)
   --tenant T --secret S --src-addrs N
   --conns N --channel-size S --ns NAME --rate MSGS_PER_S --body-bytes B
   --state-hz H --churn PER_S --ping-s S --no-reconnect
@@ -267,6 +271,8 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "--no-ids") { o.event_ids = false; continue; }
     if (a == "--ramp") { o.ramp_compare = true; continue; }
     if (a == "--deltas") { o.deltas = true; continue; }
+    if (a == "--ideal") { o.ideal = true; continue; }
+    if (a == "--no-ideal") { o.ideal = false; continue; }
     auto it = with_value.find(a);
     if (it == with_value.end()) throw std::runtime_error("unknown flag " + a);
     if (i + 1 >= args.size()) throw std::runtime_error(a + " wants a value");

@@ -109,6 +109,9 @@ void print_table(const RunResult& r) {
   line("  {:<26}{:>14.1f}  ({}{}; per avatar-second {:.0f} B; state deltas {} of {} states)\n",
        "bytes in per delivery", wire.bytes_per_delivery, r.o.encoding, r.o.deltas ? " + deltas" : "",
        wire.bytes_per_avatar_s, c.sd_deliveries, c.state_deliveries);
+  if (wire.over_ideal > 0)
+    line("  {:<26}{:>14.2f}  (ideal {:.0f} B per avatar-second: the changed fields of the streams each viewer got; {} placements)\n",
+         "bytes in / ideal", wire.over_ideal, wire.ideal_per_avatar_s, c.placements);
   line("  {:<26}{:>13.3f}%  ({} of {}; {} rate_limited, {} backpressure, {} unavailable, {} gave up, {} unacked)\n",
        "accepted", r.accepted_pct(), c.acked, c.pub_attempted, c.rate_limited, c.backpressure,
        c.unavailable, c.gave_up, c.unacked_at_end);
@@ -207,10 +210,12 @@ std::string to_json(const RunResult& r) {
      r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.own_cpu_in_load(), r.server_cpu_s,
      r.server_cpu_total_s, r.server_peak_rss, dpc);
   const auto wire = r.wire_cost();
-  kv(R"(  "wire": {{"encoding": "{}", "deltas": {}, "bytes_per_delivery": {:.2f}, "bytes_per_avatar_s": {:.1f}, "server_cpu_us_per_delivery": {:.4f}, "sd_deliveries": {}, "delta_errors": {}}},)"
+  kv(R"(  "wire": {{"encoding": "{}", "deltas": {}, "bytes_per_delivery": {:.2f}, "bytes_per_avatar_s": {:.1f}, "server_cpu_us_per_delivery": {:.4f}, "sd_deliveries": {}, "delta_errors": {}, "ideal_per_avatar_s": {:.1f}, "over_ideal": {:.3f}, "own_cpu_load_us_per_delivery": {:.4f}}},)"
      "\n",
      r.o.encoding, r.o.deltas, wire.bytes_per_delivery, wire.bytes_per_avatar_s,
-     wire.server_cpu_us_per_delivery, c.sd_deliveries, c.delta_errors);
+     wire.server_cpu_us_per_delivery, c.sd_deliveries, c.delta_errors, wire.ideal_per_avatar_s,
+     wire.over_ideal,
+     r.all_deliveries_in_load() ? r.own_cpu_in_load() * 1e6 / double(r.all_deliveries_in_load()) : 0.0);
   kv(R"(  "audit": {{"passed": {}, "lost": {}, "duplicates": {}, "reorders": {}, "mismatches": {}, "history_checked": {}, "history_missing": {}, "history_mismatch": {}, "acked_msgs": {}, "channels_checked": {}, "members_checked": {}, "expected_deliveries": {}}},)"
      "\n",
      !r.audit_failed(), c.lost, c.duplicates, c.reorders, c.mismatches, c.history_checked,

@@ -65,6 +65,9 @@ struct RunResult {
   // state) and per avatar-second (connection x second), server CPU per delivery.
   struct WireCost {
     double bytes_per_delivery = 0, bytes_per_avatar_s = 0, server_cpu_us_per_delivery = -1;
+    // --ideal: the ideal's bytes per avatar-second and what the viewers got per
+    // ideal byte (delta_audit.h), 0 without it.
+    double ideal_per_avatar_s = 0, over_ideal = 0;
   };
   WireCost wire_cost() const {
     WireCost w;
@@ -73,6 +76,11 @@ struct RunResult {
     if (d > 0) w.bytes_per_delivery = bytes / d;
     if (load_seconds() > 0) w.bytes_per_avatar_s = bytes / (double(o.conns) * load_seconds());
     if (d > 0 && server_cpu_s >= 0) w.server_cpu_us_per_delivery = server_cpu_s * 1e6 / d;
+    const double ideal = double(at_load_end.ideal_bytes - at_load_start.ideal_bytes);
+    if (ideal > 0) {
+      w.over_ideal = bytes / ideal;
+      if (load_seconds() > 0) w.ideal_per_avatar_s = ideal / (double(o.conns) * load_seconds());
+    }
     return w;
   }
   uint64_t all_deliveries_in_load() const {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include <msgpack/object_fwd.hpp>
 #include <simdjson.h>
 
 namespace bench {
@@ -34,11 +35,19 @@ struct Event {
   std::string_view code;    // error and bye
   int64_t retry_ms = -1;
   // State deltas: the stream id, the sender, the body's JSON text (an object)
-  // and an sd's `unset` (a JSON array, or empty).
+  // and an sd's `unset` (a JSON array, or empty); a state's key and `pos` (its
+  // JSON text), for the ideal (delta_audit.h).
   uint64_t sid = 0;
   std::string_view from;
   std::string_view body;
   std::string_view unset;
+  std::string_view key;
+  std::string_view pos;
+  // The same from a MessagePack frame (msgpack_frame.h), which leaves the JSON
+  // views empty: objects of the frame's zone, null when absent.
+  const msgpack::object* mp_body = nullptr;
+  const msgpack::object* mp_unset = nullptr;
+  const msgpack::object* mp_pos = nullptr;
 };
 
 // body.t of a bench body's text ({"t":<ns>,...}: t first), or 0.
@@ -120,6 +129,11 @@ bool FrameReader::read_object(simdjson::ondemand::object obj, Sink& sink, bool i
       if (v.get_uint64().get(ev.sid)) return false;
     } else if (key == "from") {
       if (v.get_string().get(ev.from)) return false;
+    } else if (key == "key") {
+      if (v.get_string().get(ev.key)) return false;
+    } else if (key == "pos") {
+      ondemand::array arr;
+      if (v.get_array().get(arr) || arr.raw_json().get(ev.pos)) return false;
     } else if (key == "unset") {
       ondemand::array arr;
       if (v.get_array().get(arr) || arr.raw_json().get(ev.unset)) return false;

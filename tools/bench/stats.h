@@ -23,7 +23,7 @@ namespace bench {
   X(bad_frames) X(stray_msgs) X(joins) X(leaves) X(lost) X(duplicates)            \
   X(reorders) X(mismatches) X(history_checked) X(history_missing)                 \
   X(history_mismatch) X(sched_skipped) X(gaps) X(up_sent)                        \
-  X(sd_deliveries) X(delta_errors)
+  X(sd_deliveries) X(delta_errors) X(ideal_bytes) X(placements)
 
 struct Counters {
 #define BENCH_FIELD(name) uint64_t name = 0;

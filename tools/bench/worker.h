@@ -23,6 +23,7 @@
 #include "channel_audit.h"
 #include "connection.h"
 #include "options.h"
+#include "msgpack_frame.h"
 #include "server_frame.h"
 #include "stats.h"
 
@@ -69,7 +70,7 @@ class Worker {
   FrameReader& reader() { return reader_; }
   std::vector<char>& read_buffer() { return rbuf_; }
   std::string& scratch() { return scratch_; }
-  std::string& mp_scratch() { return mp_scratch_; }  // a MessagePack frame as JSON
+  MsgpackFrameReader& mp_reader() { return mp_reader_; }
   ChannelState& channel(uint32_t local) { return channels_[local]; }
   // Local index of a channel name of this run; -1 when foreign.
   int64_t local_channel(std::string_view name) const;
@@ -127,7 +128,7 @@ class Worker {
   FrameReader reader_;
   std::vector<char> rbuf_;
   std::string scratch_;
-  std::string mp_scratch_;
+  MsgpackFrameReader mp_reader_;
   boost::asio::steady_timer tick_;
   std::thread thread_;
   std::vector<Timed> timers_;  // min-heap
