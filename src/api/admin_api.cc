@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "protocol/version.h"
+#include "session/gateway.h"
 
 namespace parley::api {
 
@@ -47,10 +48,12 @@ void write_histogram(JsonWriter& w, std::string_view name, const metrics::Metric
 }  // namespace
 
 AdminApi::AdminApi(AdminOptions opts, TenantRegistry& tenants, hub::Hub& hub,
-                   hub::Stores stores, metrics::Metrics& metrics, const std::atomic<bool>& draining)
+                   session::Gateway& gateway, hub::Stores stores, metrics::Metrics& metrics,
+                   const std::atomic<bool>& draining)
     : opts_(std::move(opts)),
       tenants_(tenants),
       hub_(hub),
+      gateway_(gateway),
       stores_(stores),
       metrics_(metrics),
       draining_(draining),
@@ -98,17 +101,23 @@ void AdminApi::handle(const net::HttpRequest& req, std::function<void(net::HttpR
     });
   }
   if (path != "/admin/api/stats") return respond(not_found());
+  // The busiest channels, then the connections sent the most: both counted
+  // since the previous listing.
   hub_.busiest_channels(opts_.busiest, [this, respond = std::move(respond)](
-                                           std::vector<hub::ChannelStat> busiest) {
-    const int64_t now = steady_ns();
-    const int64_t before = last_ranking_ns_.exchange(now);
-    const double interval_s = static_cast<double>(now - before) * 1e-9;
-    respond({200, std::string(kJson), stats_json(busiest, interval_s), {{"Cache-Control", "no-store"}}});
+                                           std::vector<hub::ChannelStat> busiest) mutable {
+    gateway_.connection_traffic(opts_.busiest, [this, busiest = std::move(busiest), respond = std::move(respond)](
+                                                   session::ConnectionTraffic traffic) {
+      const int64_t now = steady_ns();
+      const int64_t before = last_ranking_ns_.exchange(now);
+      const double interval_s = static_cast<double>(now - before) * 1e-9;
+      respond({200, std::string(kJson), stats_json(busiest, traffic, interval_s),
+               {{"Cache-Control", "no-store"}}});
+    });
   });
 }
 
 std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
-                                 double interval_s) const {
+                                 const session::ConnectionTraffic& traffic, double interval_s) const {
   using metrics::Scraped;
   using metrics::ThreadMetrics;
   const auto one = [this](Scraped id) -> int64_t {
@@ -188,6 +197,35 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
         .field_unum("published", c.published)
         .field_unum("last_seq", c.last_seq)
         .field_unum("members", c.members)
+        .end_object();
+  }
+  w.end_array().end_object();
+
+  // Per connection here, never in /metrics (connection_traffic.h). Rates are
+  // over the interval since the previous listing, as the channels' are.
+  const auto per_s = [interval_s](uint64_t n) {
+    return fmt_double(interval_s > 0 ? static_cast<double>(n) / interval_s : 0);
+  };
+  w.key("connections").begin_object().key("interval_s").raw(fmt_double(interval_s));
+  w.key("by_encoding").begin_array();
+  for (size_t f = 0; f < metrics::kWireForms; ++f) {
+    const auto& t = traffic.by_form[f];
+    w.begin_object()
+        .field("encoding", metrics::wire_form_name(static_cast<metrics::WireForm>(f)))
+        .field_unum("connections", t.connections)
+        .field_unum("bytes_out", t.bytes_out)
+        .key("bytes_out_per_s").raw(per_s(t.recent))
+        .end_object();
+  }
+  w.end_array().key("top").begin_array();
+  for (const auto& c : traffic.top) {
+    w.begin_object()
+        .field_unum("conn", c.conn)
+        .field("tenant", c.tenant)
+        .field("user", c.user)
+        .field("encoding", metrics::wire_form_name(c.form))
+        .field_unum("bytes_out", c.bytes_out)
+        .key("bytes_out_per_s").raw(per_s(c.recent))
         .end_object();
   }
   w.end_array().end_object();

@@ -22,7 +22,12 @@
 #include "hub/hub.h"
 #include "metrics/metrics.h"
 #include "net/http_session.h"
+#include "session/connection_traffic.h"
 #include "tenant/tenant_registry.h"
+
+namespace parley::session {
+class Gateway;
+}
 
 namespace parley::api {
 
@@ -30,7 +35,7 @@ struct AdminOptions {
   std::string key;         // server.admin_key, not empty
   std::string store_kind;  // server.store
   unsigned threads = 0;
-  size_t busiest = 10;     // channels listed
+  size_t busiest = 10;     // channels listed, and connections (the most sent)
   // Runs a config reload off the loops; `done` (status, JSON body) may run on
   // any thread. Empty: /admin/api/reload is 404.
   std::function<void(std::function<void(int status, std::string body)> done)> reload;
@@ -38,7 +43,7 @@ struct AdminOptions {
 
 class AdminApi {
  public:
-  AdminApi(AdminOptions opts, TenantRegistry& tenants, hub::Hub& hub,
+  AdminApi(AdminOptions opts, TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gateway,
            hub::Stores stores, metrics::Metrics& metrics, const std::atomic<bool>& draining);
 
   static bool is_admin_path(std::string_view path) {
@@ -51,11 +56,13 @@ class AdminApi {
 
  private:
   bool authorized(const net::HttpRequestHeader& req) const;
-  std::string stats_json(const std::vector<hub::ChannelStat>& busiest, double interval_s) const;
+  std::string stats_json(const std::vector<hub::ChannelStat>& busiest,
+                         const session::ConnectionTraffic& traffic, double interval_s) const;
 
   AdminOptions opts_;
   TenantRegistry& tenants_;
   hub::Hub& hub_;
+  session::Gateway& gateway_;
   hub::Stores stores_;
   metrics::Metrics& metrics_;
   const std::atomic<bool>& draining_;

@@ -111,7 +111,8 @@ HttpApi::HttpApi(TenantRegistry& tenants, hub::Hub& hub, session::Gateway& gatew
     : tenants_(tenants), hub_(hub), gateway_(gateway), stores_(stores), metrics_(metrics) {}
 
 void HttpApi::enable_admin(AdminOptions opts) {
-  admin_ = std::make_unique<AdminApi>(std::move(opts), tenants_, hub_, stores_, metrics_, draining_);
+  admin_ = std::make_unique<AdminApi>(std::move(opts), tenants_, hub_, gateway_, stores_, metrics_,
+                                      draining_);
 }
 
 const TenantRuntime* HttpApi::tenant_of(const net::HttpRequestHeader& req) const {

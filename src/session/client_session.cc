@@ -40,6 +40,7 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
 
 void ClientSession::send(net::OutFrame&& frame) {
   if (gone()) return;
+  bytes_out_ += frame.bytes();
   if (conn_->send(std::move(frame))) return;
   send_over_cap();
 }
@@ -56,6 +57,7 @@ void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(fram
 
 void ClientSession::reply_corked(std::string frame) {
   if (gone()) return;
+  bytes_out_ += frame.size();
   if (!conn_->send_corked(net::OutFrame(std::move(frame)))) return send_over_cap();
   gw_.hub().fanout(loop()).cork(shared_from_this());
 }
@@ -388,6 +390,7 @@ void ClientSession::deliver_event_frame(std::string frame, std::function<void()>
 void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
   if (gone()) return;
   for (auto& f : frames) {
+    bytes_out_ += f.size();
     if (!conn_->send_corked(net::OutFrame(std::move(f)))) return send_over_cap();
   }
   gw_.hub().fanout(loop()).cork(shared_from_this());

@@ -65,6 +65,10 @@ class ClientSession final : public net::ConnectionHandler,
   TenantRuntime* tenant() const { return tenant_; }
   int64_t hello_deadline_ms() const { return hello_deadline_ms_; }
   net::Connection& connection() { return *conn_; }
+  // Payload bytes handed to the connection since it opened (connection_traffic.h
+  // says what counts), and their count at the previous admin listing.
+  uint64_t bytes_out() const { return bytes_out_; }
+  uint64_t bytes_out_listed = 0;
   // Closes with a frame explaining why (bye or error) and a close code.
   void close_with(std::string frame, int code, std::string reason);
 
@@ -99,6 +103,8 @@ class ClientSession final : public net::ConnectionHandler,
     std::optional<uint64_t> after, before;
     uint32_t limit = 0;
   };
+
+  uint64_t bytes_out_ = 0;
 
   // The ops of a decoded frame (on_frame), or of one held behind a hook.
   void dispatch(protocol::ClientOp& op, int64_t arrived_ns);

@@ -19,6 +19,7 @@
 #include "net/connection.h"
 #include "runtime/gate.h"
 #include "runtime/loop_group.h"
+#include "session/connection_traffic.h"
 #include "session/hook_gate.h"
 
 namespace parley::session {
@@ -84,6 +85,11 @@ class Gateway {
                            unsigned reply_loop, std::function<void(size_t)> done);
 
   size_t sessions() const { return sessions_.count(); }
+
+  // The admin's listing (connection_traffic.h): the n open connections sent
+  // the most since the previous call, and the totals by form. `done` runs on
+  // the loop that finished last. Any thread.
+  void connection_traffic(size_t n, ConnectionTrafficDone done);
 
   // For sessions (on their loop).
   TenantRegistry& tenants() { return tenants_; }

@@ -1,11 +1,15 @@
 // /admin and /admin/api/stats over real sockets: off without server.admin_key,
 // the key as a bearer header only, and stats that follow what clients do
-// (per-tenant rejections, the busiest channels). The page itself is driven in
+// (per-tenant rejections, the busiest channels, the connections sent the most
+// and their encodings). The page itself is driven in
 // Chromium by tests/admin/admin_page_test.mjs.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "support/client.h"
 #include "support/server_process.h"
@@ -123,6 +127,91 @@ TEST_F(AdminApiTest, StatsCountATenantsRejectionsAndRankItsBusiestChannel) {
   EXPECT_EQ(u64(top["published"]), 3u);
   EXPECT_EQ(u64(top["last_seq"]), 8u);
   EXPECT_GT(double(next["channels"]["interval_s"]), 0.0);
+}
+
+
+// A stats answer's listed connection of `user`.
+std::optional<simdjson::dom::element> talker(simdjson::dom::element stats, std::string_view user) {
+  for (auto c : stats["connections"]["top"]) {
+    if (std::string_view(c["user"]) == user) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<simdjson::dom::element> form(simdjson::dom::element stats, std::string_view encoding) {
+  for (auto f : stats["connections"]["by_encoding"]) {
+    if (std::string_view(f["encoding"]) == encoding) return f;
+  }
+  return std::nullopt;
+}
+
+TEST_F(AdminApiTest, StatsListTheConnectionsSentTheMostWithTheirEncodings) {
+  auto parse = [](simdjson::dom::parser& p, const std::string& body) {
+    simdjson::dom::element doc;
+    EXPECT_EQ(p.parse(body).get(doc), simdjson::SUCCESS) << body;
+    return doc;
+  };
+  // A JSON member over WebSocket and a MessagePack one over TCP (hello
+  // "enc":"msgpack", then MessagePack both ways) in one channel.
+  auto js = ::parley::testing::connect_as(server_->http_port(), "talker-json");
+  js->join("chat:talkers");
+  auto mp = Client::connect(server_->tcp_port(), Wire::kTcp);
+  mp->send(R"({"op":"hello","v":1,"rid":1,"enc":"msgpack","token":")" +
+           ServerProcess::token("talker-mp") + "\"}");
+  ASSERT_EQ(op_of(mp->expect("welcome")), "welcome");
+  const size_t before_join = mp->frames();
+  // {"op":"join","rid":2,"ch":"chat:talkers"}
+  mp->send(std::string("\x83\xa2op\xa4join\xa3rid\x02\xa2" "ch\xac" "chat:talkers"));
+  auto wait_frames = [&](size_t n) {
+    for (int i = 0; i < 500 && mp->frames() < n; ++i) std::this_thread::sleep_for(10ms);
+    return mp->frames() >= n;
+  };
+  ASSERT_TRUE(wait_frames(before_join + 1)) << "joined";
+  const std::string body = R"({"text":")" + std::string(300, 'x') + "\"}";
+  for (int i = 0; i < 5; ++i) {
+    js->send(pub_frame("chat:talkers", "t" + std::to_string(i), body, 40 + i));
+    ASSERT_FALSE(js->expect("ack").empty());
+  }
+  for (int i = 0; i < 5; ++i) ASSERT_FALSE(js->expect("msg").empty());
+  // A tick batch may hold several msgs: wait until nothing more comes.
+  size_t seen = mp->frames();
+  for (int quiet = 0; quiet < 20; ++quiet) {
+    std::this_thread::sleep_for(10ms);
+    if (mp->frames() != seen) {
+      seen = mp->frames();
+      quiet = 0;
+    }
+  }
+
+  simdjson::dom::parser p1;
+  auto first = parse(p1, stats().body);
+  auto jo = talker(first, "talker-json");
+  auto mo = talker(first, "talker-mp");
+  ASSERT_TRUE(jo) << "the JSON member is listed";
+  ASSERT_TRUE(mo) << "the MessagePack member is listed";
+  auto j = *jo, m = *mo;
+  EXPECT_EQ(std::string_view(j["encoding"]), "json");
+  EXPECT_EQ(std::string_view(m["encoding"]), "msgpack");
+  // Both got the 5 msgs of 300+ bytes; the JSON one its acks too, in JSON.
+  EXPECT_GT(u64(m["bytes_out"]), 5u * 300u);
+  EXPECT_GT(u64(j["bytes_out"]), u64(m["bytes_out"]));
+  EXPECT_GT(double(m["bytes_out_per_s"]), 0.0);
+  auto mf = form(first, "msgpack");
+  ASSERT_TRUE(mf);
+  EXPECT_GE(u64((*mf)["connections"]), 1u);
+  EXPECT_GE(u64((*mf)["bytes_out"]), u64(m["bytes_out"]));
+
+  // Rates are since the previous listing: nothing was sent to them since.
+  simdjson::dom::parser p2;
+  auto second = parse(p2, stats().body);
+  auto m2 = talker(second, "talker-mp");
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(u64((*m2)["bytes_out"]), u64(m["bytes_out"]));
+  EXPECT_EQ(double((*m2)["bytes_out_per_s"]), 0.0);
+  // /metrics has no series per connection: no user, no conn label.
+  const std::string metrics = http_request(server_->http_port(), "GET", "/metrics", "", "").body;
+  EXPECT_EQ(metrics.find("talker-mp"), std::string::npos);
+  EXPECT_EQ(metrics.find("conn=\""), std::string::npos);
 }
 
 }  // namespace
