@@ -128,7 +128,10 @@ int compare(const Options& base) {
     o.transport = "ws";
     o.ws_path = "/v1/ws";
     std::vector<std::string> argv;
-    if (target == "parley") {
+    // parley-msgpack: the same server, every client in MessagePack (issue 25);
+    // the peers speak JSON only.
+    o.encoding = target == "parley-msgpack" ? "msgpack" : "json";
+    if (target == "parley" || target == "parley-msgpack") {
       fs::path cfg = tmp / "parley.toml";
       fs::create_directories(tmp / "data");
       std::ofstream(cfg) << parley_config(o, o.port, tmp / "data",
@@ -151,7 +154,7 @@ int compare(const Options& base) {
       o.history_check = false;
       argv = {(self_dir() / "parley-floor").string(), std::to_string(o.port), "20"};
     } else {
-      fmt::print(stderr, "compare: unknown target {} (parley, node-ws, bun, floor, floor-tick)\n",
+      fmt::print(stderr, "compare: unknown target {} (parley, parley-msgpack, node-ws, bun, floor, floor-tick)\n",
                  target);
       return 2;
     }

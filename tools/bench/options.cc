@@ -180,7 +180,7 @@ flags (defaults from the preset):
   --churn-channels N --churn-msgs K --churn-depth D --churn-idle-s S   (churn: N fresh
                        channels, each joined, sent K pubs, left; D in flight per connection)
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
-  compare only: --targets parley,node-ws,bun[,floor,floor-tick] --parley-bin PATH --peers-dir DIR
+  compare only: --targets parley,node-ws,bun[,parley-msgpack,floor,floor-tick] --parley-bin PATH --peers-dir DIR
                --server-cpus LIST --bench-cpus LIST (pin every target and the generator to
                separate CPUs, e.g. 0 and 1; Parley gets threads = its CPUs)
                --ramp (each target's rate raised x--step-factor every --step-s to its cliff:
