@@ -39,9 +39,9 @@ class EventSink {
   // far behind asks the store for its next page only as fast as the client
   // reads. `written` never runs when the connection closes first.
   virtual void deliver_event_frame(std::string frame, std::function<void()> written) = 0;
-  // Queues live frames corked: they leave with everything else this loop
-  // iteration has for the connection, in one write at its end, behind what
-  // was queued before them (events/frame_batch.h).
+  // Queues live frames corked: they leave with everything else the task has
+  // for the connection, in one write at its flush point, behind what was
+  // queued before them (net::Connection::send_corked).
   virtual void deliver_event_frames(std::vector<std::string> frames) = 0;
 };
 

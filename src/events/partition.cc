@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::events {
 
@@ -364,21 +365,20 @@ uint64_t Partition::open_cursor(std::weak_ptr<EventSink> sink, uint64_t next,
 
 void Partition::close_cursor(uint64_t id) { cursors_.erase(id); }
 
-void Partition::pump(FrameBatch& out) {
+void Partition::pump() {
   for (auto it = cursors_.begin(); it != cursors_.end();) {
     if (it->second.sink.expired()) {
       it = cursors_.erase(it);
       continue;
     }
-    pump_one(it->first, it->second, out);
+    pump_one(it->first, it->second);
     ++it;
   }
 }
 
 void Partition::pump_now(uint64_t id, Cursor& c) {
-  FrameBatch out;
-  pump_one(id, c, out);
-  out.post(loops_, metrics_);
+  runtime::TailScope pass;
+  pump_one(id, c);
 }
 
 void Partition::begin_frame(std::string& f, const Cursor& c) const {
@@ -388,12 +388,14 @@ void Partition::begin_frame(std::string& f, const Cursor& c) const {
   f += ",\"evs\":[";
 }
 
-void Partition::pump_one(uint64_t id, Cursor& c, FrameBatch& out) {
+void Partition::pump_one(uint64_t id, Cursor& c) {
   if (c.paced || c.next > log_.committed()) return;
   if (recent_.empty() || recent_.front().off > c.next) return read_page(id, c);
   auto sink = c.sink.lock();
   if (!sink) return;
   // From the ring: every committed event the cursor has not had, in frames.
+  std::vector<std::string> frames;
+  std::vector<int64_t> oldest;  // when each frame's oldest event was committed
   size_t i = static_cast<size_t>(c.next - recent_.front().off);
   while (i < recent_.size()) {
     std::string frame;
@@ -407,9 +409,19 @@ void Partition::pump_one(uint64_t id, Cursor& c, FrameBatch& out) {
     }
     frame += "]}";
     c.next = recent_[i - 1].off + 1;
-    // Posted in order from this one loop: frames reach the connection in offset order.
-    out.add(sink, std::move(frame), oldest_ns);
+    frames.push_back(std::move(frame));
+    oldest.push_back(oldest_ns);
   }
+  if (frames.empty()) return;
+  // Through the topic's outbox, in order: frames reach the connection in offset
+  // order, corked (EventSink::deliver_event_frames): one write for the frames
+  // and replies a task on that loop has for it.
+  out_->to(sink->loop(), [sink, frames = std::move(frames), oldest = std::move(oldest),
+                          &metrics = metrics_]() mutable {
+    sink->deliver_event_frames(std::move(frames));
+    const int64_t now = steady_ns();
+    for (int64_t t : oldest) metrics.local().observe(metrics::Stage::kEventDispatch, now - t);
+  });
 }
 
 void Partition::read_page(uint64_t id, Cursor& c) {
@@ -468,7 +480,7 @@ void Partition::read_page(uint64_t id, Cursor& c) {
         c.next = m.seq + 1;
       }
       frame += "]}";
-      loops_.run_on(sink->loop(), [this, sink, id, frame = std::move(frame)]() mutable {
+      out_->to(sink->loop(), [this, sink, id, frame = std::move(frame)]() mutable {
         sink->deliver_event_frame(std::move(frame), [this, id] {
           loops_.run_on(loop_, [this, id] {
             auto again = cursors_.find(id);

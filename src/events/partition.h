@@ -32,11 +32,11 @@
 
 #include "cluster/broker.h"
 #include "common/status.h"
-#include "events/frame_batch.h"
 #include "protocol/client_op.h"
 #include "metrics/metrics.h"
 #include "runtime/inbox.h"
 #include "runtime/loop_group.h"
+#include "runtime/outbox.h"
 #include "events/event_service.h"
 #include "seqlog/sequenced_log.h"
 #include "store/dedupe_index.h"
@@ -79,6 +79,9 @@ class Partition {
   };
   using AppendInbox = runtime::Inbox<Appended>;
   void set_inbox(AppendInbox* inbox) { inbox_ = inbox; }
+  // Where its frames go: the topic's outbox, which carries everything the
+  // topic sends a loop (runtime/outbox.h), so they keep their order.
+  void set_outbox(runtime::Outbox* out) { out_ = out; }
   // One append completed (in submission order), on this loop.
   void on_appended(store::AppendOutcome out);
 
@@ -109,9 +112,10 @@ class Partition {
   // `group` is written into its frames (a group member's). Returns its id.
   uint64_t open_cursor(std::weak_ptr<EventSink> sink, uint64_t next, std::string group);
   void close_cursor(uint64_t id);
-  // Adds to `out` what each cursor has not had yet (the topic calls it after
-  // commits, once per loop iteration or per tick, and posts `out`).
-  void pump(FrameBatch& out);
+  // Sends each cursor what it has not had yet (the topic calls it after
+  // commits, once per loop iteration or per tick, in a pass's TailScope: one
+  // post per loop for the pass).
+  void pump();
   size_t cursors() const { return cursors_.size(); }
   // Where the partition lives in the store (a rebuild reads it back).
   const store::ChannelId& store_id() const { return id_; }
@@ -175,8 +179,8 @@ class Partition {
   // The history limit of the append of `off`: `retention`, or fewer when
   // retention_s lets older events go.
   uint32_t limit_for(uint64_t off, int64_t now_ms);
-  void pump_one(uint64_t id, Cursor& c, FrameBatch& out);
-  // pump_one outside a pass (a paced cursor's next page): posts at once.
+  void pump_one(uint64_t id, Cursor& c);
+  // pump_one outside a pass (a paced cursor's next page), a pass of its own.
   void pump_now(uint64_t id, Cursor& c);
   void begin_frame(std::string& f, const Cursor& c) const;
   void read_page(uint64_t id, Cursor& c);
@@ -216,6 +220,7 @@ class Partition {
   CommitObserver observer_;
 
   AppendInbox* inbox_ = nullptr;
+  runtime::Outbox* out_ = nullptr;
 };
 
 }  // namespace parley::events

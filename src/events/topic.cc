@@ -12,6 +12,7 @@
 #include "common/json_writer.h"
 #include "events/topic_channel.h"
 #include "protocol/encoder.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::events {
 
@@ -67,6 +68,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
              const seqlog::Options& follow)
     : loop_(loop),
       loops_(loops),
+      out_(loops),
       store_(store),
       tenant_(tenant),
       name_(std::move(name)),
@@ -88,6 +90,7 @@ Topic::Topic(unsigned loop, runtime::LoopGroup& loops, store::Store& store,
         loop, loops, store, store::ChannelId{tenant.id, partition_channel(name_, p)}, name_,
         p, cfg, metrics, follow, broker, nodes.listener);
     part->set_inbox(appended_.get());
+    part->set_outbox(&out_);
     part->set_on_committed([this, p](uint64_t off) {
       stats_->committed.fetch_add(1, std::memory_order_relaxed);
       stats_->ends[p].store(off, std::memory_order_relaxed);
@@ -243,18 +246,18 @@ void Topic::schedule_pump() {
 }
 
 void Topic::pump() {
-  // One post per connection for the whole pass (frame_batch.h).
-  FrameBatch out;
+  // One post per loop for the whole pass (runtime/outbox.h); each connection's
+  // frames leave corked, in one write.
+  runtime::TailScope pass;
   for (auto& p : parts_) {
-    if (p->cursors()) p->pump(out);
+    if (p->cursors()) p->pump();
   }
-  out.post(loops_, metrics_);
 }
 
 void Topic::send_to(const std::weak_ptr<EventSink>& sink, std::string frame) {
   auto s = sink.lock();
   if (!s) return;
-  loops_.run_on(s->loop(), [s, frame = std::move(frame)]() mutable {
+  out_.to(s->loop(), [s, frame = std::move(frame)]() mutable {
     s->deliver_event_frame(std::move(frame), nullptr);
   });
 }
@@ -281,7 +284,7 @@ void Topic::emit(EmitRequest req) {
 void Topic::run_emit(EmitRequest req) {
   auto reply = [this](unsigned loop, std::function<void(EmitOutcome)> done,
                       EmitOutcome out) {
-    loops_.run_on(loop, [done = std::move(done), out = std::move(out)]() mutable {
+    out_.to(loop, [done = std::move(done), out = std::move(out)]() mutable {
       done(std::move(out));
     });
   };
@@ -338,7 +341,7 @@ void Topic::run_emit(EmitRequest req) {
       out.offs[i] = out.offs[state->copy_of[i]];
       out.dup[i] = true;
     }
-    loops_.run_on(state->reply_loop, [state] { state->done(std::move(state->out)); });
+    out_.to(state->reply_loop, [state] { state->done(std::move(state->out)); });
   };
   for (size_t i = 0; i < n; ++i) {
     if (state->copy_of[i] != SIZE_MAX) continue;
@@ -370,7 +373,7 @@ void Topic::tail(TailRequest req) {
 void Topic::run_tail(TailRequest req) {
   StartOutcome out;
   auto reply = [this, &req](StartOutcome out) {
-    loops_.run_on(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
+    out_.to(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
       done(std::move(out));
     });
   };
@@ -428,7 +431,7 @@ void Topic::leave(const std::string& group, uint64_t conn, unsigned reply_loop,
   } else if (Group* g = find_group(group)) {
     remove_member(*g, conn);
   }
-  loops_.run_on(reply_loop, std::move(done));
+  out_.to(reply_loop, std::move(done));
 }
 
 void Topic::disconnect(uint64_t conn) {
@@ -604,7 +607,7 @@ void Topic::renew_groups() {
 void Topic::consume(ConsumeRequest req) {
   when_ready([this, req = std::move(req)]() mutable {
     auto reply = [this](ConsumeRequest& req, StartOutcome out) {
-      loops_.run_on(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
+      out_.to(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
         done(std::move(out));
       });
     };
@@ -651,7 +654,7 @@ void Topic::consume(ConsumeRequest req) {
 
 void Topic::commit(CommitRequest req) {
   auto reply = [this](CommitRequest& req, Status st, std::optional<OffsetRange> range = {}) {
-    loops_.run_on(req.reply_loop, [done = std::move(req.done), st = std::move(st), range]() mutable {
+    out_.to(req.reply_loop, [done = std::move(req.done), st = std::move(st), range]() mutable {
       done(std::move(st), range);
     });
   };
@@ -718,7 +721,7 @@ void Topic::write_commits(Group& g, std::vector<CommitRequest> reqs) {
       }
       const Status st = out.status();
       for (auto& req : reqs) {
-        loops_.run_on(req.reply_loop, [done = std::move(req.done), st]() mutable {
+        out_.to(req.reply_loop, [done = std::move(req.done), st]() mutable {
           done(std::move(st), std::nullopt);
         });
       }

@@ -27,6 +27,7 @@
 #include "events/topic_stats.h"
 #include "metrics/metrics.h"
 #include "runtime/loop_group.h"
+#include "runtime/outbox.h"
 #include "events/event_service.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
@@ -133,6 +134,9 @@ class Topic {
 
   unsigned loop_;
   runtime::LoopGroup& loops_;
+  // Everything this topic sends the loops of its connections (replies,
+  // `events`, `revoked`/`assigned`), in the order made (runtime/outbox.h).
+  runtime::Outbox out_;
   store::Store& store_;
   const TenantConfig& tenant_;
   std::string name_;

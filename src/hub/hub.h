@@ -23,7 +23,6 @@ class Hub {
   Hub(runtime::LoopGroup& loops, Stores stores, metrics::Metrics& metrics, ShardOptions opts);
 
   unsigned shard_of(std::string_view tenant, std::string_view ch) const;
-  TickBatcher& fanout(unsigned loop) { return *fanouts_[loop]; }
 
   // On the subscriber's loop. Joins req.sub to req.ch; req.done runs there with
   // the reply (see JoinRequest). The handle leaves when dropped.

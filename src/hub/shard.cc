@@ -8,7 +8,6 @@
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 #include "runtime/loop_group.h"
-#include "runtime/loop_tail.h"
 
 namespace parley::hub {
 
@@ -24,7 +23,7 @@ Shard::Shard(unsigned index, runtime::LoopGroup& loops, std::vector<TickBatcher*
       stores_(stores),
       metrics_(metrics),
       opts_(opts),
-      outboxes_(loops.size()),
+      out_(loops),
       committed_(loops.loop(index), [this](std::vector<Committed>& batch) {
         on_committed_batch(batch);
       }),
@@ -500,9 +499,8 @@ void Shard::publish_numbered(Channel* c, PublishRequest req) {
     committed_.push(Committed{c, std::move(out)});
   });
   inline_gen_ = 0;
-  // The ack and the event leave with the outboxes' flush, posted once behind
-  // what this loop already holds: publishes queued behind this one share it
-  // (one post per loop for all of them under load).
+  // The ack and the event leave through the outbox at the end of this batch of
+  // requests (runtime/outbox.h): publishes of the same batch share its posts.
   if (inline_done) on_committed(c, std::move(*inline_done));
 }
 
@@ -529,12 +527,9 @@ void Shard::publish_unnumbered(Channel* c, PublishRequest req) {
 }
 
 void Shard::on_committed_batch(std::vector<Committed>& batch) {
-  // Acks and events leave at the end of this task (flushing_ stops to_loop
-  // from posting a flush of its own, which would find nothing left to do).
-  flushing_ = true;
+  // Acks and events leave at the end of the batch (runtime::Inbox's scope):
+  // this loop's share runs then, each other loop gets one post.
   for (auto& done : batch) on_committed(done.channel, std::move(done.outcome));
-  flushing_ = false;
-  flush_outboxes();
 }
 
 void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
@@ -697,60 +692,6 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
     return;
   }
   loops_.run_on(index_, [this, now_ms, b] { sweep_slice(now_ms, b); });
-}
-
-void Shard::to_loop(unsigned loop, std::function<void()> fn) {
-  outboxes_[loop].push_back(std::move(fn));
-  if (flushing_) return;
-  // This loop's share, in a read task on this loop (threads = 1, or the
-  // publisher's own shard): at that task's end rather than as one more task
-  // (runtime/loop_tail.h). Other loops' shares keep the posted flush, which
-  // gathers every publish the loop runs meanwhile into one post per loop.
-  if (loop == index_) {
-    if (own_flush_deferred_) return;
-    own_flush_deferred_ = runtime::TailScope::defer_on(
-        loops_.loop(index_),
-        [](void* s) {
-          auto* shard = static_cast<Shard*>(s);
-          shard->own_flush_deferred_ = false;
-          shard->flush_outbox(shard->index_);
-        },
-        this);
-    if (own_flush_deferred_) return;
-  }
-  if (flush_scheduled_) return;
-  flush_scheduled_ = true;
-  loops_.run_on(index_, [this] { flush_outboxes(); });
-}
-
-void Shard::flush_outboxes() {
-  flush_scheduled_ = false;
-  for (unsigned l = 0; l < outboxes_.size(); ++l) flush_outbox(l);
-}
-
-void Shard::flush_outbox(unsigned l) {
-  if (outboxes_[l].empty()) return;
-  if (l == index_ && own_batches_queued_ == 0 && !running_own_) {
-    // This loop's share runs now rather than as one more task: nothing this
-    // shard sent its own loop earlier is still queued, so the order of its
-    // messages to this loop holds. (Each task costs a dispatch and often a
-    // non-blocking epoll_wait; a message was 5-6 of them on this loop.)
-    // The batch never re-enters the shard: sessions reach it by posting.
-    // Both vectors keep their capacity: no allocation per flush.
-    running_own_ = true;
-    own_batch_.swap(outboxes_[l]);
-    for (auto& fn : own_batch_) fn();
-    own_batch_.clear();
-    running_own_ = false;
-    return;
-  }
-  std::vector<std::function<void()>> batch = std::move(outboxes_[l]);
-  outboxes_[l].clear();
-  if (l == index_) ++own_batches_queued_;
-  loops_.run_on(l, [this, l, batch = std::move(batch)]() mutable {
-    if (l == index_) --own_batches_queued_;
-    for (auto& fn : batch) fn();
-  });
 }
 
 }  // namespace parley::hub

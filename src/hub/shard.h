@@ -2,12 +2,10 @@
 // mutates them: membership, presence, sequencing, dedupe, appends, fan-out.
 //
 // Runs on loop `index`; every public method except the atomics must be called
-// there (Hub posts to it). Results travel back by posting to the loop that
-// asked, through a per-loop outbox that keeps this shard's messages to one
-// loop in order: a join's reply (which registers the member in that loop's
-// TickBatcher) always precedes the channel's newer events. The batch for the
-// shard's own loop runs inline when nothing the shard sent that loop earlier
-// is still queued (one task less per message there).
+// there (Hub posts to it). Results travel back to the loop that asked through
+// the shard's runtime::Outbox, which keeps its messages to one loop in order:
+// a join's reply (which registers the member in that loop's TickBatcher)
+// always precedes the channel's newer events.
 //
 // The store is asynchronous: every completion is posted back to this loop before
 // it touches a channel. A channel being recovered queues what arrives for it; a
@@ -34,6 +32,7 @@
 #include "hub/upstream_sink.h"
 #include "runtime/inbox.h"
 #include "runtime/loop_group.h"
+#include "runtime/outbox.h"
 
 namespace parley::hub {
 
@@ -152,9 +151,7 @@ class Shard final : private cluster::FeedListener {
   void broadcast(Channel& c, ChannelEvent ev);
   void remove_member(Channel& c, uint64_t conn);
   // Queues `fn` to run on `loop`, after everything queued there before it.
-  void to_loop(unsigned loop, std::function<void()> fn);
-  void flush_outboxes();
-  void flush_outbox(unsigned loop);
+  void to_loop(unsigned loop, std::function<void()> fn) { out_.to(loop, std::move(fn)); }
 
   unsigned index_;
   runtime::LoopGroup& loops_;
@@ -163,21 +160,11 @@ class Shard final : private cluster::FeedListener {
   metrics::Metrics& metrics_;
   ShardOptions opts_;
   std::unordered_map<std::string, std::unique_ptr<Channel>> channels_;
-  std::vector<std::vector<std::function<void()>>> outboxes_;
-  bool flush_scheduled_ = false;
-  // This loop's outbox is flushed at the end of the current read task.
-  bool own_flush_deferred_ = false;
-  // The own loop's batch being run inline (flush_outbox), kept for its capacity.
-  std::vector<std::function<void()>> own_batch_;
-  bool running_own_ = false;
-  // Set while a task runs that flushes the outboxes itself before it ends.
-  bool flushing_ = false;
+  runtime::Outbox out_;
   // publish_loaded: the append whose inline completion it handles itself
   // (0: none); only ever non-zero while a store's append() runs.
   uint64_t inline_gen_ = 0;
   uint64_t append_gen_ = 0;
-  // Outbox batches posted to this shard's own loop and not yet run.
-  unsigned own_batches_queued_ = 0;
   UpstreamSink* upstream_ = nullptr;
   runtime::Inbox<Committed> committed_;
   runtime::Inbox<std::function<void()>> inbound_;  // post(): the hub's requests

@@ -28,8 +28,9 @@ class Subscriber {
   // Queues a frame, taking it. The subscriber disconnects itself when it
   // cannot keep up.
   virtual void send(net::OutFrame&& frame) = 0;
-  // Writes what send_corked (the subscriber's own, e.g. an ack) left queued.
-  virtual void flush_corked() {}
+  // It holds corked frames of its own (an ack: net::Connection::send_corked),
+  // which the fan-out drain's flush point writes before other deliveries.
+  virtual bool corked() const { return false; }
 
  private:
   friend class TickBatcher;
@@ -37,7 +38,6 @@ class Subscriber {
   // in flush number fanout_flush_, its frame is assembly fanout_slot_.
   uint64_t fanout_flush_ = 0;
   uint32_t fanout_slot_ = 0;
-  bool corked_ = false;  // listed in TickBatcher::corked_
 };
 
 using SubscriberRef = std::shared_ptr<Subscriber>;

@@ -111,15 +111,6 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   }
 }
 
-void TickBatcher::cork(SubscriberRef sub) {
-  PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
-  if (sub->corked_) return;
-  sub->corked_ = true;
-  corked_.push_back(std::move(sub));
-  if (drain_posted_ || flushing_ || in_before_drain_) return;  // that drain writes it
-  post_drain();
-}
-
 void TickBatcher::post_drain() {
   drain_posted_ = true;
   // In a read task: the drain runs at that task's end, after everything the
@@ -201,6 +192,9 @@ void TickBatcher::on_tick(uint32_t tick_ms) {
 void TickBatcher::drain() {
   // The scratch members are one slice's; sending never re-enters the fan-out.
   PARLEY_CHECK(!flushing_ && !in_before_drain_);
+  // A task of its own when posted (a tick, the next slice): what the hook's
+  // batches cork is written by this slice's flush point, not at their end.
+  runtime::TailScope slice;
   if (before_drain_) {
     in_before_drain_ = true;
     before_drain_();
@@ -243,19 +237,16 @@ void TickBatcher::send_now(Entry* entry) {
 }
 
 void TickBatcher::send_assemblies() {
-  // Corked frames (acks) first: an ack never waits for others' deliveries,
-  // and leaves in one write with its subscriber's frame of this slice.
-  for (SubscriberRef& sub : corked_) {
-    sub->corked_ = false;
-    if (Assembly* a = assembly_of(*sub)) {
-      finish_frame(*a);
-      a->sub->send(std::move(a->frame));
-      a->sent = true;
-    } else {
-      sub->flush_corked();
-    }
+  // The flush point: corked frames (acks) first, so an ack never waits for
+  // others' deliveries; a corked subscriber's frame of this slice carries
+  // them (one write), the other corked writers go alone.
+  for (Assembly& a : assemblies_) {
+    if (!a.sub->corked()) continue;
+    finish_frame(a);
+    a.sub->send(std::move(a.frame));
+    a.sent = true;
   }
-  corked_.clear();
+  runtime::TailScope::flush_corked();
   for (Assembly& a : assemblies_) {
     if (a.sent) continue;
     finish_frame(a);

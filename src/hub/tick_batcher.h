@@ -74,12 +74,6 @@ class TickBatcher {
   void add_member(const std::string& channel_key, uint32_t tick_ms, SubscriberRef sub);
   void remove_member(const std::string& channel_key, uint64_t conn_id);
   void deliver(const std::string& channel_key, ChannelEvent ev);
-  // `sub` holds a corked frame (an ack: net::Connection::send_corked). The
-  // next drain, which runs at the end of this loop iteration, writes it
-  // first, before the drain's other sends and in the same write as the
-  // drain's frame for `sub` if it has one: a publisher's ack and the echo of
-  // its message leave in one syscall instead of two.
-  void cork(SubscriberRef sub);
 
   size_t channel_count() const { return channels_.size(); }
 
@@ -87,7 +81,11 @@ class TickBatcher {
   // loop's hub shard takes its store completions there (Shard's constructor), so
   // their acks and events leave in this slice instead of queueing behind it and
   // every slice after it (issue 9: acks never wait behind fan-out). Set before
-  // the loop runs. What it delivers or corks goes out with the slice.
+  // the loop runs. What it delivers or corks goes out with the slice: a drain
+  // is a flush point (runtime/loop_tail.h), which writes the corked frames
+  // (acks) first, each in one write with its subscriber's frame of the slice
+  // when it has one (a publisher's ack and the echo of its message: one
+  // syscall, not two), then everyone's deliveries.
   void set_before_drain(std::function<void()> fn) { before_drain_ = std::move(fn); }
 
   // Deliveries (member frames) a drain assembles before it yields to the loop.
@@ -159,7 +157,7 @@ class TickBatcher {
     net::OutFrame frame;
     uint32_t events = 0;   // in the frame (a MessagePack frame's array header)
     bool msgpack = false;  // the subscriber's encoding
-    bool sent = false;  // with the subscriber's corked frame, first
+    bool sent = false;  // with the subscriber's corked frames, first
   };
   // The channel being encoded, as one buffer per encoding: the events and
   // where each one is in it. MessagePack is made at the first member that
@@ -238,12 +236,11 @@ class TickBatcher {
   Channels channels_;
   std::map<uint32_t, TickClass> ticks_;
 
-  std::vector<SubscriberRef> corked_;  // written by the next send_assemblies
   std::vector<Entry*> ready_;  // FIFO from ready_head_
   size_t ready_head_ = 0;
   bool drain_posted_ = false;
   std::function<void()> before_drain_;
-  bool in_before_drain_ = false;  // what it makes ready or corks, this drain sends
+  bool in_before_drain_ = false;  // what it makes ready, this drain sends
 
   // Scratch of a drain slice, kept between slices so that one allocates
   // (almost) nothing but its shared buffers. Subscriber::fanout_flush_ marks

@@ -128,6 +128,13 @@ bool Connection::send_corked(OutFrame&& frame) {
   to_peer_encoding(frame);
   if (!fits(frame)) return false;
   enqueue(std::move(frame));
+  if (!corked_) {
+    corked_ = true;
+    // Aliased: the writer is this connection's base, its lifetime the
+    // connection's (weak: a connection that is gone is not written).
+    std::shared_ptr<runtime::CorkedWriter> self(weak_from_this().lock(), this);
+    runtime::TailScope::cork(self, executor());
+  }
   return true;
 }
 
@@ -272,6 +279,8 @@ void Connection::arm_close_deadline() {
 }
 
 void Connection::flush() {
+  // What was corked leaves with this write (or the next, once writable).
+  corked_ = false;
   // Re-entry (a transport's close hook queuing its close frame) is absorbed
   // by the loop below.
   if (finished_ || broken_ || waiting_writable_ || flushing_) return;

@@ -21,6 +21,7 @@
 #include "net/out_frame.h"
 #include "protocol/client_op.h"
 #include "net/preauth_budget.h"
+#include "runtime/loop_tail.h"
 
 namespace parley::net {
 
@@ -46,7 +47,7 @@ class ConnectionHandler {
 
 enum class Transport { kWebSocket, kTcp, kUnix };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public std::enable_shared_from_this<Connection>, private runtime::CorkedWriter {
  public:
   Connection(unsigned loop, metrics::ThreadMetrics& metrics) : loop_(loop), metrics_(metrics) {}
   virtual ~Connection();
@@ -63,12 +64,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // kBackfillAllowance x the cap, so that live traffic and a resume each
   // stay bounded without starving one another.
   bool send(OutFrame&& frame);
-  // Queues a frame like send() but writes nothing yet: the next send(),
-  // flush_corked() or close writes it together with what follows, in one
-  // syscall (an ack and the delivery right behind it). The caller sees to
-  // the flush (hub::TickBatcher::cork).
+  // Queues a frame like send() but writes it at the task's flush point
+  // (runtime/loop_tail.h): the fan-out drain's, which writes it first and
+  // together with the connection's delivery of the drain in one syscall (an
+  // ack and the echo of its message), or the end of the task. The next
+  // send(), flush_corked() or close writes it sooner, with what follows.
   bool send_corked(OutFrame&& frame);
   void flush_corked() { flush(); }
+  // Holds corked frames that no write has taken yet.
+  bool corked() const { return corked_; }
   // Drops what is queued but not yet started, queues `last`, then closes with
   // `code` once it is out (slow consumer, drain).
   void send_last_and_close(OutFrame last, int code, std::string reason);
@@ -182,6 +186,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   void enqueue(OutFrame&& frame);
+  // runtime::CorkedWriter: the flush point.
+  void write_corked() override {
+    if (corked_) flush();
+  }
   // A protocol frame in JSON, on a MessagePack connection: converted, binary.
   void to_peer_encoding(OutFrame& frame) const;
   // The queue's byte cap (see send()): false when `frame` does not fit.
@@ -223,6 +231,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool authenticated_ = false;
   protocol::Encoding encoding_ = protocol::Encoding::kJson;
   bool waiting_writable_ = false;
+  bool corked_ = false;  // listed at the flush point (send_corked)
   bool flushing_ = false;
   bool close_requested_ = false;
   bool close_started_ = false;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/loop_tail.h"
+
 namespace parley::net {
 namespace {
 
@@ -34,6 +36,7 @@ class ScriptedConnection final : public Connection {
   std::string wire;
   int waits = 0;
   int aborts = 0;
+  int writes = 0;  // write_some calls
 
   void writable() { on_writable(true); }
 
@@ -46,6 +49,7 @@ class ScriptedConnection final : public Connection {
     return 1;
   }
   ssize_t write_some(const iovec* iov, int count) override {
+    ++writes;
     if (fail_errno && fail_times != 0) {
       if (fail_times > 0) --fail_times;
       errno = fail_errno;
@@ -166,6 +170,28 @@ TEST_F(ConnectionWrite, AHeartbeatGivesBackTheSlotsOfAnEmptyQueueOnly) {
   conn->accept = SIZE_MAX;
   conn->writable();
   EXPECT_EQ(conn->wire, "2ab2cd");
+}
+
+TEST_F(ConnectionWrite, ACorkedFrameLeavesAtTheTasksEndOrInOneWriteWithTheNextSend) {
+  {
+    runtime::TailScope task;
+    ASSERT_TRUE(conn->send_corked(OutFrame("ab")));
+    ASSERT_TRUE(conn->send_corked(OutFrame("cd")));
+    EXPECT_TRUE(conn->corked());
+    EXPECT_EQ(conn->wire, "");
+  }
+  EXPECT_EQ(conn->wire, "2ab2cd");  // the task's flush point
+  EXPECT_EQ(conn->writes, 1);
+  EXPECT_FALSE(conn->corked());
+  {
+    runtime::TailScope task;
+    ASSERT_TRUE(conn->send_corked(OutFrame("ef")));
+    ASSERT_TRUE(conn->send(OutFrame("gh")));  // a delivery behind the ack
+    EXPECT_EQ(conn->wire, "2ab2cd2ef2gh");
+    EXPECT_EQ(conn->writes, 2) << "the ack and the delivery in one write";
+    EXPECT_FALSE(conn->corked());
+  }
+  EXPECT_EQ(conn->writes, 2);  // nothing left for the flush point
 }
 
 TEST_F(ConnectionWrite, AnInterruptedSendIsRetried) {

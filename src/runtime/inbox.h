@@ -15,6 +15,11 @@
 // post at the first push woke the loop to drain the first few while the
 // thread was still pushing the rest: several wake-ups and drains per round).
 //
+// A drain is a batch's scope of its own (TailScope::kOwnTail): what the batch
+// defers (its posts to other loops, work for this loop) runs at the drain's
+// end, even when the drain runs inside a bigger task. Outside any scope (a
+// posted drain) that end is the task's end, corked writes included.
+//
 // The mutex guards only the vector swap and push, never the drain.
 #pragma once
 
@@ -48,13 +53,14 @@ class Inbox {
     if (TailScope::defer_on(loop_, [](void* self) { static_cast<Inbox*>(self)->run(); }, this)) {
       return;
     }
-    if (TailScope::defer([](void* self) { static_cast<Inbox*>(self)->post(); }, this)) return;
+    if (TailScope::defer_post([](void* self) { static_cast<Inbox*>(self)->post(); }, this)) return;
     post();
   }
 
   // On the loop: drains what is queued now instead of when the posted drain
   // comes up (that one then finds less, or nothing). Not from inside `drain`.
   void run() {
+    TailScope batch(TailScope::kOwnTail);  // its tail runs after running_ is reset
     if (running_) return;
     {
       std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "runtime/inbox.h"
 #include "runtime/loop_group.h"
 #include "runtime/loop_tail.h"
+#include "runtime/outbox.h"
 
 namespace parley::runtime {
 namespace {
@@ -147,6 +149,160 @@ TEST(InboxTest, PushesFromAnotherThreadsScopePostOnceAtItsEnd) {
   loops.stop();
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_EQ(batches[0], (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(TailScopeTest, ABatchsScopeRunsItsOwnWorkAtItsEndInsideABiggerTask) {
+  // An Inbox drain inside a fan-out drain (hub::TickBatcher::set_before_drain):
+  // what the batch causes must be done before the fan-out goes on.
+  std::vector<int> ran;
+  auto push = [](void* v) { static_cast<std::vector<int>*>(v)->push_back(static_cast<int>(static_cast<std::vector<int>*>(v)->size())); };
+  {
+    TailScope task;
+    EXPECT_TRUE(TailScope::defer(push, &ran));  // the task's: at its end
+    {
+      TailScope batch(TailScope::kOwnTail);
+      EXPECT_TRUE(TailScope::defer(push, &ran));
+      {
+        TailScope inner;  // a plain scope inside the batch leaves its work to the batch
+        EXPECT_TRUE(TailScope::defer(push, &ran));
+      }
+      EXPECT_TRUE(ran.empty());
+    }
+    EXPECT_EQ(ran, (std::vector<int>{0, 1}));  // the batch's two, not the task's
+  }
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2}));
+  EXPECT_FALSE(TailScope::active());
+}
+
+TEST(TailScopeTest, PostsToOtherLoopsGoBeforeTheDeferredWork) {
+  std::vector<std::string> log;
+  struct Step {
+    std::vector<std::string>* log;
+    const char* what;
+    static void run(void* s) { static_cast<Step*>(s)->log->push_back(static_cast<Step*>(s)->what); }
+  } work{&log, "work"}, post{&log, "post"};
+  {
+    TailScope task;
+    EXPECT_TRUE(TailScope::defer(&Step::run, &work));
+    EXPECT_TRUE(TailScope::defer_post(&Step::run, &post));
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"post", "work"}));
+  EXPECT_FALSE(TailScope::defer_post(&Step::run, &post));  // no scope: the caller posts
+}
+
+// A writer that records when it was written.
+struct RecordingWriter final : CorkedWriter {
+  RecordingWriter(int id, std::vector<std::string>* log) : id(id), log(log) {}
+  void write_corked() override { log->push_back("write " + std::to_string(id)); }
+  int id;
+  std::vector<std::string>* log;
+};
+
+TEST(TailScopeTest, CorkedWritersAreWrittenAtTheTasksEndAfterItsWorkInOrder) {
+  boost::asio::io_context io;
+  std::vector<std::string> log;
+  auto a = std::make_shared<RecordingWriter>(1, &log);
+  auto b = std::make_shared<RecordingWriter>(2, &log);
+  struct Work {
+    std::vector<std::string>* log;
+    static void run(void* w) { static_cast<Work*>(w)->log->push_back("work"); }
+  } work{&log};
+  {
+    TailScope task;
+    TailScope::cork(a, io.get_executor());
+    {
+      TailScope batch(TailScope::kOwnTail);  // not the task's end: no write
+      TailScope::cork(b, io.get_executor());
+      TailScope::defer(&Work::run, &work);
+    }
+    EXPECT_EQ(log, (std::vector<std::string>{"work"}));
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"work", "write 1", "write 2"}));
+  EXPECT_EQ(io.poll(), 0u);  // nothing was posted
+}
+
+TEST(TailScopeTest, AFlushPointWritesEarlierAndACorkOutsideAScopePostsOneWrite) {
+  boost::asio::io_context io;
+  std::vector<std::string> log;
+  auto a = std::make_shared<RecordingWriter>(1, &log);
+  auto b = std::make_shared<RecordingWriter>(2, &log);
+  {
+    TailScope task;
+    TailScope::cork(a, io.get_executor());
+    TailScope::flush_corked();  // a fan-out drain's flush point
+    EXPECT_EQ(log, (std::vector<std::string>{"write 1"}));
+  }
+  EXPECT_EQ(log.size(), 1u);  // written once
+  log.clear();
+  TailScope::cork(a, io.get_executor());
+  TailScope::cork(b, io.get_executor());
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(io.poll(), 1u);  // one posted flush for both
+  EXPECT_EQ(log, (std::vector<std::string>{"write 1", "write 2"}));
+  // A writer gone before its flush is skipped.
+  log.clear();
+  auto gone = std::make_shared<RecordingWriter>(3, &log);
+  TailScope::cork(gone, io.get_executor());
+  gone.reset();
+  io.restart();
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_TRUE(log.empty());
+}
+
+TEST(OutboxTest, TasksForAnotherLoopKeepTheirOrderAndArePostedAtTheScopesEnd) {
+  LoopGroup loops(2);
+  loops.start();
+  Outbox out(loops);
+  std::mutex mu;
+  std::vector<int> ran_on_1;  // loop 1's, in the order run
+  int ran_before_check = -1;
+  std::promise<void> checked;
+  loops.run_on(0, [&] {
+    {
+      TailScope task;  // a task on loop 0 sending to loop 1
+      for (int i = 0; i < 5; ++i) {
+        out.to(1, [&, i] {
+          EXPECT_EQ(LoopGroup::current(), 1);
+          std::lock_guard lock(mu);
+          ran_on_1.push_back(i);
+        });
+        std::this_thread::sleep_for(2ms);  // a post at the first send would have run by now
+      }
+      std::lock_guard lock(mu);
+      EXPECT_TRUE(ran_on_1.empty()) << "posted before the scope's end";
+    }
+    // Posted after the scope's one post: runs behind it.
+    loops.run_on(1, [&] {
+      std::lock_guard lock(mu);
+      ran_before_check = static_cast<int>(ran_on_1.size());
+      checked.set_value();
+    });
+  });
+  ASSERT_EQ(checked.get_future().wait_for(5s), std::future_status::ready);
+  loops.stop();
+  EXPECT_EQ(ran_before_check, 5);
+  EXPECT_EQ(ran_on_1, (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST(OutboxTest, TasksForTheSendersOwnLoopRunAtTheScopesEnd) {
+  LoopGroup loops(1);
+  loops.start();
+  Outbox out(loops);
+  std::vector<std::string> log;
+  std::promise<void> done;
+  loops.run_on(0, [&] {
+    {
+      TailScope task;
+      out.to(0, [&] { log.push_back("first"); });
+      out.to(0, [&] { log.push_back("second"); });
+      log.push_back("task");
+    }
+    log.push_back("after");
+    done.set_value();
+  });
+  ASSERT_EQ(done.get_future().wait_for(5s), std::future_status::ready);
+  loops.stop();
+  EXPECT_EQ(log, (std::vector<std::string>{"task", "first", "second", "after"}));
 }
 
 TEST(GateTest, CloseOnAnEmptyGateCompletesAtOnce) {

@@ -59,7 +59,6 @@ void ClientSession::reply_corked(std::string frame) {
   if (gone()) return;
   bytes_out_ += frame.size();
   if (!conn_->send_corked(net::OutFrame(std::move(frame)))) return send_over_cap();
-  gw_.hub().fanout(loop()).cork(shared_from_this());
 }
 
 void ClientSession::reply_error(const std::string& rid, const Error& e) {
@@ -255,7 +254,7 @@ void ClientSession::on_emit(protocol::ClientOp& op, int64_t arrived_ns) {
     if (!out.status) return self->reply_error(rid, out.status.error());
     std::string frame;
     protocol::encode_emitted(frame, rid, topic, out.offs, out.dup);
-    // Corked: a producer's acks of one loop iteration leave in one write.
+    // Corked: a producer's acks of one task leave in one write.
     self->reply_corked(std::move(frame));
     self->gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
   };
@@ -326,8 +325,8 @@ void ClientSession::on_commit(protocol::ClientOp& op) {
     if (!st) return self->reply_event_error(rid, st.error(), range);
     std::string frame;
     protocol::encode_committed(frame, rid);
-    // Corked: it leaves with the consumer's next events frames of this loop
-    // iteration, in one write.
+    // Corked: it leaves with the consumer's events frames of the same task,
+    // in one write.
     self->reply_corked(std::move(frame));
   };
   gw_.events()->commit(std::move(req));
@@ -393,7 +392,6 @@ void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
     bytes_out_ += f.size();
     if (!conn_->send_corked(net::OutFrame(std::move(f)))) return send_over_cap();
   }
-  gw_.hub().fanout(loop()).cork(shared_from_this());
 }
 
 bool ClientSession::tails(const std::string& topic) const {
@@ -740,7 +738,7 @@ void ClientSession::answer_pub(const std::string& rid, const std::string& ch, co
   std::string ack;
   protocol::encode_ack(ack, rid, ch, id, out->seq, out->dup);
   // Corked: it leaves with the echo of the message if that is delivered
-  // in this loop iteration (the publisher is a member), in one write.
+  // in the same task (the publisher is a member), in one write.
   reply_corked(std::move(ack));
   if (!out->dup) tenant_->messages.fetch_add(1, std::memory_order_relaxed);
   gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);

@@ -55,7 +55,7 @@ class ClientSession final : public net::ConnectionHandler,
   protocol::Encoding encoding() const override { return conn_->encoding(); }
   bool state_deltas() const override { return state_deltas_; }
   void send(net::OutFrame&& frame) override;
-  void flush_corked() override { conn_->flush_corked(); }
+  bool corked() const override { return conn_->corked(); }
 
   // EventSink
   void deliver_event_frame(std::string frame, std::function<void()> written) override;
@@ -158,8 +158,8 @@ class ClientSession final : public net::ConnectionHandler,
   // answers rate_limited and returns false when empty.
   bool take_rate(const std::string& rid, bool tenant_wide);
   void reply(std::string frame);
-  // An ack: written by this loop's TickBatcher at the end of the iteration,
-  // with the delivery behind it (TickBatcher::cork).
+  // An ack: corked in the connection, written at the task's flush point
+  // with the delivery behind it (net::Connection::send_corked).
   void reply_corked(std::string frame);
   // A frame did not fit max_queue_bytes: the slow consumer is let go.
   void send_over_cap();
