@@ -167,6 +167,15 @@ async function main() {
   const busy = b.channelRows.filter((r) => r[0] === 'demo' && num(r[2]) > 0);
   assert.ok(busy.length >= 4, `busiest channels: ${JSON.stringify(b.channelRows)}`);
   assert.ok(busy.every((r) => num(r[3]) === 10), `members per channel: ${JSON.stringify(busy)}`);
+  // The bench's 40 connections speak JSON; the talkers table names them.
+  const forms = await page.$$eval('#conn-forms tbody tr', (rows) => rows.map((r) =>
+      [...r.querySelectorAll('td')].map((td) => td.textContent)));
+  const json = forms.find((r) => r[0] === 'json');
+  assert.ok(json && num(json[1]) >= 40 && num(json[3]) > 0, `connections by encoding: ${JSON.stringify(forms)}`);
+  const talkers = await page.$$eval('#talkers tbody tr', (rows) => rows.map((r) =>
+      [...r.querySelectorAll('td')].map((td) => td.textContent)));
+  assert.equal(talkers.length, 10, `top talkers: ${JSON.stringify(talkers)}`);
+  assert.ok(talkers.every((r) => r[1] === 'demo' && r[3] === 'json'), `top talkers: ${JSON.stringify(talkers)}`);
   const stageRows = await page.$$eval('#latency tbody tr', (rows) => rows.length);
   assert.equal(stageRows, 6);
   assert.equal(await page.textContent('#store-state'), 'healthy');

@@ -77,9 +77,11 @@ class Pair {
     client.on('error', kill);
     this.upstream.on('error', kill);
     client.on('close', kill);
-    this.upstream.on('close', () => {
-      // The server's side is gone: what it sent before still goes out first.
-      if (this.down.queue.length && !this.client.destroyed) {
+    this.upstream.on('close', (hadError) => {
+      // The server closed its side: what it sent before still goes out first,
+      // then the client's side ends. A reset here would also throw away what
+      // the client socket still buffers (a bye behind a full queue, say).
+      if (!hadError && !this.client.destroyed) {
         this.down.ended = true;
         this.down.flush();
       } else {

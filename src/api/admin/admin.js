@@ -205,21 +205,21 @@ function render() {
 
   // Open connections by encoding and the top talkers: per connection only
   // here (never a Prometheus label); rates since the server's previous answer.
-  const conns = s.connections || { by_encoding: [], top: [] };
+  const open = s.connections || { by_encoding: [], top: [] };
   const cfb = $('conn-forms').querySelector('tbody');
   cfb.replaceChildren();
-  for (const f of conns.by_encoding.filter((x) => x.connections > 0)) {
+  for (const f of open.by_encoding.filter((x) => x.connections > 0)) {
     row(cfb, [[f.encoding], [fmtNum(f.connections), 'num'], [fmtBytes(Math.round(f.bytes_out_per_s)), 'num'],
               [fmtBytes(f.bytes_out), 'num']]);
   }
-  if (!conns.by_encoding.some((x) => x.connections > 0)) row(cfb, [['no open connections'], [''], [''], ['']]);
+  if (!open.by_encoding.some((x) => x.connections > 0)) row(cfb, [['no open connections'], [''], [''], ['']]);
   const tkb = $('talkers').querySelector('tbody');
   tkb.replaceChildren();
-  for (const c of conns.top) {
+  for (const c of open.top) {
     row(tkb, [[String(c.conn)], [c.tenant], [c.user], [c.encoding],
               [fmtBytes(Math.round(c.bytes_out_per_s)), 'num'], [fmtBytes(c.bytes_out), 'num']]);
   }
-  if (!conns.top.length) row(tkb, [['no open connections'], [''], [''], [''], [''], ['']]);
+  if (!open.top.length) row(tkb, [['no open connections'], [''], [''], [''], [''], ['']]);
 
   // Queues.
   const qb = $('queues').querySelector('tbody');
