@@ -97,8 +97,11 @@ void TickBatcher::deliver(const std::string& channel_key, ChannelEvent ev) {
   local.pending.push_back(std::move(ev));
   if (coalesces) {
     // The tick is this state's coalescing window, and what the channel has
-    // pending waits with it (a channel's events stay in order).
-    if (!local.held) hold(&*it);
+    // pending waits with it (a channel's events stay in order). A channel
+    // whose tick has come but whose slice has not is not held again: what
+    // arrives meanwhile leaves with that tick's batch (latest wins up to the
+    // send), not a tick later.
+    if (!local.held && !local.ticked) hold(&*it);
   } else if (!local.held && !local.ready) {
     // Batch only under load: a channel that sent within the last tick_ms is
     // busy and waits for the tick (one frame per tick, as a state would); a
@@ -178,7 +181,7 @@ void TickBatcher::on_tick(uint32_t tick_ms) {
     local.held = false;
     local.tick_no = tick_no;
     local.tick_ts_ms = tick_ts;
-    local.coalesced.clear();  // the next tick is a new coalescing window
+    local.ticked = true;
     if (!local.ready) {
       local.ready = true;
       ready_.push_back(entry);
@@ -207,7 +210,10 @@ void TickBatcher::drain() {
     Entry* entry = ready_[ready_head_++];
     Local& local = entry->second;
     local.ready = false;
-    if (local.held) continue;  // a state came meanwhile: it all goes at the tick
+    // A state came meanwhile to a channel listed without a tick (a quiet
+    // channel's msg): it all goes at the tick.
+    if (local.held) continue;
+    local.ticked = false;
     assembled += encode_channel(local);
     if (local.members.empty()) channels_.erase(channels_.find(entry->first));
   }

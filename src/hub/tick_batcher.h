@@ -125,6 +125,7 @@ class TickBatcher {
     std::unordered_map<std::string, size_t> coalesced;  // coalesce_key -> pending index
     bool ready = false;  // listed in ready_: the next drain encodes it
     bool held = false;   // listed in its tick class: waits for the tick
+    bool ticked = false;  // ready by its tick: states join that batch until it is sent
     int64_t sent_ns = INT64_MIN / 2;  // when its events last went out
     // Made by the channel's first positioned event; members' cells from then on.
     std::unique_ptr<InterestGrid> grid;

@@ -400,6 +400,46 @@ TEST_F(TickBatcherTest, DeltaMembersGetWhatChangedAndTheFullBodyWhenTheyMayLackT
   EXPECT_EQ(subs[0]->frames, 0) << "a state is not sent back to its sender";
 }
 
+TEST_F(TickBatcherTest, AStateArrivingAfterItsChannelsTickLeavesWithThatTicksBatch) {
+  // A tick's drain is sliced, and other tasks run between slices (the hub's
+  // deliveries among them): a state that arrives for a channel whose tick has
+  // come but whose slice has not goes out with that tick's batch, replacing
+  // its older body, instead of holding the channel (and its msgs) a tick more.
+  constexpr uint32_t kTick = 200;
+  auto subs = members("w", kTick, 2, 1);
+  bool inject = false;
+  fan_.set_before_drain([&] {
+    if (!inject) return;
+    inject = false;
+    fan_.deliver("w", state_of(1, R"({"x":2})"));
+    fan_.deliver("w", msg(R"({"m":1})"));
+  });
+  uint64_t due_tick = 0;
+  on_loop([&] {
+    // The tick after the one in progress, as TickBatcher::arm counts them.
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+    due_tick = static_cast<uint64_t>(now_ms / kTick) + 1;
+    fan_.deliver("w", state_of(1, R"({"x":1})"));
+    inject = true;  // the first drain from now on is the tick's
+  });
+  int frames = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (frames == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+    on_loop([&] { frames = subs[1]->frames; });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(kTick / 4));
+  on_loop([&] {
+    ASSERT_EQ(subs[1]->frames, 1);
+    const std::string& f = subs[1]->last;
+    EXPECT_EQ(f.substr(0, f.find(",\"ts\"")), R"([{"op":"state","tick":)" + std::to_string(due_tick))
+        << "it waited for the next tick: " << f;
+    EXPECT_NE(f.find(R"("body":{"x":2}},{"m":1}])"), std::string::npos) << "latest wins, msgs in order: " << f;
+    EXPECT_EQ(f.find(R"({"x":1})"), std::string::npos) << f;
+  });
+}
+
 TEST_F(TickBatcherTest, AStateCarriesItsTickNumberAndTime) {
   auto subs = members("t", 20, 2, 1);
   on_loop([&] { fan_.deliver("t", state_of(1, R"({"x":1})")); });
