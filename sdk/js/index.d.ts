@@ -162,6 +162,11 @@ export interface PresenceEvent {
   join: string[];
   leave: string[];
 }
+export interface KickedEvent {
+  ch: string;
+  /** The moderator's reason; "" when none was given. */
+  reason: string;
+}
 export interface DirectFrame {
   op: 'direct';
   from: string;
@@ -221,6 +226,8 @@ export interface ClientEvents {
   reconnecting: (ev: { attempt: number }) => void;
   bye: (frame: ByeFrame) => void;
   direct: (frame: DirectFrame) => void;
+  /** PROTOCOL.md "Moderation": a moderator removed this connection from `ch`. */
+  kicked: (ev: KickedEvent) => void;
   retry: (ev: RetryEvent) => void;
   error: (err: Error) => void;
   frame: (obj: Record<string, unknown>) => void;
@@ -235,6 +242,8 @@ export interface ChannelEvents {
   joined: (info: JoinInfo) => void;
   gap: (g: GapEvent) => void;
   reset: (r: ResetEvent) => void;
+  /** Removed by a moderator: the channel is left (no rejoin); pending publishes reject with `kicked`. */
+  kicked: (ev: KickedEvent) => void;
   error: (err: ParleyError) => void;
 }
 

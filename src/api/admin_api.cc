@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "api/admin_assets.h"
+#include "api/http_api.h"
+#include "api/moderation_api.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "protocol/version.h"
@@ -18,6 +20,7 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kModerationPath = "/admin/api/moderation";
 
 // The page loads only its own files and talks only to its own origin; the
 // script is a file (no inline script), so a strict policy costs nothing.
@@ -74,10 +77,11 @@ std::optional<net::HttpResponse> AdminApi::check_header(const net::HttpRequestHe
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
   const bool reload = path == "/admin/api/reload" && opts_.reload;
-  if (req.method() != (reload ? http::verb::post : http::verb::get)) {
-    return net::error_response(405, ErrorCode::kBadRequest, "method not allowed");
-  }
-  if ((path == "/admin/api/stats" || reload) && !authorized(req)) {
+  const bool moderation = path == kModerationPath;
+  const bool method_ok = moderation ? req.method() == http::verb::get || req.method() == http::verb::post
+                                    : req.method() == (reload ? http::verb::post : http::verb::get);
+  if (!method_ok) return net::error_response(405, ErrorCode::kBadRequest, "method not allowed");
+  if ((path == "/admin/api/stats" || reload || moderation) && !authorized(req)) {
     metrics_.local().reject(ErrorCode::kUnauthorized);
     net::HttpResponse res = net::error_response(401, ErrorCode::kUnauthorized, "missing or wrong admin key");
     res.headers = {{"WWW-Authenticate", "Bearer"}, {"Cache-Control", "no-store"}};
@@ -86,7 +90,8 @@ std::optional<net::HttpResponse> AdminApi::check_header(const net::HttpRequestHe
   return std::nullopt;
 }
 
-void AdminApi::handle(const net::HttpRequest& req, std::function<void(net::HttpResponse)> respond) {
+void AdminApi::handle(const net::HttpRequest& req, unsigned loop,
+                      std::function<void(net::HttpResponse)> respond) {
   if (auto refused = check_header(req)) return respond(std::move(*refused));
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
@@ -100,6 +105,7 @@ void AdminApi::handle(const net::HttpRequest& req, std::function<void(net::HttpR
       respond({status, std::string(kJson), std::move(body), {{"Cache-Control", "no-store"}}});
     });
   }
+  if (path == kModerationPath) return moderate(req, loop, std::move(respond));
   if (path != "/admin/api/stats") return respond(not_found());
   // The busiest channels, then the connections sent the most: both counted
   // since the previous listing.
@@ -114,6 +120,30 @@ void AdminApi::handle(const net::HttpRequest& req, std::function<void(net::HttpR
                {{"Cache-Control", "no-store"}}});
     });
   });
+}
+
+// The moderation panel: GET lists every tenant's sanctions (or ?tenant='s), POST
+// carries out one action (api/moderation_api.h), the tenant named in the body.
+void AdminApi::moderate(const net::HttpRequest& req, unsigned loop,
+                        std::function<void(net::HttpResponse)> respond) {
+  session::Moderation* m = gateway_.moderation();
+  if (!m) return respond(not_found());
+  const std::string_view target = req.target();
+  const auto q = target.find('?');
+  if (req.method() == http::verb::get) {
+    const std::string tenant =
+        q == std::string_view::npos ? std::string() : query_param(target.substr(q + 1), "tenant").value_or("");
+    return respond({200, std::string(kJson), sanctions_json(m->list(tenant, wall_ms()), "", true),
+                    {{"Cache-Control", "no-store"}}});
+  }
+  auto parsed = parse_moderation(req.body(), std::nullopt);
+  if (auto* e = std::get_if<Error>(&parsed)) {
+    metrics_.local().reject(e->code);
+    return respond(net::error_response(*e));
+  }
+  auto& op = std::get<ModerationOp>(parsed);
+  if (!tenants_.find(op.tenant)) return respond(net::error_response(Error{ErrorCode::kNotFound, "unknown tenant"}));
+  run_moderation(*m, std::move(op), loop, std::move(respond));
 }
 
 std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,

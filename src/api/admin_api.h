@@ -9,6 +9,10 @@
 // config file through AdminOptions::reload, off the loops, and answers what
 // changed (200) or why nothing did (400, {"code","msg"}).
 //
+// GET /admin/api/moderation lists the mutes and bans in force (?tenant= for
+// one tenant) and POST /admin/api/moderation carries out a mute, ban or kick
+// named in its body (PROTOCOL.md "Moderation: mute, kick, ban"), same key.
+//
 // check_header and handle run on the HTTP session's loop; the stats answer is
 // sent from the loop of the last hub shard to report its busiest channels.
 #pragma once
@@ -52,10 +56,13 @@ class AdminApi {
   // The answer for a request refused on its header alone (wrong method, not
   // found, no key), or nullopt to go on to handle().
   std::optional<net::HttpResponse> check_header(const net::HttpRequestHeader& req);
-  void handle(const net::HttpRequest& req, std::function<void(net::HttpResponse)> respond);
+  // `loop`: the HTTP session's, where answers are sent from.
+  void handle(const net::HttpRequest& req, unsigned loop, std::function<void(net::HttpResponse)> respond);
 
  private:
   bool authorized(const net::HttpRequestHeader& req) const;
+  // GET and POST /admin/api/moderation (PROTOCOL.md "Moderation").
+  void moderate(const net::HttpRequest& req, unsigned loop, std::function<void(net::HttpResponse)> respond);
   std::string stats_json(const std::vector<hub::ChannelStat>& busiest,
                          const session::ConnectionTraffic& traffic, double interval_s) const;
 

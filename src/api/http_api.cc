@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/moderation_api.h"
 #include "common/clock.h"
 #include "common/json_writer.h"
 #include "protocol/client_op.h"
@@ -15,6 +16,7 @@
 #include "hub/upstream_sink.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
+#include "session/moderation.h"
 
 namespace parley::api {
 
@@ -24,6 +26,11 @@ namespace {
 
 constexpr std::string_view kEventsPath = "/v1/events/";
 constexpr std::string_view kBoardsPath = "/v1/leaderboards/";
+
+// PROTOCOL.md "Moderation: mute, kick, ban".
+bool is_moderation_path(std::string_view path) {
+  return path == "/v1/mute" || path == "/v1/ban" || path == "/v1/kick" || path == "/v1/moderation";
+}
 
 using net::error_response;
 
@@ -132,12 +139,13 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
   }
   if (AdminApi::is_admin_path(path)) {
     if (!admin_) return net::not_found();
-    body_limit = 0;  // GET only: a body is 413
+    // GET only, but for the moderation panel's POST: a body elsewhere is 413.
+    body_limit = path == "/admin/api/moderation" ? 4096 : 0;
     return admin_->check_header(req);
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path);
   if (!known) return net::not_found();
   const TenantRuntime* t = tenant_of(req);
   if (!t) {
@@ -199,11 +207,11 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   }
   if (AdminApi::is_admin_path(path)) {
     if (!admin_) return respond(net::not_found());
-    return admin_->handle(req, std::move(respond));
+    return admin_->handle(req, loop, std::move(respond));
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path);
   if (!known) return respond(net::not_found());
 
   const TenantRuntime* t = tenant_of(req);
@@ -223,6 +231,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path.starts_with(kBoardsPath) && get) {
     return board(*t, path.substr(kBoardsPath.size()), query, loop, std::move(respond));
   }
+  if (is_moderation_path(path)) return moderate(*t, path, req, query, loop, std::move(respond));
   respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
 }
 
@@ -406,6 +415,30 @@ void HttpApi::presence(const TenantRuntime& t, std::string_view query, unsigned 
     w.end_array().end_object();
     respond({200, "application/json", std::move(body)});
   });
+}
+
+void HttpApi::moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
+                       std::string_view query, unsigned loop, Respond respond) {
+  session::Moderation* m = gateway_.moderation();
+  if (!m) return respond(net::not_found());
+  const auto method = req.method();
+  if (path == "/v1/moderation") {
+    if (method != http::verb::get) return respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
+    const std::string user = query_param(query, "user").value_or("");
+    return respond({200, "application/json", sanctions_json(m->list(t.id, wall_ms()), user, false)});
+  }
+  if (method != http::verb::post) return respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
+  const ModerationAction action = path == "/v1/mute"  ? ModerationAction::kMute
+                                  : path == "/v1/ban" ? ModerationAction::kBan
+                                                      : ModerationAction::kKick;
+  auto parsed = parse_moderation(req.body(), action);
+  if (auto* e = std::get_if<Error>(&parsed)) {
+    metrics_.local().reject(e->code);
+    return respond(error_response(*e));
+  }
+  auto& op = std::get<ModerationOp>(parsed);
+  op.tenant = t.id;
+  run_moderation(*m, std::move(op), loop, std::move(respond));
 }
 
 void HttpApi::emit(const TenantRuntime& t, std::string_view topic,

@@ -59,6 +59,10 @@ class HttpApi final : public net::HttpHandler {
   void board(const TenantRuntime& t, std::string_view name, std::string_view query,
              unsigned loop, Respond respond);
 
+  // PROTOCOL.md "Moderation": POST /v1/mute, /v1/ban, /v1/kick, GET /v1/moderation.
+  void moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
+                std::string_view query, unsigned loop, Respond respond);
+
   TenantRegistry& tenants_;
   hub::Hub& hub_;
   session::Gateway& gateway_;

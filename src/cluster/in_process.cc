@@ -29,16 +29,28 @@ class LocalLeases final : public Leases {
   void release(const store::ChannelId&, const std::string&) override {}
 };
 
+// The node's own copy of the sanctions is all there is (session/moderation.h):
+// nothing to store elsewhere, nobody else to tell.
+class LocalSanctions final : public Sanctions {
+ public:
+  void listen(SanctionListener&) override {}
+  void put(const Sanction&, std::function<void(Status)> done) override { done(Status::ok()); }
+  void kick(const Kick&) override {}
+  void reload() override {}
+};
+
 class InProcess final : public Cluster {
  public:
   Broker& broker() override { return broker_; }
   Presence& presence() override { return presence_; }
   Leases& leases() override { return leases_; }
+  Sanctions& sanctions() override { return sanctions_; }
 
  private:
   LocalBroker broker_;
   LocalPresence presence_;
   LocalLeases leases_;
+  LocalSanctions sanctions_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/valkey_broker.h"
+#include "cluster/valkey_sanctions.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/replies.h"
 #include "store/valkey/scripts.h"
@@ -122,15 +123,18 @@ class ValkeyLeases final : public Leases {
 
 class ValkeyCluster final : public Cluster {
  public:
-  explicit ValkeyCluster(ValkeyStore& store) : broker_(store), presence_(store), leases_(store) {}
+  explicit ValkeyCluster(ValkeyStore& store)
+      : broker_(store), presence_(store), leases_(store), sanctions_(store, broker_) {}
   Broker& broker() override { return broker_; }
   Presence& presence() override { return presence_; }
   Leases& leases() override { return leases_; }
+  Sanctions& sanctions() override { return sanctions_; }
 
  private:
   ValkeyBroker broker_;
   ValkeyPresence presence_;
   ValkeyLeases leases_;
+  ValkeySanctions sanctions_;  // after the broker: it unwatches first
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "auth/token_bucket.h"
 #include "tenant/tenant_config.h"
 #include "hub/requests.h"
 #include "hub/upstream_sink.h"
@@ -35,6 +36,10 @@ struct Channel {
   std::vector<std::function<void(Channel*, const Error*)>> waiting;
   uint32_t epoch = 1;          // the store's epoch when the channel was loaded
   uint32_t backfills = 0;  // joins reading their backfill: not unloaded meanwhile
+  // The namespace's channel_pub_rate (PROTOCOL.md "Moderation"), over this
+  // node's client pubs of the channel; pub_rate is the rate it was made for.
+  auth::TokenBucket pub_bucket;
+  uint32_t pub_rate = 0;
 
   // An append in flight (seqlog::SequencedLog keeps them in seq order).
   struct Pending {

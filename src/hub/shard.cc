@@ -424,6 +424,17 @@ void Shard::publish_loaded(Channel* c, PublishRequest req) {
   if (req.conn != 0 && !c->members.contains(req.conn)) {
     return reply(req, Error{ErrorCode::kForbidden, "join the channel before publishing"});
   }
+  // A client's pub takes no seq over its channel's rate; the API's are not counted.
+  if (const uint32_t rate = c->ns->channel_pub_rate; rate != 0 && req.conn != 0) {
+    if (c->pub_rate != rate) {
+      c->pub_bucket = auth::TokenBucket(rate);
+      c->pub_rate = rate;
+    }
+    if (const int wait = c->pub_bucket.take(steady_ns())) {
+      metrics::ThreadMetrics::inc(metrics_.local().channel_rate_limited);
+      return reply(req, Error{ErrorCode::kRateLimited, "channel publish rate exceeded", wait});
+    }
+  }
   if (c->log.store_numbers()) return publish_unnumbered(c, std::move(req));
   publish_numbered(c, std::move(req));
 }

@@ -32,7 +32,15 @@
     "catch up after a subscription was made again).")                                     \
   X(fanout_gap_skipped, "parley_fanout_gap_skipped_total",                                 \
     "Seqs a node could not deliver because the store no longer held them (history "       \
-    "trimmed before the gap was filled).")
+    "trimmed before the gap was filled).")                                                 \
+  X(mutes_enforced, "parley_mutes_enforced_total",                                         \
+    "pub, state and up frames refused because their sender was muted.")                   \
+  X(bans_enforced, "parley_bans_enforced_total",                                           \
+    "joins refused because the user was banned from the channel.")                        \
+  X(kicks, "parley_kicks_total",                                                           \
+    "Connections this node removed from a channel by a kick or a ban.")                   \
+  X(channel_rate_limited, "parley_channel_rate_limited_total",                             \
+    "pubs refused rate_limited over their channel's channel_pub_rate.")
 
 // Gauges kept per loop thread (each slot may go negative; the sum may not):
 // X(field, name, help).
@@ -135,6 +143,10 @@
     "Sum of the time from ask to answer of answered hook requests, queueing included.")   \
   X(hook_inflight, kGauge, "parley_hook_inflight", "hook",                                 \
     "Hook asks waiting for a decision (on the wire or queued).")                           \
+  X(mutes_active, kGauge, "parley_mutes_active", "tenant",                                 \
+    "Mutes in force that this node knows of, by tenant.")                                 \
+  X(bans_active, kGauge, "parley_bans_active", "tenant",                                   \
+    "Bans in force that this node knows of, by tenant.")                                  \
   X(valkey_wait_short, kCounter, "parley_valkey_wait_short_total", "",                     \
     "valkey store, wait_replicas > 0: appends answered unavailable because fewer replicas " \
     "than asked confirmed them within wait_timeout_ms.")

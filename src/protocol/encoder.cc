@@ -139,6 +139,11 @@ void encode_left(std::string& out, std::string_view rid, std::string_view ch) {
   begin(w, "left", rid).field("ch", ch).end_object();
 }
 
+void encode_kicked(std::string& out, std::string_view ch, std::string_view reason) {
+  JsonWriter w(out);
+  begin(w, "kicked").field("ch", ch).field("reason", reason).end_object();
+}
+
 void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
                 uint64_t seq, bool dup) {
   // One per publish: literals and one allocation, as encode_msg.

@@ -53,6 +53,9 @@ void encode_joined(std::string& out, std::string_view rid, std::string_view ch, 
                    bool recovered, const std::span<const std::string>* members,
                    uint32_t epoch = 1);
 void encode_left(std::string& out, std::string_view rid, std::string_view ch);
+// {"op":"kicked","ch","reason"}: a moderator removed the connection from `ch`
+// (PROTOCOL.md "Moderation: mute, kick, ban").
+void encode_kicked(std::string& out, std::string_view ch, std::string_view reason);
 // {"op":"left","rid","topic","group"?}: a `leave` of a topic's tail or group.
 void encode_left_topic(std::string& out, std::string_view rid, std::string_view topic,
                        std::string_view group);

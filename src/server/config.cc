@@ -428,6 +428,8 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
       if (s) ns.forward = mask;
     } else if (key == "upstream_queue") {
       s = read_uint(v, path, 1, 10'000'000, ns.upstream_queue);
+    } else if (key == "channel_pub_rate") {
+      s = read_uint(v, path, 0, 1'000'000, ns.channel_pub_rate);
     } else if (key == "hook_join" ||
                key == "hook_join_timeout_ms" ||
                key == "hook_join_fail" ||

@@ -24,6 +24,7 @@
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
 #include "cluster/valkey_cluster.h"
+#include "session/moderation.h"
 #include "store/valkey/valkey_store.h"
 #include "protocol/decoder.h"
 
@@ -243,6 +244,10 @@ void Server::create_services() {
   gateway_->set_events(events_.get());
   hooks_ = std::make_unique<hooks::HookService>(*loops_, config_.tenants);
   gateway_->set_hooks(hooks_.get());
+  // Mutes, bans and kicks reach every node through the cluster (one node alone: its own).
+  moderation_ = std::make_unique<session::Moderation>(
+      *loops_, cluster_ ? cluster_->sanctions() : cluster::in_process().sanctions(), *gateway_);
+  gateway_->set_moderation(moderation_.get());
   api_ = std::make_unique<api::HttpApi>(*tenants_, *hub_, *gateway_, stores, *metrics_);
   if (!config_.admin_key.empty()) {
     api::AdminOptions ao;
@@ -317,6 +322,12 @@ void Server::register_metrics() {
     out.push_back({"global", static_cast<int64_t>(b.shed_global())});
     out.push_back({"address", static_cast<int64_t>(b.shed_per_address())});
   });
+  for (const auto& source : {std::pair{Scraped::mutes_active, cluster::SanctionKind::kMute},
+                              std::pair{Scraped::bans_active, cluster::SanctionKind::kBan}}) {
+    metrics_->set_source(source.first, [this, kind = source.second](Samples& out) {
+      for (auto& [tenant, n] : moderation_->active(kind, wall_ms())) out.push_back({tenant, n});
+    });
+  }
   if (forwarder_) forwarder_->register_metrics(*metrics_);
   hooks_->register_metrics(*metrics_);
   metrics_->set_source(Scraped::store_write_refused, [this](Samples& out) {
@@ -456,6 +467,7 @@ Status Server::start_listeners() {
 
 void Server::start_sweeps() {
   gateway_->start();
+  moderation_->start();
   sweep_timer_ = std::make_unique<boost::asio::steady_timer>(loops_->loop(0));
   loops_->run_on(0, [this] { arm_hub_sweep(); });
 }
@@ -685,6 +697,7 @@ void Server::stop() {
   drain_requests();
   drain_sessions();
   if (hooks_) hooks_->stop();  // no session is left to ask
+  if (moderation_) moderation_->stop();
   drain_upstream();
   // Its connections live on the loops: closed while they still run.
   if (valkey_) valkey_->shutdown();

@@ -25,6 +25,7 @@
 #include "api/http_api.h"
 #include "metrics/metrics.h"
 #include "session/gateway.h"
+#include "session/moderation.h"
 #include "tenant/tenant_registry.h"
 #include "events/engine.h"
 #include "cluster/cluster.h"
@@ -137,6 +138,7 @@ class Server {
   std::unique_ptr<upstream::Forwarder> forwarder_;  // only when a namespace has an upstream
   std::unique_ptr<hooks::HookService> hooks_;  // PROTOCOL.md "Hooks": asked only where configured
   std::unique_ptr<session::Gateway> gateway_;
+  std::unique_ptr<session::Moderation> moderation_;  // PROTOCOL.md "Moderation"
   std::unique_ptr<api::HttpApi> api_;
   std::shared_ptr<net::TlsContext> tls_context_;  // server.tls_cert / tls_key, when a listener uses TLS
   net::HttpSessionOptions http_opts_;

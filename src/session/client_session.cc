@@ -8,6 +8,7 @@
 #include "events/board_channel.h"
 #include "hub/history.h"
 #include "session/gateway.h"
+#include "session/moderation.h"
 #include "protocol/decoder.h"
 #include "protocol/encoder.h"
 #include "protocol/identifier.h"
@@ -26,6 +27,9 @@ constexpr int kHistoryRetryMs = 100;
 constexpr size_t kMaxHeldOps = 64;
 constexpr size_t kMaxHeldBytes = 1 << 20;
 constexpr int kHeldRetryMs = 100;
+// PROTOCOL.md "Moderation": a mute's or ban's retry_ms is the time it has
+// left, at most a day.
+constexpr int64_t kMaxSanctionRetryMs = 86'400'000;
 // WebSocket "try again later": a hello the connect hook could not decide.
 constexpr int kCloseTryLater = 1013;
 const std::string kNoRid;
@@ -554,12 +558,14 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   if (existing != joined_.end() && existing->second.joining) {
     return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
   }
+  if (refused_banned(op.rid, op.ch)) return;
   const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_join;
   if (!hook.url.empty() && gw_.hooks()) {
     HookAsk ask = hook_ask(HookKind::kJoin, hook, op.ch);
     ask.since = op.since;
     return ask_hook(std::move(ask), [this, op = std::move(op)](HookVerdict v) mutable {
       if (!v.allow) return reply_error(op.rid, v.error);
+      if (refused_banned(op.rid, op.ch)) return;  // banned while the app server was asked
       start_join(op);
     });
   }
@@ -676,6 +682,54 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
   reply(std::move(out));
 }
 
+bool ClientSession::refused_muted(const std::string& rid, const std::string& ch) {
+  Moderation* m = gw_.moderation();
+  if (!m) return false;
+  const int64_t now = wall_ms();
+  const int64_t until = m->muted_until(loop(), tenant_->id, user_, ch, now);
+  if (until == 0) return false;
+  gw_.metrics().local().inc(gw_.metrics().local().mutes_enforced);
+  reply_error(rid, Error{ErrorCode::kForbidden, "muted",
+                         static_cast<int>(std::min(until - now, kMaxSanctionRetryMs))});
+  return true;
+}
+
+bool ClientSession::refused_banned(const std::string& rid, const std::string& ch) {
+  Moderation* m = gw_.moderation();
+  if (!m) return false;
+  const int64_t now = wall_ms();
+  const int64_t until = m->banned_until(loop(), tenant_->id, user_, ch, now);
+  if (until == 0) return false;
+  gw_.metrics().local().inc(gw_.metrics().local().bans_enforced);
+  reply_error(rid, Error{ErrorCode::kForbidden, "banned from this channel",
+                         static_cast<int>(std::min(until - now, kMaxSanctionRetryMs))});
+  return true;
+}
+
+bool ClientSession::kick(const std::string& ch, const std::string& reason) {
+  if (closed_ || !tenant_) return false;
+  auto it = joined_.find(ch);
+  if (it == joined_.end() || it->second.leave_asked()) return false;
+  it->second.membership.leave();
+  if (it->second.joining) {
+    // A join in flight: its reply comes as usual, then `left` without a rid
+    // (the `leave` path); a repeated one's membership ends now.
+    if (it->second.joined_once) {
+      forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, ch);
+      unwatch_board(ch);
+    }
+    it->second.wait().leave_rids.push_back(kNoRid);
+  } else {
+    joined_.erase(it);
+    forward_upstream(hub::UpstreamEventType::kLeave, kForwardLeave, ch);
+    unwatch_board(ch);
+  }
+  std::string out;
+  protocol::encode_kicked(out, ch, reason);
+  reply(std::move(out));
+  return true;
+}
+
 bool ClientSession::take_rate(const std::string& rid, bool tenant_wide) {
   const int64_t now = steady_ns();
   int wait = conn_bucket_.take(now);
@@ -687,6 +741,7 @@ bool ClientSession::take_rate(const std::string& rid, bool tenant_wide) {
 
 void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (refused_muted(op.rid, op.ch)) return;
   if (!take_rate(op.rid, true)) return;
   const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_pub;
   if (!hook.url.empty() && gw_.hooks()) {
@@ -696,6 +751,7 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
     // A denied pub is never sequenced; a modified one is stored as modified.
     return ask_hook(std::move(ask), [this, op = std::move(op), arrived_ns](HookVerdict v) mutable {
       if (!v.allow) return reply_error(op.rid, v.error);
+      if (refused_muted(op.rid, op.ch)) return;  // muted while the app server was asked
       if (v.body) op.body = std::move(*v.body);
       publish(op, arrived_ns);
     });
@@ -746,6 +802,7 @@ void ClientSession::answer_pub(const std::string& rid, const std::string& ch, co
 
 void ClientSession::on_state(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (refused_muted(op.rid, op.ch)) return;
   if (!take_rate(op.rid, false)) return;
   const TenantConfig& cfg = tenant_->config();
   if (cfg.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
@@ -757,6 +814,7 @@ void ClientSession::on_state(protocol::ClientOp& op) {
 
 void ClientSession::on_up(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
+  if (refused_muted(op.rid, op.ch)) return;
   if (!take_rate(op.rid, false)) return;
   const auto& ns = tenant_->config().ns(protocol::channel_namespace(op.ch));
   if (ns.upstream.empty()) return fail(op.rid, ErrorCode::kBadRequest, "namespace has no upstream");

@@ -71,6 +71,9 @@ class ClientSession final : public net::ConnectionHandler,
   uint64_t bytes_out_listed = 0;
   // Closes with a frame explaining why (bye or error) and a close code.
   void close_with(std::string frame, int code, std::string reason);
+  // PROTOCOL.md "Moderation": leaves `ch` as a `leave` would and sends a
+  // `kicked` frame; false when not joined to it (nothing sent).
+  bool kick(const std::string& ch, const std::string& reason);
 
  private:
   struct Joined {
@@ -154,6 +157,10 @@ class ClientSession final : public net::ConnectionHandler,
   void forward_upstream(hub::UpstreamEventType type, ForwardBit bit, const std::string& ch,
                         std::string key = {}, std::string body = {});
 
+  // A mute (ban) in force for this user in `ch` answers forbidden, with the
+  // time left as retry_ms, and returns true.
+  bool refused_muted(const std::string& rid, const std::string& ch);
+  bool refused_banned(const std::string& rid, const std::string& ch);
   // Takes a token from the per-connection (and for pub, tenant) bucket;
   // answers rate_limited and returns false when empty.
   bool take_rate(const std::string& rid, bool tenant_wide);

@@ -188,6 +188,36 @@ void Gateway::abort_remaining(std::function<void()> done) {
       std::move(done));
 }
 
+void Gateway::kick(std::string tenant, std::string user, std::string ch, std::string reason,
+                   unsigned reply_loop, std::function<void(size_t)> done) {
+  struct Tally {
+    std::string key, ch, reason;
+    std::atomic<size_t> kicked{0};
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->key = tenant + '\x1f' + user;
+  tally->ch = std::move(ch);
+  tally->reason = std::move(reason);
+  runtime::run_on_every_loop(
+      loops_,
+      [this, tally](unsigned loop) {
+        auto& ls = *per_loop_[loop];
+        // Copy: a kicked session may close, and closing edits the table.
+        std::vector<std::shared_ptr<ClientSession>> theirs;
+        auto range = ls.by_user.equal_range(tally->key);
+        for (auto it = range.first; it != range.second; ++it) {
+          if (auto s = ls.by_conn.find(it->second); s != ls.by_conn.end()) theirs.push_back(s->second);
+        }
+        size_t n = 0;
+        for (auto& s : theirs) n += s->kick(tally->ch, tally->reason) ? 1 : 0;
+        if (n) metrics_.local().inc(metrics_.local().kicks, n);
+        tally->kicked.fetch_add(n);
+      },
+      [this, tally, reply_loop, done = std::move(done)]() mutable {
+        loops_.run_on(reply_loop, [tally, done = std::move(done)] { done(tally->kicked.load()); });
+      });
+}
+
 void Gateway::send_direct(const TenantRuntime* tenant, std::string user, std::string body,
                           unsigned reply_loop, std::function<void(size_t)> done) {
   deliver_direct(tenant, DirectTo{std::move(user), 0}, std::move(body), reply_loop, std::move(done));

@@ -25,6 +25,7 @@
 namespace parley::session {
 
 class ClientSession;
+class Moderation;
 
 struct GatewayOptions {
   uint32_t heartbeat_ms = 25000;
@@ -84,6 +85,13 @@ class Gateway {
   void send_direct_to_conn(const TenantRuntime* tenant, uint64_t conn, std::string body,
                            unsigned reply_loop, std::function<void(size_t)> done);
 
+  // PROTOCOL.md "Moderation": every connection of (tenant, user) on this node
+  // joined to `ch` leaves it and gets a `kicked` frame with `reason`; `done`
+  // gets their count, on reply_loop. Any thread. (Moderation::kick also tells
+  // the other nodes.)
+  void kick(std::string tenant, std::string user, std::string ch, std::string reason,
+            unsigned reply_loop, std::function<void(size_t)> done);
+
   size_t sessions() const { return sessions_.count(); }
 
   // The admin's listing (connection_traffic.h): the n open connections sent
@@ -100,6 +108,9 @@ class Gateway {
   // The synchronous hooks (PROTOCOL.md "Hooks"); null when none is wired (before the loops start).
   HookGate* hooks() { return hooks_; }
   void set_hooks(HookGate* hooks) { hooks_ = hooks; }
+  // Mutes, bans and kicks (session/moderation.h); null when none is wired (before the loops start).
+  Moderation* moderation() { return moderation_; }
+  void set_moderation(Moderation* m) { moderation_ = m; }
   metrics::Metrics& metrics() { return metrics_; }
   const GatewayOptions& options() const { return opts_; }
   void on_authenticated(ClientSession& s);
@@ -127,6 +138,7 @@ class Gateway {
   hub::Hub& hub_;
   events::EventService* events_ = nullptr;
   HookGate* hooks_ = nullptr;
+  Moderation* moderation_ = nullptr;
   hub::Stores stores_;
   metrics::Metrics& metrics_;
   GatewayOptions opts_;

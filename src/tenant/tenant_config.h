@@ -55,6 +55,9 @@ struct NamespaceConfig {
   bool state_delta = false;
   HookConfig hook_join;  // PROTOCOL.md "Hooks"
   HookConfig hook_pub;
+  // PROTOCOL.md "Moderation": client pubs per second a channel takes on one
+  // node, a token bucket holding one second of it. 0: no limit.
+  uint32_t channel_pub_rate = 0;
 
   bool forwards(ForwardBit b) const { return !upstream.empty() && (forward & b) != 0; }
   bool operator==(const NamespaceConfig&) const = default;

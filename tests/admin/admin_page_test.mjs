@@ -3,7 +3,8 @@
 // Debian's /usr/bin/chromium driven by playwright-core. Checks that the stats
 // endpoint refuses a missing or wrong key, that the page sends the key only as
 // a bearer header (never in a URL), that its figures move while the load runs,
-// and saves a screenshot.
+// that the moderation panel mutes, lifts and kicks a player connected from a
+// second page, and saves a screenshot.
 //
 // Usage: node admin_page_test.mjs PARLEY_BIN PARLEY_BENCH SCREENSHOT_PNG
 // Exit 77 (skipped) without /usr/bin/chromium or playwright-core.
@@ -11,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import assert from 'node:assert/strict';
 
 const [parleyBin, benchBin, screenshot] = process.argv.slice(2);
@@ -78,6 +80,13 @@ api_key = "admin-test-other-key"
     });
     p.once('exit', (code) => reject(new Error(`parley exited ${code} before ready: ${out}`)));
   });
+}
+
+// A client token of tenant demo (PROTOCOL.md "Connecting": HS256 with its secret).
+function jwt(sub) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub, tenant: 'demo', exp: Math.floor(Date.now() / 1000) + 3600 })}`;
+  return `${head}.${createHmac('sha256', SECRET).update(head).digest('base64url')}`;
 }
 
 async function main() {
@@ -181,6 +190,56 @@ async function main() {
   assert.equal(await page.textContent('#store-state'), 'healthy');
 
   assert.equal(await page.isVisible('#login'), false);
+
+  // The moderation panel (PROTOCOL.md "Moderation"): a player connected from a
+  // second page (one without the admin page's CSP) is muted, kicked with a
+  // reason and lifted from the panel, and sees each.
+  const player = await browser.newPage();
+  await player.goto(`${base}/healthz`);
+  await player.evaluate(({ port, token }) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/ws`);
+    window.frames_ = [];
+    window.ws_ = ws;
+    ws.onmessage = (ev) => {
+      const v = JSON.parse(ev.data);
+      for (const o of Array.isArray(v) ? v : [v]) window.frames_.push(o);
+      if (window.frames_.some((o) => o.op === 'joined')) resolve();
+    };
+    ws.onerror = () => reject(new Error('player socket failed'));
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ op: 'hello', v: 1, token, rid: 1 }));
+      ws.send(JSON.stringify({ op: 'join', ch: 'chat:mod', rid: 2 }));
+    };
+  }), { port, token: jwt('mod-target') });
+  const playerFrame = (pred) => player.waitForFunction(pred, null, { timeout: 10_000 });
+  const apply = async (action, fields) => {
+    await page.fill('#mod-tenant', 'demo');
+    await page.selectOption('#mod-action', action);
+    await page.fill('#mod-user', 'mod-target');
+    await page.fill('#mod-ch', fields.ch ?? '');
+    await page.fill('#mod-for', String(fields.forS ?? 600));
+    await page.fill('#mod-reason', fields.reason ?? '');
+    await page.click('#mod-form button[type=submit]');
+    await page.waitForFunction((a) => document.getElementById('mod-result').textContent.startsWith(`${a} mod-target:`),
+                               action, { timeout: 10_000 });
+  };
+  await apply('mute', { ch: 'chat:mod' });
+  assert.match(await page.textContent('#mod-result'), /^mute mod-target: until /);
+  await page.waitForFunction(() => [...document.querySelectorAll('#sanctions tbody tr')]
+      .some((r) => r.textContent.includes('mod-target') && r.textContent.includes('chat:mod')), null, { timeout: 10_000 });
+  await player.evaluate(() => window.ws_.send(JSON.stringify({ op: 'pub', ch: 'chat:mod', id: 'm1', body: {}, rid: 3 })));
+  await playerFrame(() => window.frames_.some((o) => o.op === 'error' && o.rid === 3 && o.code === 'forbidden' && o.msg === 'muted'));
+  // Lifted from the table: the next pub is acknowledged.
+  await page.click('#sanctions tbody tr button');
+  await page.waitForFunction(() => !document.querySelector('#sanctions tbody').textContent.includes('mod-target'),
+                             null, { timeout: 10_000 });
+  await player.evaluate(() => window.ws_.send(JSON.stringify({ op: 'pub', ch: 'chat:mod', id: 'm2', body: {}, rid: 4 })));
+  await playerFrame(() => window.frames_.some((o) => o.op === 'ack' && o.rid === 4));
+  await apply('kick', { ch: 'chat:mod', reason: 'from the admin page' });
+  assert.match(await page.textContent('#mod-result'), /1 connection\(s\) of this node removed/);
+  await playerFrame(() => window.frames_.some((o) => o.op === 'kicked' && o.ch === 'chat:mod' &&
+                                                     o.reason === 'from the admin page'));
+  await player.close();
   // PARLEY_ADMIN_WATCH_S: watch longer before the screenshot (for docs/admin-page.png).
   const watch = Number(process.env.PARLEY_ADMIN_WATCH_S || 0);
   if (watch > 0) await page.waitForTimeout(watch * 1000);

@@ -214,6 +214,26 @@ export class Channel extends Emitter {
     this.#clearStates();
   }
 
+  // PROTOCOL.md "Moderation": the server removed this connection from the
+  // channel. No rejoin (a moderator's decision, and maybe a ban behind it):
+  // what waits on the channel rejects with code `kicked`, and the channel's
+  // `kicked` event carries the reason; join() again to try anyway.
+  _onKicked(obj) {
+    if (!this.#want && this.#status === 'idle') return;
+    const reason = typeof obj.reason === 'string' ? obj.reason : '';
+    this.#want = false;
+    this.#status = 'idle';
+    this.#joinGen++;
+    const err = new ParleyError('kicked', reason || `kicked from ${this.#name}`);
+    this.#failJoinWaiters(err);
+    for (const e of this.#publishes.splice(0)) this.#settle(e, null, err);
+    this.#clearStates();
+    this.#ups = [];
+    this.#forgetRepair();
+    this.#client.forgetStreams(this.#name);
+    this.emit('kicked', { ch: this.#name, reason });
+  }
+
   _onEvent(obj) {
     if (this.#status !== 'joined') return;
     if (obj.op === 'msg') return this.#onMsg(obj);

@@ -475,6 +475,9 @@ export class ParleyClient extends Emitter {
         return this.#onReply(obj);
       case 'direct':
         return this.emit('direct', obj);
+      case 'kicked':
+        this.#channels.get(obj.ch)?._onKicked(obj);
+        return this.emit('kicked', { ch: obj.ch, reason: typeof obj.reason === 'string' ? obj.reason : '' });
       case 'bye':
         if (Number.isFinite(obj.reconnect_ms)) this.#byeReconnectMs = obj.reconnect_ms;
         return this.emit('bye', obj);

@@ -288,6 +288,7 @@ async function poll() {
     snaps.push({ t, s });
     while (snaps.length > 2 && t - snaps[0].t > KEEP_S) snaps.shift();
     render();
+    await pollSanctions();
     $('status').textContent = 'live · updated ' + new Date().toLocaleTimeString();
     $('status').className = 'ok';
   } catch (e) {
@@ -295,6 +296,59 @@ async function poll() {
     $('status').className = 'bad';
   }
   timer = setTimeout(poll, POLL_MS);
+}
+
+// The moderation panel (PROTOCOL.md "Moderation: mute, kick, ban"): the
+// sanctions in force are read with each poll; the form posts one action.
+async function adminFetch(path, init = {}) {
+  const r = await fetch(path, {
+    ...init, cache: 'no-store', credentials: 'omit',
+    headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
+  });
+  let body = null;
+  try { body = await r.json(); } catch { body = null; }
+  return { status: r.status, body };
+}
+
+function fmtLeft(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return s + ' s';
+  if (s < 7200) return Math.round(s / 60) + ' min';
+  if (s < 172800) return Math.round(s / 3600) + ' h';
+  return Math.round(s / 86400) + ' d';
+}
+
+async function pollSanctions() {
+  const r = await adminFetch('/admin/api/moderation');
+  if (r.status !== 200 || !r.body) return;
+  const tb = $('sanctions').querySelector('tbody');
+  tb.replaceChildren();
+  const all = [...r.body.mutes.map((x) => ['mute', x]), ...r.body.bans.map((x) => ['ban', x])];
+  for (const [kind, x] of all) {
+    row(tb, [[kind], [x.tenant], [x.user], [x.ch || '(whole tenant)'], [fmtLeft(x.until - Date.now()), 'num'], ['']]);
+    const lift = document.createElement('button');
+    lift.textContent = 'lift';
+    lift.addEventListener('click', () => moderate({ tenant: x.tenant, action: kind, user: x.user,
+                                                    ...(x.ch ? { ch: x.ch } : {}), for_ms: 0 }));
+    tb.lastChild.lastChild.appendChild(lift);
+  }
+  if (!all.length) row(tb, [['none'], [''], [''], [''], [''], ['']]);
+}
+
+async function moderate(req) {
+  const r = await adminFetch('/admin/api/moderation', { method: 'POST', body: JSON.stringify(req) });
+  const out = $('mod-result');
+  if (r.status === 200) {
+    const parts = [];
+    if (r.body.until !== undefined) parts.push(r.body.until ? 'until ' + new Date(r.body.until).toLocaleString() : 'lifted');
+    if (r.body.kicked !== undefined) parts.push(`${r.body.kicked} connection(s) of this node removed`);
+    out.textContent = `${req.action} ${req.user}: ${parts.join(', ')}`;
+    out.className = 'ok';
+  } else {
+    out.textContent = `${req.action} ${req.user}: ${r.body ? r.body.code + ': ' + r.body.msg : 'HTTP ' + r.status}`;
+    out.className = 'bad';
+  }
+  await pollSanctions();
 }
 
 function stop(message) {
@@ -320,4 +374,14 @@ document.addEventListener('DOMContentLoaded', () => {
     poll();
   });
   $('window').addEventListener('change', () => { if (snaps.length) render(); });
+  $('mod-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const req = { tenant: $('mod-tenant').value.trim(), action: $('mod-action').value, user: $('mod-user').value.trim() };
+    const ch = $('mod-ch').value.trim();
+    if (ch) req.ch = ch;
+    if (req.action !== 'kick') req.for_ms = Math.round(Number($('mod-for').value) * 1000);
+    const reason = $('mod-reason').value;
+    if (reason && req.action !== 'mute') req.reason = reason;
+    moderate(req);
+  });
 });
