@@ -88,16 +88,7 @@ export class Channel extends Emitter {
   /** Leaves: no more rejoins; queued publishes reject with code `left`. */
   async leave() {
     const wasMember = this.#status !== 'idle';
-    this.#want = false;
-    this.#status = 'idle';
-    this.#joinGen++;
-    const err = new ParleyError('left', `left ${this.#name}`);
-    this.#failJoinWaiters(err);
-    for (const e of this.#publishes.splice(0)) this.#settle(e, null, err);
-    this.#clearStates();
-    this.#ups = [];
-    this.#forgetRepair();
-    this.#client.forgetStreams(this.#name);
+    this.#drop(new ParleyError('left', `left ${this.#name}`));
     if (wasMember && this.#client.isOpen) {
       await this.#client.request({ op: 'leave', ch: this.#name }, { retry: false }).catch(() => {});
     }
@@ -221,17 +212,21 @@ export class Channel extends Emitter {
   _onKicked(obj) {
     if (!this.#want && this.#status === 'idle') return;
     const reason = typeof obj.reason === 'string' ? obj.reason : '';
+    this.#drop(new ParleyError('kicked', reason || `kicked from ${this.#name}`));
+    this.emit('kicked', { ch: this.#name, reason });
+  }
+
+  // Not a member from now on, and no rejoin: what waits on the channel rejects with `err`.
+  #drop(err) {
     this.#want = false;
     this.#status = 'idle';
     this.#joinGen++;
-    const err = new ParleyError('kicked', reason || `kicked from ${this.#name}`);
     this.#failJoinWaiters(err);
     for (const e of this.#publishes.splice(0)) this.#settle(e, null, err);
     this.#clearStates();
     this.#ups = [];
     this.#forgetRepair();
     this.#client.forgetStreams(this.#name);
-    this.emit('kicked', { ch: this.#name, reason });
   }
 
   _onEvent(obj) {
