@@ -558,14 +558,15 @@ void ClientSession::on_join(protocol::ClientOp& op) {
   if (existing != joined_.end() && existing->second.joining) {
     return fail(op.rid, ErrorCode::kBadRequest, "a join of this channel is in flight");
   }
-  if (refused_banned(op.rid, op.ch)) return;
+  if (refused_by(cluster::SanctionKind::kBan, op.rid, op.ch)) return;
   const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_join;
   if (!hook.url.empty() && gw_.hooks()) {
     HookAsk ask = hook_ask(HookKind::kJoin, hook, op.ch);
     ask.since = op.since;
     return ask_hook(std::move(ask), [this, op = std::move(op)](HookVerdict v) mutable {
       if (!v.allow) return reply_error(op.rid, v.error);
-      if (refused_banned(op.rid, op.ch)) return;  // banned while the app server was asked
+      // Banned while the app server was asked.
+      if (refused_by(cluster::SanctionKind::kBan, op.rid, op.ch)) return;
       start_join(op);
     });
   }
@@ -682,26 +683,18 @@ void ClientSession::on_leave(protocol::ClientOp& op) {
   reply(std::move(out));
 }
 
-bool ClientSession::refused_muted(const std::string& rid, const std::string& ch) {
+bool ClientSession::refused_by(cluster::SanctionKind kind, const std::string& rid,
+                               const std::string& ch) {
   Moderation* m = gw_.moderation();
   if (!m) return false;
+  const bool mute = kind == cluster::SanctionKind::kMute;
   const int64_t now = wall_ms();
-  const int64_t until = m->muted_until(loop(), tenant_->id, user_, ch, now);
+  const int64_t until = mute ? m->muted_until(loop(), tenant_->id, user_, ch, now)
+                             : m->banned_until(loop(), tenant_->id, user_, ch, now);
   if (until == 0) return false;
-  gw_.metrics().local().inc(gw_.metrics().local().mutes_enforced);
-  reply_error(rid, Error{ErrorCode::kForbidden, "muted",
-                         static_cast<int>(std::min(until - now, kMaxSanctionRetryMs))});
-  return true;
-}
-
-bool ClientSession::refused_banned(const std::string& rid, const std::string& ch) {
-  Moderation* m = gw_.moderation();
-  if (!m) return false;
-  const int64_t now = wall_ms();
-  const int64_t until = m->banned_until(loop(), tenant_->id, user_, ch, now);
-  if (until == 0) return false;
-  gw_.metrics().local().inc(gw_.metrics().local().bans_enforced);
-  reply_error(rid, Error{ErrorCode::kForbidden, "banned from this channel",
+  auto& local = gw_.metrics().local();
+  local.inc(mute ? local.mutes_enforced : local.bans_enforced);
+  reply_error(rid, Error{ErrorCode::kForbidden, mute ? "muted" : "banned from this channel",
                          static_cast<int>(std::min(until - now, kMaxSanctionRetryMs))});
   return true;
 }
@@ -741,7 +734,7 @@ bool ClientSession::take_rate(const std::string& rid, bool tenant_wide) {
 
 void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
-  if (refused_muted(op.rid, op.ch)) return;
+  if (refused_by(cluster::SanctionKind::kMute, op.rid, op.ch)) return;
   if (!take_rate(op.rid, true)) return;
   const HookConfig& hook = tenant_->config().ns(protocol::channel_namespace(op.ch)).hook_pub;
   if (!hook.url.empty() && gw_.hooks()) {
@@ -751,7 +744,8 @@ void ClientSession::on_pub(protocol::ClientOp& op, int64_t arrived_ns) {
     // A denied pub is never sequenced; a modified one is stored as modified.
     return ask_hook(std::move(ask), [this, op = std::move(op), arrived_ns](HookVerdict v) mutable {
       if (!v.allow) return reply_error(op.rid, v.error);
-      if (refused_muted(op.rid, op.ch)) return;  // muted while the app server was asked
+      // Muted while the app server was asked.
+      if (refused_by(cluster::SanctionKind::kMute, op.rid, op.ch)) return;
       if (v.body) op.body = std::move(*v.body);
       publish(op, arrived_ns);
     });
@@ -802,7 +796,7 @@ void ClientSession::answer_pub(const std::string& rid, const std::string& ch, co
 
 void ClientSession::on_state(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
-  if (refused_muted(op.rid, op.ch)) return;
+  if (refused_by(cluster::SanctionKind::kMute, op.rid, op.ch)) return;
   if (!take_rate(op.rid, false)) return;
   const TenantConfig& cfg = tenant_->config();
   if (cfg.ns(protocol::channel_namespace(op.ch)).forwards(kForwardState)) {
@@ -814,7 +808,7 @@ void ClientSession::on_state(protocol::ClientOp& op) {
 
 void ClientSession::on_up(protocol::ClientOp& op) {
   if (!joined_.contains(op.ch)) return fail(op.rid, ErrorCode::kForbidden, "join the channel first");
-  if (refused_muted(op.rid, op.ch)) return;
+  if (refused_by(cluster::SanctionKind::kMute, op.rid, op.ch)) return;
   if (!take_rate(op.rid, false)) return;
   const auto& ns = tenant_->config().ns(protocol::channel_namespace(op.ch));
   if (ns.upstream.empty()) return fail(op.rid, ErrorCode::kBadRequest, "namespace has no upstream");

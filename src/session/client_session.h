@@ -16,6 +16,7 @@
 
 #include "auth/jwt.h"
 #include "auth/token_bucket.h"
+#include "cluster/sanctions.h"
 #include "hub/membership.h"
 #include "hub/requests.h"
 #include "hub/subscriber.h"
@@ -159,8 +160,7 @@ class ClientSession final : public net::ConnectionHandler,
 
   // A mute (ban) in force for this user in `ch` answers forbidden, with the
   // time left as retry_ms, and returns true.
-  bool refused_muted(const std::string& rid, const std::string& ch);
-  bool refused_banned(const std::string& rid, const std::string& ch);
+  bool refused_by(cluster::SanctionKind kind, const std::string& rid, const std::string& ch);
   // Takes a token from the per-connection (and for pub, tenant) bucket;
   // answers rate_limited and returns false when empty.
   bool take_rate(const std::string& rid, bool tenant_wide);
