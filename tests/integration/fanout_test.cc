@@ -30,15 +30,6 @@ ServerSpec node_spec(const std::vector<std::string>& nodes, const std::string& e
   return spec;
 }
 
-std::string ack_or_error(Client& c, std::chrono::milliseconds timeout = 5s) {
-  for (;;) {
-    auto o = c.next(timeout);
-    if (!o) return "";
-    const std::string op = op_of(*o);
-    if (op == "ack" || op == "error") return *o;
-  }
-}
-
 // Publishes `n` messages from `c` (ids <prefix><i>), one in flight at a time,
 // and returns the acks' seqs (0 for an error answer).
 std::vector<int64_t> publish_n(Client& c, const std::string& ch, const std::string& prefix, int n,

@@ -28,16 +28,6 @@ HttpResult api(uint16_t port, const std::string& method, const std::string& path
   return http_request(port, method, path, body, kDemoApiKey);
 }
 
-// The next ack or error `c` receives ("" when none comes).
-std::string ack_or_error(Client& c, std::chrono::milliseconds timeout = 5s) {
-  for (;;) {
-    auto o = c.next(timeout);
-    if (!o) return "";
-    const std::string op = op_of(*o);
-    if (op == "ack" || op == "error") return *o;
-  }
-}
-
 std::string pub(Client& c, const std::string& ch, const std::string& id, int rid) {
   c.send(pub_frame(ch, id, R"({"t":"hi"})", rid));
   return ack_or_error(c);
@@ -341,14 +331,22 @@ ServerSpec node_spec(const std::string& redis) {
   return spec;
 }
 
-TEST(ModerationNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
+// Two nodes, A and B, on one redis-server emptied first.
+class ModerationNodes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(redis.ok()) << redis.why();
+    ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+    a.start();
+    b.start();
+  }
+
   RedisServer& redis = shared_redis();
-  ASSERT_TRUE(redis.ok()) << redis.why();
-  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-  ServerProcess a(node_spec(redis.address()));
-  ServerProcess b(node_spec(redis.address()));
-  a.start();
-  b.start();
+  ServerProcess a{node_spec(redis.address())};
+  ServerProcess b{node_spec(redis.address())};
+};
+
+TEST_F(ModerationNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
   auto alice = connect_as(b.http_port(), "alice");  // on B
   auto bob = connect_as(a.http_port(), "bob");      // on A
   ASSERT_EQ(op_of(alice->join("chat:x")), "joined");
@@ -415,14 +413,7 @@ TEST(ModerationNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
   EXPECT_GE(metric_value(a.http_port(), "parley_bans_enforced_total"), 1);
 }
 
-TEST(ModerationNodes, ATenantWideMuteSetOnOneNodeExpiresOnTheOther) {
-  RedisServer& redis = shared_redis();
-  ASSERT_TRUE(redis.ok()) << redis.why();
-  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
-  ServerProcess a(node_spec(redis.address()));
-  ServerProcess b(node_spec(redis.address()));
-  a.start();
-  b.start();
+TEST_F(ModerationNodes, ATenantWideMuteSetOnOneNodeExpiresOnTheOther) {
   auto ivan = connect_as(b.http_port(), "ivan");
   ASSERT_EQ(op_of(ivan->join("chat:e1")), "joined");
   auto r = api(a.http_port(), "POST", "/v1/mute", R"({"user":"ivan","for_ms":1500})");

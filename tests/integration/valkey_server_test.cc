@@ -25,15 +25,6 @@ ServerSpec valkey_spec(const std::string& address, const std::string& extra = ""
   return spec;
 }
 
-std::string ack_or_error(Client& c) {
-  for (;;) {
-    auto o = c.next(5s);
-    if (!o) return "";
-    const std::string op = op_of(*o);
-    if (op == "ack" || op == "error") return *o;
-  }
-}
-
 TEST(ValkeyServer, SecondServerOnTheSameValkeyCarriesOnAfterAKill9) {
   RedisServer& redis = shared_redis();
   ASSERT_TRUE(redis.ok()) << redis.why();

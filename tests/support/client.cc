@@ -354,6 +354,15 @@ std::vector<std::string> until_msg(Client& c, const std::string& id) {
   }
 }
 
+std::string ack_or_error(Client& c, std::chrono::milliseconds timeout) {
+  for (;;) {
+    auto o = c.next(timeout);
+    if (!o) return "";
+    const std::string op = op_of(*o);
+    if (op == "ack" || op == "error") return *o;
+  }
+}
+
 std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token, Wire wire) {
   auto c = Client::connect(port, wire);
   const std::string welcome = c->hello(token);

@@ -99,6 +99,9 @@ class Client {
 // Every object `c` receives before the msg with this id (which is consumed); a
 // gtest failure when that msg does not come (5 s without an object).
 std::vector<std::string> until_msg(Client& c, const std::string& id);
+// The next ack or error `c` receives, what comes before it skipped ("" when
+// nothing comes for `timeout`).
+std::string ack_or_error(Client& c, std::chrono::milliseconds timeout = 5s);
 
 // Connects and says hello with `token`; EXPECTs (gtest) a welcome.
 std::unique_ptr<Client> connect_with_token(uint16_t port, const std::string& token,
