@@ -1,4 +1,4 @@
-// Moderation (PROTOCOL.md "Moderation: mute, kick, ban") over real sockets:
+// Sanctions (PROTOCOL.md "Sanctions: mute, kick, ban") over real sockets:
 // the HTTP API and the admin page's paths tell the real server, whose
 // clients' ops are then refused, removed or let through again when the time
 // is up; the per-channel publish rate; and, on two `parley serve` processes
@@ -69,7 +69,7 @@ ServerSpec single_node_spec() {
   return spec;
 }
 
-class Moderation : public SharedServerTest<Moderation> {
+class Sanctions : public SharedServerTest<Sanctions> {
  public:
   static ServerSpec server_spec() { return single_node_spec(); }
 
@@ -77,7 +77,7 @@ class Moderation : public SharedServerTest<Moderation> {
   static uint16_t port() { return server_->http_port(); }
 };
 
-TEST_F(Moderation, AMuteInAChannelRefusesPubStateAndUpThereAndTakesNoSeq) {
+TEST_F(Sanctions, AMuteInAChannelRefusesPubStateAndUpThereAndTakesNoSeq) {
   auto alice = connect_as("m-alice");
   auto bob = connect_as("m-bob");
   ASSERT_EQ(op_of(alice->join("chat:m1")), "joined");
@@ -131,7 +131,7 @@ TEST_F(Moderation, AMuteInAChannelRefusesPubStateAndUpThereAndTakesNoSeq) {
   EXPECT_EQ(json_str(a, "code"), "bad_request") << a;
 }
 
-TEST_F(Moderation, ATenantWideMuteCoversEveryChannelAndEveryConnectionUntilItEnds) {
+TEST_F(Sanctions, ATenantWideMuteCoversEveryChannelAndEveryConnectionUntilItEnds) {
   auto carol = connect_as("m-carol");
   ASSERT_EQ(op_of(carol->join("chat:t1")), "joined");
   auto r = api(port(), "POST", "/v1/mute", R"({"user":"m-carol","for_ms":1500})");
@@ -152,7 +152,7 @@ TEST_F(Moderation, ATenantWideMuteCoversEveryChannelAndEveryConnectionUntilItEnd
   EXPECT_EQ(r.body, R"({"mutes":[],"bans":[]})");
 }
 
-TEST_F(Moderation, AKickRemovesTheUserNowWithTheReasonAndPresenceLeave) {
+TEST_F(Sanctions, AKickRemovesTheUserNowWithTheReasonAndPresenceLeave) {
   auto dave = connect_as("m-dave");
   auto dave2 = connect_as("m-dave");
   auto erin = connect_as("m-erin");
@@ -180,7 +180,7 @@ TEST_F(Moderation, AKickRemovesTheUserNowWithTheReasonAndPresenceLeave) {
   EXPECT_GE(metric_value(port(), "parley_kicks_total"), 2);
 }
 
-TEST_F(Moderation, ABanKicksAndRefusesJoinsOfThatChannelUntilItEnds) {
+TEST_F(Sanctions, ABanKicksAndRefusesJoinsOfThatChannelUntilItEnds) {
   auto frank = connect_as("m-frank");
   ASSERT_EQ(op_of(frank->join("chat:b")), "joined");
   auto r = api(port(), "POST", "/v1/ban", R"({"user":"m-frank","ch":"chat:b","for_ms":1500,"reason":"cheating"})");
@@ -211,7 +211,7 @@ TEST_F(Moderation, ABanKicksAndRefusesJoinsOfThatChannelUntilItEnds) {
   EXPECT_EQ(op_of(join_answer(*gina, "chat:b3", 4)), "joined");
 }
 
-TEST_F(Moderation, AChannelOverItsPubRateIsRefusedRateLimitedAndTakesNoSeq) {
+TEST_F(Sanctions, AChannelOverItsPubRateIsRefusedRateLimitedAndTakesNoSeq) {
   // channel_pub_rate = 5 in namespace "slow": the channel's, whoever publishes.
   auto a = connect_as("r-a");
   auto b = connect_as("r-b");
@@ -246,7 +246,7 @@ TEST_F(Moderation, AChannelOverItsPubRateIsRefusedRateLimitedAndTakesNoSeq) {
   EXPECT_GE(metric_value(port(), "parley_channel_rate_limited_total"), 5);
 }
 
-TEST_F(Moderation, BadInputToThePathsIsAnsweredWithCodesAndChangesNothing) {
+TEST_F(Sanctions, BadInputToThePathsIsAnsweredWithCodesAndChangesNothing) {
   const std::string long_user(65, 'u');
   const std::string long_reason(257, 'r');
   const std::vector<std::pair<std::string, std::string>> bad = {
@@ -293,7 +293,7 @@ TEST_F(Moderation, BadInputToThePathsIsAnsweredWithCodesAndChangesNothing) {
   EXPECT_EQ(r.status, 200) << r.body;
 }
 
-TEST_F(Moderation, TheAdminPathsMuteBanKickAndListWithTheAdminKey) {
+TEST_F(Sanctions, TheAdminPathsMuteBanKickAndListWithTheAdminKey) {
   auto hank = connect_as("m-hank");
   ASSERT_EQ(op_of(hank->join("chat:adm")), "joined");
   auto admin = [&](const std::string& method, const std::string& path, const std::string& body = "") {
@@ -332,7 +332,7 @@ ServerSpec node_spec(const std::string& redis) {
 }
 
 // Two nodes, A and B, on one redis-server emptied first.
-class ModerationNodes : public ::testing::Test {
+class SanctionNodes : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(redis.ok()) << redis.why();
@@ -346,7 +346,7 @@ class ModerationNodes : public ::testing::Test {
   ServerProcess b{node_spec(redis.address())};
 };
 
-TEST_F(ModerationNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
+TEST_F(SanctionNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
   auto alice = connect_as(b.http_port(), "alice");  // on B
   auto bob = connect_as(a.http_port(), "bob");      // on A
   ASSERT_EQ(op_of(alice->join("chat:x")), "joined");
@@ -413,7 +413,7 @@ TEST_F(ModerationNodes, MuteKickAndBanToldToOneNodeAreEnforcedOnTheOther) {
   EXPECT_GE(metric_value(a.http_port(), "parley_bans_enforced_total"), 1);
 }
 
-TEST_F(ModerationNodes, ATenantWideMuteSetOnOneNodeExpiresOnTheOther) {
+TEST_F(SanctionNodes, ATenantWideMuteSetOnOneNodeExpiresOnTheOther) {
   auto ivan = connect_as(b.http_port(), "ivan");
   ASSERT_EQ(op_of(ivan->join("chat:e1")), "joined");
   auto r = api(a.http_port(), "POST", "/v1/mute", R"({"user":"ivan","for_ms":1500})");
