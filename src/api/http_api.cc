@@ -137,7 +137,7 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path);
   if (!known) return net::not_found();
   const TenantRuntime* t = tenant_of(req);
   if (!t) {
@@ -203,7 +203,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path);
   if (!known) return respond(net::not_found());
 
   const TenantRuntime* t = tenant_of(req);
@@ -217,6 +217,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path == "/v1/send" && post) return send(*t, req, loop, std::move(respond));
   if (path == "/v1/history" && get) return history(*t, query, loop, std::move(respond));
   if (path == "/v1/presence" && get) return presence(*t, query, loop, std::move(respond));
+  if (is_moderation_path(path) && post) return moderate(*t, path, req, loop, std::move(respond));
   if (path.starts_with(kEventsPath) && post) {
     return emit(*t, path.substr(kEventsPath.size()), req, loop, std::move(respond));
   }

@@ -139,6 +139,19 @@ void Hub::publish(PublishRequest req) {
   to_owner(std::move(req), &Shard::publish);
 }
 
+void Hub::moderate(ModerateRequest req) {
+  // Counted with the publishes: a drain waits for its answer too.
+  if (!requests_.try_enter()) {
+    return loops_.run_on(req.reply_loop,
+                         [done = std::move(req.done)] { done(store::AppendOutcome{draining()}); });
+  }
+  req.done = [this, done = std::move(req.done)](store::AppendOutcome out) {
+    done(std::move(out));
+    requests_.leave();
+  };
+  to_owner(std::move(req), &Shard::moderate);
+}
+
 void Hub::state(StateRequest req) { to_owner(std::move(req), &Shard::state); }
 
 void Hub::members(const TenantConfig* tenant, std::string ch, unsigned reply_loop,

@@ -31,6 +31,9 @@ class Hub {
   // maybe with `since`): answers like join(), keeps the membership.
   void rejoin(Membership& m, JoinRequest req);
   void publish(PublishRequest req);
+  // An edit or delete of a message by seq (Shard::moderate); req.done runs on
+  // req.reply_loop.
+  void moderate(ModerateRequest req);
   // History of a channel, through its shard (committed-seq cut, byte budget).
   void history(HistoryRequest req);
   void state(StateRequest req);

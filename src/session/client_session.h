@@ -131,6 +131,8 @@ class ClientSession final : public net::ConnectionHandler,
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);
+  // edit / delete (PROTOCOL.md "Moderation: delete and edit").
+  void on_moderate(protocol::ClientOp& op, int64_t arrived_ns);
   void on_event_op(protocol::ClientOp& op);
   void on_emit(protocol::ClientOp& op, int64_t arrived_ns);
   void on_tail(protocol::ClientOp& op);
@@ -213,6 +215,7 @@ class ClientSession final : public net::ConnectionHandler,
   bool hook_busy_ = false;  // a hook's verdict is awaited (ask_hook)
   bool closed_ = false;
   bool state_deltas_ = false;  // hello's caps held "state_delta"
+  bool moderator_ = false;     // the token's `mod` claim (or an api_key hello)
 };
 
 }  // namespace parley::session
