@@ -51,6 +51,7 @@ for (const encoding of ['json', 'msgpack']) {
 
     // A late reader: history holds the current versions and the entries.
     const carol = client('carol', { encoding });
+    await carol.connect();
     const page = await carol.channel(ch).history({ after: 0 });
     assert.deepEqual(page.map((e) => e.op), ['msg', 'msg', 'edit', 'delete']);
     const fromHistory = new MessageLog();
