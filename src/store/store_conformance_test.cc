@@ -156,6 +156,40 @@ TEST_P(StoreConformance, AModerationEventRewritesItsTargetsCurrentVersion) {
   EXPECT_EQ(rec->last_seq, 4u);
 }
 
+// Several nodes (valkey): two nodes may both have read a message before one
+// deleted it; the other's edit, appended after the delete, is an entry that
+// changes nothing (PROTOCOL.md: a delete is final).
+TEST_P(StoreConformance, AnEditAppendedAfterADeleteLeavesTheTombstone) {
+  if (!store_->assigns_seq()) GTEST_SKIP() << "one node: its shard refuses such an edit before appending";
+  StoredMessage m = make_msg(0, now_, "u1", "a", "1");
+  ASSERT_TRUE(append_sync(*store_, make_req(lobby_, m)));
+  auto orig = read_after_sync(*store_, lobby_, 0, 1);
+  ASSERT_TRUE(orig.is_ok());
+  ASSERT_EQ(orig->size(), 1u);
+  StoredMessage del = make_msg(0, now_ + 1, "mod", "", "null");
+  del.kind = EntryKind::kDelete;
+  del.target = 1;
+  AppendRequest d = make_req(lobby_, del);
+  d.amended = orig->front();
+  d.amended->deleted = true;
+  d.amended->body = "null";
+  ASSERT_TRUE(append_sync(*store_, std::move(d)));
+  StoredMessage edit = make_msg(0, now_ + 2, "u1", "", "2");
+  edit.kind = EntryKind::kEdit;
+  edit.target = 1;
+  AppendRequest e = make_req(lobby_, edit);
+  e.amended = orig->front();  // read before the delete
+  e.amended->body = "2";
+  e.amended->edited_ms = now_ + 2;
+  ASSERT_TRUE(append_sync(*store_, std::move(e)));
+  auto r = read_after_sync(*store_, lobby_, 0, 10);
+  ASSERT_TRUE(r.is_ok());
+  ASSERT_EQ(seqs_of(*r), seq_range(1, 3));
+  EXPECT_TRUE((*r)[0].deleted);
+  EXPECT_EQ((*r)[0].edited_ms, 0);
+  EXPECT_EQ((*r)[2].kind, EntryKind::kEdit);
+}
+
 TEST_P(StoreConformance, EmptyChannelHasNothingToRecoverOrRead) {
   auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);

@@ -269,6 +269,45 @@ TEST_P(ModerationTest, BadInputIsAnsweredWithCodes) {
   EXPECT_EQ(pub(*alice, "chat:b", "m4", "4"), 4);
 }
 
+// Two nodes on one valkey store: an edit or delete made on one reaches the
+// other node's members live (the partition feed carries the entry's kind and
+// target), and both nodes answer the message's current version.
+TEST(ModerationNodes, EntriesReachTheOtherNodesMembersLive) {
+  RedisServer& redis = shared_redis();
+  ASSERT_TRUE(redis.ok()) << redis.why();
+  ASSERT_EQ(redis.command({"FLUSHALL"}), "OK");
+  ServerSpec spec = spec_with_tenants(default_tenants_toml(kTenantExtra));
+  spec.store = "valkey";
+  spec.tenants_toml += "\n" + valkey_toml({redis.address()});
+  ServerProcess a(spec), b(spec);
+  a.start();
+  b.start();
+  const std::string ch = "chat:nodes";
+  auto alice = connect_as(a.http_port(), "alice");
+  auto bob = connect_as(b.http_port(), "bob");
+  EXPECT_EQ(op_of(alice->join(ch)), "joined");
+  EXPECT_EQ(op_of(bob->join(ch)), "joined");
+  alice->send(pub_frame(ch, "m1", "1", 1));
+  EXPECT_EQ(json_int(reply_to(*alice, 1), "seq"), 1);
+  EXPECT_EQ(json_int(next_entry(*bob, ch), "seq"), 1);
+  alice->send(edit_frame(ch, 1, R"({"v":2})", 2));
+  EXPECT_EQ(op_of(reply_to(*alice, 2)), "edited");
+  EXPECT_EQ(without_server_time(next_entry(*bob, ch)),
+            R"({"op":"edit","ch":"chat:nodes","seq":2,"target":1,"from":"alice","body":{"v":2}})");
+  auto h = http_request(b.http_port(), "POST", "/v1/delete", R"({"ch":"chat:nodes","target":1})", kDemoApiKey);
+  EXPECT_EQ(h.body, R"({"seq":3,"target":1})");
+  std::string on_a;  // alice had m1 and her own edit before it
+  do on_a = next_entry(*alice, ch);
+  while (!on_a.empty() && json_int(on_a, "seq") < 3);
+  EXPECT_EQ(without_server_time(on_a),
+            R"({"op":"delete","ch":"chat:nodes","seq":3,"target":1,"from":"server"})");
+  const auto msgs = http_history_all(a.http_port(), ch);
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(json_bool(msgs[0], "deleted"), true) << msgs[0];
+  alice->send(edit_frame(ch, 1, "3", 4));
+  EXPECT_EQ(json_str(reply_to(*alice, 4), "code"), "not_found");
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, ModerationTest, ::testing::Values("embedded", "valkey"),
                          [](const auto& info) { return info.param; });
 
