@@ -68,6 +68,10 @@ class Hub {
   // Runs (shard->*method)(req) on the loop of the shard that owns req's channel.
   template <typename Req>
   void to_owner(Req req, void (Shard::*method)(Req));
+  // to_owner, for a request the drain waits for (answered `unavailable` once
+  // closed; its done() leaves requests_).
+  template <typename Req>
+  void gated(Req req, void (Shard::*method)(Req));
 
   runtime::LoopGroup& loops_;
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;

@@ -92,18 +92,12 @@ void encode_msg(std::string& out, const MsgView& m) {
 
 void encode_moderated(std::string& out, std::string_view rid, bool edit, std::string_view ch,
                       uint64_t target, uint64_t seq) {
-  out.append(edit ? R"({"op":"edited")" : R"({"op":"deleted")");
-  if (!rid.empty()) {
-    out.append(R"(,"rid":)");
-    out.append(rid);
-  }
-  out.append(R"(,"ch":)");
-  append_json_string(out, ch);
-  out.append(R"(,"target":)");
-  append_number(out, target);
-  out.append(R"(,"seq":)");
-  append_number(out, seq);
-  out += '}';
+  JsonWriter w(out);
+  begin(w, edit ? "edited" : "deleted", rid)
+      .field("ch", ch)
+      .field_unum("target", target)
+      .field_unum("seq", seq)
+      .end_object();
 }
 
 void append_msg(std::string& list, const MsgView& m) {

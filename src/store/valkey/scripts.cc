@@ -144,8 +144,11 @@ return {seq, 0, epoch}
 
 // A page of a channel's history with the current versions of its changed
 // messages: the stream's entries (XRANGE from ARGV[2] up, or XREVRANGE from it
-// down when ARGV[1] is '1', ARGV[3] of them) and the amendment members whose
-// seqs lie within them.
+// down when ARGV[1] is '1', ARGV[3] of them) and the members of the amendment
+// zset ARGV[4] whose seqs lie within them. The zset is named in ARGV, not
+// KEYS: most channels have none, and in a slot being migrated a declared key
+// that exists nowhere makes the nodes answer ASK and TRYAGAIN to a read that
+// the stream alone would have passed (the zset moves with the stream: same tag).
 constexpr const char* kRead = R"lua(
 local e
 if ARGV[1] == '1' then
@@ -158,7 +161,7 @@ if #e > 0 then
   local lo = tonumber(string.match(e[1][1], '^(%d+)'))
   local hi = tonumber(string.match(e[#e][1], '^(%d+)'))
   if lo > hi then lo, hi = hi, lo end
-  a = redis.call('ZRANGEBYSCORE', KEYS[2], lo, hi)
+  a = redis.call('ZRANGEBYSCORE', ARGV[4], lo, hi)
 end
 return {e, a}
 )lua";

@@ -33,7 +33,7 @@ struct Script {
 const Script& append_script();
 
 // read: a page of history and the current versions of its changed messages.
-//   KEYS: history, amends   ARGV: "1" reverse (XREVRANGE) else "", start id, count
+//   KEYS: history   ARGV: "1" reverse (XREVRANGE) else "", start id, count, amends
 //   reply: {entries as XRANGE answers them, {"<seq>:<version>", ...}}
 const Script& read_script();
 

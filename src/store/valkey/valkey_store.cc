@@ -341,8 +341,8 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
   if (limit == 0 || after == UINT64_MAX) return done(std::vector<StoredMessage>{});
   const ChannelKeys k = channel_keys(key, opts_.partitions);
   // The read script: XRANGE, and the current versions of changed messages.
-  std::string cmd = format_command({"EVALSHA", read_script().sha1, "2", k.history, k.amends, "",
-                                    std::to_string(after + 1), std::to_string(limit)});
+  std::string cmd = format_command({"EVALSHA", read_script().sha1, "1", k.history, "",
+                                    std::to_string(after + 1), std::to_string(limit), k.amends});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
        [this, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
@@ -385,8 +385,8 @@ void ValkeyStore::read_before(const ChannelKey& key, uint64_t before, uint32_t l
   const ChannelKeys k = channel_keys(key, opts_.partitions);
   // An incomplete end id "<n>" means "<n>-<max>": every entry of seq n.
   const std::string end = before == UINT64_MAX ? "+" : std::to_string(before - 1);
-  std::string cmd = format_command({"EVALSHA", read_script().sha1, "2", k.history, k.amends, "1", end,
-                                    std::to_string(limit)});
+  std::string cmd = format_command({"EVALSHA", read_script().sha1, "1", k.history, "1", end,
+                                    std::to_string(limit), k.amends});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
        [this, key, before, limit, done = std::move(done)](Result<Reply> r) mutable {
