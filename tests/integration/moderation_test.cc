@@ -210,10 +210,17 @@ TEST_P(ModerationTest, OthersAndAuthorsOutsideTheWindowAreRefusedModeratorsAndTh
   r = ask(*mod, edit_frame("strict:a", 1, R"({"by":"mod"})", 8), 8);
   EXPECT_EQ(op_of(r), "edited") << r;
   EXPECT_EQ(json_int(r, "seq"), 2);
+  // The game server over TCP (hello with the api_key), as "server".
+  auto game = Client::connect(server_->tcp_port(), Wire::kTcp);
+  game->send(R"({"op":"hello","v":1,"api_key":"key-demo","rid":1})");
+  EXPECT_EQ(json_str(game->expect("welcome"), "user"), "server");
+  r = ask(*game, edit_frame("short:a", 1, R"({"by":"game"})", 9), 9);
+  EXPECT_EQ(op_of(r), "edited") << r;
+  EXPECT_EQ(json_int(r, "seq"), 4);
   auto http = http_request(server_->http_port(), "POST", "/v1/delete",
                            R"({"ch":"short:a","target":2})", kDemoApiKey);
   EXPECT_EQ(http.status, 200) << http.body;
-  EXPECT_EQ(http.body, R"({"seq":4,"target":2})");
+  EXPECT_EQ(http.body, R"({"seq":5,"target":2})");
   http = http_request(server_->http_port(), "POST", "/v1/edit",
                       R"({"ch":"chat:a","target":1,"body":{"by":"server"}})", kDemoApiKey);
   EXPECT_EQ(http.status, 200) << http.body;
