@@ -77,20 +77,24 @@ local sid = string.format('%d', seq)
 -- the channel's amendment zset (KEYS[7]): one member '<seq>:<version>' per
 -- changed message, scored by its seq. A delete is final: an edit that comes
 -- after it (another node's, checked before the delete was written) changes nothing.
+-- A message takes the direct calls (no tables built: every pub runs this).
 local kind = ARGV[14] or ''
-local entry = {'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5]}
-if kind ~= '' then
-  entry[#entry + 1] = 'k'
-  entry[#entry + 1] = kind
-  entry[#entry + 1] = 'g'
-  entry[#entry + 1] = ARGV[15]
+local entry
+if kind == '' then
+  if epoch > 1 then
+    redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'e', string.format('%d', epoch))
+  else
+    redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+  end
+else
+  entry = {'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'k', kind, 'g', ARGV[15]}
+  local history_entry = {unpack(entry)}
+  if epoch > 1 then
+    history_entry[#history_entry + 1] = 'e'
+    history_entry[#history_entry + 1] = string.format('%d', epoch)
+  end
+  redis.call('XADD', KEYS[2], sid .. '-0', unpack(history_entry))
 end
-local history_entry = {unpack(entry)}
-if epoch > 1 then
-  history_entry[#history_entry + 1] = 'e'
-  history_entry[#history_entry + 1] = string.format('%d', epoch)
-end
-redis.call('XADD', KEYS[2], sid .. '-0', unpack(history_entry))
 local keep = tonumber(ARGV[6])
 if redis.call('XLEN', KEYS[2]) > keep + tonumber(ARGV[7]) then
   redis.call('XTRIM', KEYS[2], 'MAXLEN', keep)
@@ -108,7 +112,12 @@ if kind ~= '' then
     redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', '(' .. string.match(first[1][1], '^(%d+)'))
   end
 end
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'c', ARGV[9], 's', sid, unpack(entry))
+if kind == '' then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
+             'c', ARGV[9], 's', sid, 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+else
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'c', ARGV[9], 's', sid, unpack(entry))
+end
 if ARGV[11] ~= '' then
   -- Several nodes write this channel: every node watching the partition hears
   -- of the commit (sharded pub/sub on {t.pk}:f:<master epoch>, the partition's
