@@ -144,7 +144,7 @@ class Shard final : private cluster::FeedListener {
   void moderation_step(Channel* c, ModerateRequest req);
   void on_moderation_target(Channel* c, ModerateRequest req,
                             Result<std::vector<store::StoredMessage>> read);
-  void moderation_done(Channel* c, ModerateRequest& req, store::AppendOutcome out);
+  void answer_moderation(ModerateRequest& req, store::AppendOutcome out);
   void moderation_next(Channel* c);
   // The upstream `msg` event of a publish (null: the namespace does not forward it).
   std::unique_ptr<UpstreamEvent> upstream_msg(const Channel& c, const PublishRequest& req,

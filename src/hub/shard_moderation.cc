@@ -39,9 +39,8 @@ void Shard::moderate(ModerateRequest req) {
 void Shard::moderate_loaded(Channel* c, ModerateRequest req) {
   if (c->moderating) {
     if (c->moderation_queue.size() >= kMaxModerationQueue) {
-      return moderation_done(c, req,
-                             Error{ErrorCode::kBackpressure, "too many edits and deletes in flight",
-                                   opts_.backpressure_retry_ms});
+      return answer_moderation(req, Error{ErrorCode::kBackpressure, "too many edits and deletes in flight",
+                                          opts_.backpressure_retry_ms});
     }
     c->moderation_queue.push_back(std::move(req));
     return;
@@ -52,7 +51,7 @@ void Shard::moderate_loaded(Channel* c, ModerateRequest req) {
 
 void Shard::moderation_step(Channel* c, ModerateRequest req) {
   auto refuse = [&](Error e) {
-    moderation_done(c, req, std::move(e));
+    answer_moderation(req, std::move(e));
     moderation_next(c);
   };
   if (!c->log.ready()) return refuse(Error{ErrorCode::kUnavailable, "store unavailable", 1000});
@@ -70,7 +69,7 @@ void Shard::on_moderation_target(Channel* c, ModerateRequest req,
                                  Result<std::vector<store::StoredMessage>> read) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(index_));
   auto refuse = [&](Error e) {
-    moderation_done(c, req, std::move(e));
+    answer_moderation(req, std::move(e));
     moderation_next(c);
   };
   if (!read || !c->log.ready()) return refuse(Error{ErrorCode::kUnavailable, "store unavailable", 1000});
@@ -118,7 +117,7 @@ void Shard::on_moderation_target(Channel* c, ModerateRequest req,
   append_numbered(c, {}, std::move(event), std::move(pending), std::move(amended));
 }
 
-void Shard::moderation_done(Channel*, ModerateRequest& req, store::AppendOutcome out) {
+void Shard::answer_moderation(ModerateRequest& req, store::AppendOutcome out) {
   to_loop(req.reply_loop, [done = std::move(req.done), out = std::move(out)]() mutable {
     done(std::move(out));
   });
