@@ -9,7 +9,7 @@ mkdir -p /tmp/modlog_bench
 for pair in "old $1" "new $2"; do
   set -- $pair
   git -C "$repo" show "$2:src/store/valkey/scripts.cc" |
-    python3 "$repo/bench/results/9338201/append_script/extract.py" > /tmp/modlog_bench/$1.lua
+    python3 "$repo/bench/results/7eec934/append_script/extract.py" > /tmp/modlog_bench/$1.lua
 done
 cd /tmp/modlog_bench
 P=6399
