@@ -32,12 +32,20 @@
     "catch up after a subscription was made again).")                                     \
   X(fanout_gap_skipped, "parley_fanout_gap_skipped_total",                                 \
     "Seqs a node could not deliver because the store no longer held them (history "       \
-    "trimmed before the gap was filled).")
+    "trimmed before the gap was filled).")                                                 \
+  X(event_dedupe_held_overflows, "parley_event_dedupe_held_overflows_total",               \
+    "Events answered backpressure because their partition already held 4096 appends "      \
+    "behind a dedupe confirmation read.")                                                  \
+  X(event_dedupe_confirm_timeouts, "parley_event_dedupe_confirm_timeouts_total",           \
+    "Dedupe confirmation reads of a topic partition not answered within 2 s (the appends " \
+    "held behind each were answered unavailable).")
 
 // Gauges kept per loop thread (each slot may go negative; the sum may not):
 // X(field, name, help).
-#define PARLEY_THREAD_GAUGES(X) \
-  X(queued_bytes, "parley_session_queue_bytes", "Bytes waiting in connection write queues.")
+#define PARLEY_THREAD_GAUGES(X)                                                            \
+  X(queued_bytes, "parley_session_queue_bytes", "Bytes waiting in connection write queues.") \
+  X(event_dedupe_held, "parley_event_dedupe_held",                                         \
+    "Event appends waiting behind a dedupe confirmation read of their partition.")
 
 // Values owned by other components and read at scrape time through a source
 // (Metrics::set_source): X(id, type, name, label, help). An empty label means
