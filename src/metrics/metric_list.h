@@ -184,6 +184,11 @@ inline constexpr MetricInfo kNamespaceBytes{
 inline constexpr MetricInfo kNamespaceDeliveries{
     "parley_namespace_deliveries_total", Type::kCounter,
     "Items (msg, state, presence) in fan-out frames, by namespace and encoding."};
+inline constexpr MetricInfo kNamespaceWireBytes{
+    "parley_namespace_wire_bytes_out_total", Type::kCounter,
+    "Bytes written to client sockets (transport framing included, after conversion to the "
+    "connection's encoding), by namespace (tenant/namespace of fan-out frames; tenant/- for "
+    "replies and other frames of no channel) and the connection's encoding."};
 
 enum class Scraped {
 #define PARLEY_SCRAPED_ID(id, type, name, label, help) id,
@@ -206,7 +211,7 @@ inline constexpr size_t kScrapedCount = std::size(kScraped);
 // Every family the exposition holds, in its order: the registry tests and
 // dashboards can check against.
 inline constexpr auto kDeclared = [] {
-  std::array<MetricInfo, 7 +
+  std::array<MetricInfo, 8 +
 #define PARLEY_COUNT(...) +1
                              PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
 #undef PARLEY_COUNT
@@ -226,6 +231,7 @@ inline constexpr auto kDeclared = [] {
   all[i++] = kValkeyScriptSeconds;
   all[i++] = kNamespaceBytes;
   all[i++] = kNamespaceDeliveries;
+  all[i++] = kNamespaceWireBytes;
   for (const auto& s : kScraped) all[i++] = s.info;
   return all;
 }();

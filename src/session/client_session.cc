@@ -40,7 +40,6 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
 
 void ClientSession::send(net::OutFrame&& frame) {
   if (gone()) return;
-  bytes_out_ += frame.bytes();
   if (conn_->send(std::move(frame))) return;
   send_over_cap();
 }
@@ -57,7 +56,6 @@ void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(fram
 
 void ClientSession::reply_corked(std::string frame) {
   if (gone()) return;
-  bytes_out_ += frame.size();
   if (!conn_->send_corked(net::OutFrame(std::move(frame)))) return send_over_cap();
 }
 
@@ -392,7 +390,6 @@ void ClientSession::deliver_event_frame(std::string frame, std::function<void()>
 void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
   if (gone()) return;
   for (auto& f : frames) {
-    bytes_out_ += f.size();
     if (!conn_->send_corked(net::OutFrame(std::move(f)))) return send_over_cap();
   }
 }
@@ -531,6 +528,9 @@ void ClientSession::admit(TenantRuntime* t, auth::Claims claims, const protocol:
                            switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack,
                            op.cap_state_delta);
   state_deltas_ = op.cap_state_delta;
+  // Counted where the bytes leave (net::Connection), the welcome included.
+  const bool mp = switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack;
+  conn_->set_account(gw_.metrics().traffic_table().of(t->id, "-"), metrics::wire_form(mp, state_deltas_));
   reply(std::move(out));
   if (switch_to_msgpack) conn_->set_encoding(protocol::Encoding::kMsgpack);
 }

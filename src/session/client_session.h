@@ -65,9 +65,9 @@ class ClientSession final : public net::ConnectionHandler,
   TenantRuntime* tenant() const { return tenant_; }
   int64_t hello_deadline_ms() const { return hello_deadline_ms_; }
   net::Connection& connection() { return *conn_; }
-  // Payload bytes handed to the connection since it opened (connection_traffic.h
-  // says what counts), and their count at the previous admin listing.
-  uint64_t bytes_out() const { return bytes_out_; }
+  // Bytes the connection wrote since it opened (connection_traffic.h says
+  // what counts), and their count at the previous admin listing.
+  uint64_t bytes_out() const { return conn_->wire_bytes_out(); }
   uint64_t bytes_out_listed = 0;
   // Closes with a frame explaining why (bye or error) and a close code.
   void close_with(std::string frame, int code, std::string reason);
@@ -104,7 +104,6 @@ class ClientSession final : public net::ConnectionHandler,
     uint32_t limit = 0;
   };
 
-  uint64_t bytes_out_ = 0;
 
   // The ops of a decoded frame (on_frame), or of one held behind a hook.
   void dispatch(protocol::ClientOp& op, int64_t arrived_ns);

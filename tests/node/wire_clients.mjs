@@ -29,6 +29,10 @@ export function makeClients({ httpPort, tcpPort, fail }) {
       this.inbox = [];
       this.wake = null;
       this.closed = null;
+      // What the socket carried since the handshake: every byte read (`raw`),
+      // and per frame its bytes with framing and what it held (`frames`).
+      this.raw = 0;
+      this.frames = [];
     }
 
     take(value) {
@@ -73,7 +77,11 @@ export function makeClients({ httpPort, tcpPort, fail }) {
         if (isBinary !== (this.encoding === 'msgpack')) {
           return fail(new Error(`${name}: a ${isBinary ? 'binary' : 'text'} frame on a ${this.encoding} connection`));
         }
-        this.take(isBinary ? decode(data) : JSON.parse(data.toString('utf8')));
+        const value = isBinary ? decode(data) : JSON.parse(data.toString('utf8'));
+        // A server frame is unmasked: 2 header bytes, +2 from 126 bytes, +8 from 64 KiB.
+        const n = data.length;
+        this.frames.push({ wire: n + (n < 126 ? 2 : n < 65536 ? 4 : 10), value });
+        this.take(value);
       });
       this.ws.on('close', (code) => { this.closed = code; this.wake?.(); });
       this.ws.on('error', (e) => fail(e));
@@ -81,7 +89,10 @@ export function makeClients({ httpPort, tcpPort, fail }) {
 
     async open() {
       await new Promise((resolve, reject) => {
-        this.ws.once('open', resolve);
+        this.ws.once('open', () => {
+          this.ws._socket.on('data', (chunk) => { this.raw += chunk.length; });
+          resolve();
+        });
         this.ws.once('unexpected-response', (_q, res) => reject(new Error(`handshake ${res.statusCode}`)));
       });
       const want = this.encoding === 'msgpack' ? 'parley.v1.msgpack' : '';
@@ -99,6 +110,7 @@ export function makeClients({ httpPort, tcpPort, fail }) {
       this.buf = Buffer.alloc(0);
       this.sock = net.connect(Number(tcpPort), '127.0.0.1');
       this.sock.on('data', (chunk) => {
+        this.raw += chunk.length;
         this.buf = Buffer.concat([this.buf, chunk]);
         while (this.buf.length >= 4) {
           const n = this.buf.readUInt32BE(0);
@@ -108,6 +120,7 @@ export function makeClients({ httpPort, tcpPort, fail }) {
           const value = this.encoding === 'msgpack' ? decode(payload) : JSON.parse(payload.toString('utf8'));
           // The JSON welcome that switches the connection: later frames are MessagePack.
           if (!Array.isArray(value) && value.op === 'welcome' && value.enc === 'msgpack') this.encoding = 'msgpack';
+          this.frames.push({ wire: 4 + n, value });
           this.take(value);
         }
       });
