@@ -10,8 +10,7 @@
 //   node wire_bytes_test.mjs HTTP_PORT TCP_PORT TOKEN x 4
 // Exits 0 when everything holds, non-zero naming the first failure.
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { makeClients } from './wire_clients.mjs';
+import { fetchMetrics, makeClients } from './wire_clients.mjs';
 
 const [httpPort, tcpPort, ...tokens] = process.argv.slice(2);
 if (tokens.length !== 4) {
@@ -29,15 +28,7 @@ const { WsClient, TcpClient } = makeClients({ httpPort, tcpPort, fail: (e) => fa
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const kFanout = new Set(['msg', 'state', 'sd', 'presence']);
 
-function metrics() {
-  return new Promise((resolve, reject) => {
-    http.get(`http://127.0.0.1:${httpPort}/metrics`, (res) => {
-      let text = '';
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => resolve(text));
-    }).on('error', reject);
-  });
-}
+const metrics = () => fetchMetrics(httpPort);
 
 function counter(text, ns, enc) {
   const m = text.match(new RegExp(

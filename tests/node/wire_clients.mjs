@@ -3,6 +3,7 @@
 // parley.v1.msgpack) and over TCP (node:net, 4-byte length framing, hello with
 // "enc":"msgpack"). Each keeps the server objects it received, batches split, in
 // arrival order; `expect` takes the first that matches.
+import http from 'node:http';
 import net from 'node:net';
 import assert from 'node:assert/strict';
 import { decode, encode } from '@msgpack/msgpack';
@@ -18,6 +19,17 @@ export function asJson(v) {
   return v;
 }
 export function jsonable(_k, v) { return v instanceof Uint8Array ? { bin: [...v] } : v; }
+
+// The server's /metrics text.
+export function fetchMetrics(httpPort) {
+  return new Promise((resolve, reject) => {
+    http.get(`http://127.0.0.1:${httpPort}/metrics`, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve(text));
+    }).on('error', reject);
+  });
+}
 
 // `fail(err)` ends the test (a frame of the wrong type, a socket error).
 export function makeClients({ httpPort, tcpPort, fail }) {
