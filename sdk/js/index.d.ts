@@ -139,7 +139,31 @@ export interface MsgFrame {
   from: string;
   id: string;
   ts: number;
+  /** Absent on a tombstone (`deleted`). */
   body: Json;
+  /** From history or a resume: the ts of the message's latest edit (PROTOCOL.md "Moderation"). */
+  edited?: number;
+  /** From history or a resume: the message was deleted (no body). */
+  deleted?: true;
+}
+/** An edit or delete of message `target`, an entry of the channel's log at its own `seq`. */
+export interface ModerationFrame {
+  op: 'edit' | 'delete';
+  ch: string;
+  seq: number;
+  target: number;
+  from: string;
+  ts: number;
+  /** edit only: the new body. */
+  body?: Json;
+}
+export declare class MessageLog {
+  constructor(opts?: { max?: number });
+  readonly size: number;
+  get(seq: number): MsgFrame | undefined;
+  messages(): MsgFrame[];
+  apply(entry: MsgFrame | ModerationFrame): MsgFrame | null;
+  applyAll(entries: Array<MsgFrame | ModerationFrame>): void;
 }
 export interface StateFrame {
   op: 'state';
@@ -237,6 +261,8 @@ export interface ClientEvents {
 
 export interface ChannelEvents {
   msg: (m: MsgFrame) => void;
+  edit: (e: ModerationFrame) => void;
+  delete: (e: ModerationFrame) => void;
   state: (s: StateFrame) => void;
   presence: (p: PresenceEvent) => void;
   joined: (info: JoinInfo) => void;
@@ -265,7 +291,9 @@ export declare class Channel extends TypedEmitter<ChannelEvents> {
   setState(key: string, body: Json): void;
   clearState(key: string): void;
   up(body: Json): void;
-  history(opts: { after?: number; before?: number; limit?: number }): Promise<MsgFrame[]>;
+  history(opts: { after?: number; before?: number; limit?: number }): Promise<Array<MsgFrame | ModerationFrame>>;
+  edit(target: number, body: Json): Promise<{ seq: number; target: number }>;
+  delete(target: number): Promise<{ seq: number; target: number }>;
 }
 
 export declare class ParleyClient extends TypedEmitter<ClientEvents> {

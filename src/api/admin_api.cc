@@ -184,7 +184,8 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
       .field_unum("connections_refused", metrics_.total(&ThreadMetrics::connections_refused))
       .end_object();
 
-  // Fan-out bytes by namespace and encoding (metrics/namespace_traffic.h).
+  // Fan-out bytes by namespace and encoding, and the bytes written to sockets
+  // (wire_bytes: framing included, replies under tenant/-) (metrics/namespace_traffic.h).
   w.key("traffic").begin_array();
   for (const auto& r : metrics_.traffic().rows()) {
     w.begin_object()
@@ -192,6 +193,7 @@ std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,
         .field("encoding", metrics::wire_form_name(r.form))
         .field_unum("bytes", r.bytes)
         .field_unum("deliveries", r.deliveries)
+        .field_unum("wire_bytes", r.wire)
         .end_object();
   }
   w.end_array();

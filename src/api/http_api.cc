@@ -225,6 +225,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path == "/v1/send" && post) return send(*t, req, loop, std::move(respond));
   if (path == "/v1/history" && get) return history(*t, query, loop, std::move(respond));
   if (path == "/v1/presence" && get) return presence(*t, query, loop, std::move(respond));
+  if (is_moderation_path(path) && post) return moderate(*t, path, req, loop, std::move(respond));
   if (path.starts_with(kEventsPath) && post) {
     return emit(*t, path.substr(kEventsPath.size()), req, loop, std::move(respond));
   }

@@ -58,6 +58,13 @@ class HttpApi final : public net::HttpHandler {
             unsigned loop, Respond respond);
   void board(const TenantRuntime& t, std::string_view name, std::string_view query,
              unsigned loop, Respond respond);
+  // POST /v1/edit and /v1/delete (PROTOCOL.md "Moderation: delete and edit";
+  // http_moderation.cc): the game server changes any message.
+  static bool is_moderation_path(std::string_view path) {
+    return path == "/v1/edit" || path == "/v1/delete";
+  }
+  void moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
+                unsigned loop, Respond respond);
 
   // PROTOCOL.md "Moderation": POST /v1/mute, /v1/ban, /v1/kick, GET /v1/moderation.
   void moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,

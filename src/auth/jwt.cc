@@ -128,6 +128,11 @@ Status read_claims(simdjson::dom::object obj, int64_t now_s, int64_t leeway_s, C
   out.exp = exp;
   out.has_chans = false;
   out.chans.clear();
+  out.mod = false;
+  simdjson::dom::element mod_el;
+  if (obj["mod"].get(mod_el) == simdjson::SUCCESS && mod_el.get_bool().get(out.mod) != simdjson::SUCCESS) {
+    return unauthorized("token claim mod must be a boolean");
+  }
   simdjson::dom::element chans_el;
   if (obj["chans"].get(chans_el) == simdjson::SUCCESS) {
     simdjson::dom::array chans;
@@ -199,6 +204,7 @@ std::string mint_hs256(const Claims& claims, std::string_view secret) {
     for (const auto& c : claims.chans) w.str(c);
     w.end_array();
   }
+  if (claims.mod) w.field_bool("mod", true);
   w.end_object();
 
   std::string token = base64url_encode(R"({"alg":"HS256","typ":"JWT"})");

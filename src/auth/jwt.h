@@ -18,6 +18,9 @@ struct Claims {
   int64_t exp = 0;                 // seconds since the epoch
   bool has_chans = false;          // absent: every channel of the tenant
   std::vector<std::string> chans;  // patterns; '*' at the end matches any suffix
+  // `mod`: true makes the user a moderator (PROTOCOL.md "Moderation"): it may
+  // edit and delete every message of the channels it may use.
+  bool mod = false;
 };
 
 // Reads the tenant claim without verifying (to pick the secret). Error when the

@@ -87,6 +87,8 @@ Partition::Partition(unsigned loop, runtime::LoopGroup& loops, store::Store& sto
 
 Partition::~Partition() {
   if (log_.store_numbers()) broker_.unwatch(id_);
+  metrics_.local().event_dedupe_held.fetch_sub(static_cast<int64_t>(held_.size()),
+                                               std::memory_order_relaxed);
 }
 
 void Partition::recover(std::function<void()> then) {
@@ -155,11 +157,28 @@ void Partition::append(const std::string& from, protocol::EmitEvent& e, int64_t 
   if (held_.empty()) {
     uint64_t off = 0;
     if (place(from, e, now_ms, fn, batch, {}, off)) return;
-    held_.push_back(Held{from, std::move(e), now_ms, std::move(fn), {}});
+    hold(Held{from, std::move(e), now_ms, std::move(fn), {}});
     return confirm(off);
   }
+  if (held_.size() >= kMaxHeld) {
+    // A store slow to answer the confirmation must not grow this queue without
+    // end: nothing was stored, the client retries later (PROTOCOL.md "Errors").
+    metrics::ThreadMetrics::inc(metrics_.local().event_dedupe_held_overflows);
+    return fn(store::AppendOutcome{Error{ErrorCode::kBackpressure,
+                                         "partition busy confirming a duplicate", kHeldRetryMs}});
+  }
   // Behind an append whose id is being confirmed: placed after it, in order.
-  held_.push_back(Held{from, std::move(e), now_ms, std::move(fn), {}});
+  hold(Held{from, std::move(e), now_ms, std::move(fn), {}});
+}
+
+void Partition::hold(Held h) {
+  held_.push_back(std::move(h));
+  metrics_.local().event_dedupe_held.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Partition::unhold_front() {
+  held_.pop_front();
+  metrics_.local().event_dedupe_held.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool Partition::place(const std::string& from, protocol::EmitEvent& e, int64_t now_ms,
@@ -218,20 +237,29 @@ void Partition::submit(store::AppendRequest req, StoreBatch& batch) {
 
 void Partition::confirm(uint64_t off) {
   confirming_ = true;
-  store_.read_after(id_, off - 1, 1, [this, off](Result<std::vector<store::StoredMessage>> r) {
-    loops_.run_on(loop_, [this, off, r = std::move(r)]() mutable {
+  const uint64_t gen = ++confirm_gen_;
+  if (!confirm_timer_) confirm_timer_ = std::make_unique<boost::asio::steady_timer>(loops_.loop(loop_));
+  confirm_timer_->expires_after(confirm_deadline_);  // cancels the previous read's wait
+  confirm_timer_->async_wait([this, gen](const boost::system::error_code& ec) {
+    if (!ec) confirm_timed_out(gen);
+  });
+  store_.read_after(id_, off - 1, 1, [this, off, gen](Result<std::vector<store::StoredMessage>> r) {
+    loops_.run_on(loop_, [this, off, gen, r = std::move(r)]() mutable {
+      // Past its deadline the appends it held were answered: nothing to decide.
+      if (!confirming_ || gen != confirm_gen_) return;
       confirming_ = false;
+      confirm_timer_->cancel();
       PARLEY_CHECK(!held_.empty());
       Held& h = held_.front();
       if (!r) {
         // Whether it is a duplicate cannot be told: the client retries it.
         LandingFn fn = std::move(h.fn);
-        held_.pop_front();
+        unhold_front();
         fn(store::AppendOutcome{Error{ErrorCode::kUnavailable, "store unavailable", 1000}});
       } else if (!r->empty() && r->front().seq == off && r->front().from == h.from &&
                  r->front().id == h.e.id) {
         LandingFn fn = std::move(h.fn);
-        held_.pop_front();
+        unhold_front();
         fn(store::Appended{off, true});
       } else {
         // Another event with the same fingerprint, or one retention removed
@@ -243,6 +271,21 @@ void Partition::confirm(uint64_t off) {
   });
 }
 
+void Partition::confirm_timed_out(uint64_t gen) {
+  if (!confirming_ || gen != confirm_gen_) return;
+  confirming_ = false;
+  metrics::ThreadMetrics::inc(metrics_.local().event_dedupe_confirm_timeouts);
+  // None of them was placed: answering them all keeps their order (the client
+  // retries them in it), where placing those behind would put them before the first.
+  std::deque<Held> held;
+  held.swap(held_);
+  metrics_.local().event_dedupe_held.fetch_sub(static_cast<int64_t>(held.size()),
+                                               std::memory_order_relaxed);
+  for (auto& h : held) {
+    h.fn(store::AppendOutcome{Error{ErrorCode::kUnavailable, "store did not answer in time", 1000}});
+  }
+}
+
 void Partition::drain_held() {
   StoreBatch batch;
   while (!held_.empty() && !confirming_) {
@@ -251,10 +294,10 @@ void Partition::drain_held() {
     if (!log_.ready()) {
       // The log failed meanwhile: answered as its appends in flight were.
       LandingFn fn = std::move(h.fn);
-      held_.pop_front();
+      unhold_front();
       fn(store::AppendOutcome{Error{ErrorCode::kUnavailable, "store unavailable", 1000}});
     } else if (place(h.from, h.e, h.now_ms, h.fn, batch, h.ruled_out, off)) {
-      held_.pop_front();
+      unhold_front();
     } else {
       confirm(off);
     }

@@ -13,7 +13,11 @@
 // flight at that offset, or, once committed, with the event the store holds there
 // (one read); the append waits for that read, and so does every later append of
 // the partition, which keeps them in the order they came. Only a retry (or a
-// fingerprint collision) costs the read.
+// fingerprint collision) costs the read. What waits is bounded: past kMaxHeld
+// appends held, an append is answered `backpressure` at once; a read not
+// answered within the confirmation deadline answers every held append
+// `unavailable` (none of them was stored, so nothing acknowledged is lost and
+// none overtakes another), and its late answer is ignored.
 //
 // Owned by its topic's loop (topic.h): only that loop touches it. It feeds its
 // cursors (tails and group members) in offset order with no
@@ -21,6 +25,8 @@
 // at a time, paced by the client's reading) when they are behind it.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -123,6 +129,14 @@ class Partition {
   // force collisions with it).
   void set_fingerprint_for_tests(store::DedupeIndex::HashFn fn) { window_.set_hash(fn); }
 
+  // Appends held behind a dedupe confirmation, at most (then `backpressure`),
+  // and how long a confirmation read may take (then `unavailable`).
+  static constexpr size_t kMaxHeld = 4096;
+  static constexpr std::chrono::milliseconds kConfirmDeadline{2000};
+  static constexpr int kHeldRetryMs = 100;
+  void set_confirm_deadline_for_tests(std::chrono::milliseconds d) { confirm_deadline_ = d; }
+  size_t held_appends() const { return held_.size(); }
+
   // Shared store only (see above): an event some node committed (the broker's
   // feed, which `listener` hears and hands here on this loop), and a
   // (re)established feed subscription (read what may have been missed).
@@ -165,6 +179,12 @@ class Partition {
              StoreBatch& batch, const std::vector<uint64_t>& ruled_out, uint64_t& read_off);
   // Reads the event at `off` for the first held append, then drains.
   void confirm(uint64_t off);
+  // The confirmation numbered `gen` outlived its deadline: every held append
+  // is answered unavailable.
+  void confirm_timed_out(uint64_t gen);
+  // held_ and the parley_event_dedupe_held gauge together.
+  void hold(Held h);
+  void unhold_front();
   // Places the held appends in order until one needs a read.
   void drain_held();
   void submit(store::AppendRequest req, StoreBatch& batch);
@@ -204,6 +224,9 @@ class Partition {
   std::vector<uint64_t> candidates_;  // scratch of place()
   std::deque<Held> held_;
   bool confirming_ = false;  // the first held append's read is out
+  uint64_t confirm_gen_ = 0;  // numbers the reads: a late answer is not the current one's
+  std::chrono::milliseconds confirm_deadline_ = kConfirmDeadline;
+  std::unique_ptr<boost::asio::steady_timer> confirm_timer_;  // made on this loop, at first use
   uint64_t recovered_cut_ = 0;
   // The newest committed events, encoded as `events` items.
   struct Recent {

@@ -56,6 +56,9 @@ struct Channel {
     // The store numbers the log (Store::assigns_seq): the message, encoded once
     // the answer names its seq.
     std::unique_ptr<store::StoredMessage> unsequenced;
+    // An edit or delete (shard_moderation.cc): its completion starts the
+    // channel's next one.
+    bool moderation = false;
   };
   // A duplicate of an append in flight, answered when it completes.
   struct DedupeWaiter {
@@ -74,6 +77,11 @@ struct Channel {
   // The channel's order, dedupe window (dedupe_window_s), appends in flight,
   // recovery and failure rules.
   Log log;
+
+  // Edits and deletes run one at a time (shard_moderation.cc), so each one's
+  // read of its target sees every earlier one's change; the rest wait here.
+  bool moderating = false;
+  std::deque<ModerateRequest> moderation_queue;
 
   bool watched = false;    // watched in the cluster's broker (cluster::Broker::watch)
   // Presence of several nodes (a store that assigns seqs, a namespace with

@@ -16,7 +16,7 @@ EncodedPage encode_page(std::string_view ch, const std::vector<store::StoredMess
   uint64_t bytes = 0;
   auto take = [&](const store::StoredMessage& m) {
     std::string e;
-    protocol::encode_msg(e, {ch, m.seq, m.from, m.id, m.ts_ms, m.body});
+    protocol::encode_msg(e, entry_view(ch, m));
     if (!one.empty() && bytes + e.size() + 1 > max_bytes) return false;
     bytes += e.size() + 1;
     one.push_back(std::move(e));

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/encoder.h"
 #include "store/store.h"
 #include "tenant/tenant_config.h"
 
@@ -23,6 +24,15 @@ inline uint64_t history_reply_budget(const TenantConfig& t) {
 // Messages per store read of a join's backfill: the most one page holds in memory
 // and the longest a reader thread is busy for one join at a time.
 inline constexpr uint32_t kBackfillPage = 256;
+
+// How a stored entry of channel `ch` is encoded (a message in its current
+// version, or a moderation event): the view of it encode_msg takes.
+inline protocol::MsgView entry_view(std::string_view ch, const store::StoredMessage& m) {
+  static_assert(static_cast<int>(protocol::EntryKind::kEdit) == static_cast<int>(store::EntryKind::kEdit) &&
+                static_cast<int>(protocol::EntryKind::kDelete) == static_cast<int>(store::EntryKind::kDelete));
+  return {ch, m.seq, m.from, m.id, m.ts_ms, m.body, static_cast<protocol::EntryKind>(m.kind),
+          m.target, m.edited_ms, m.deleted};
+}
 
 struct EncodedPage {
   std::string msgs_json;  // comma-joined msg objects, oldest first

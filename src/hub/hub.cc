@@ -127,7 +127,8 @@ void Hub::submit_join(JoinRequest req) {
 
 void Hub::history(HistoryRequest req) { to_owner(std::move(req), &Shard::history); }
 
-void Hub::publish(PublishRequest req) {
+template <typename Req>
+void Hub::gated(Req req, void (Shard::*method)(Req)) {
   if (!requests_.try_enter()) {
     return loops_.run_on(req.reply_loop,
                          [done = std::move(req.done)] { done(store::AppendOutcome{draining()}); });
@@ -136,8 +137,13 @@ void Hub::publish(PublishRequest req) {
     done(std::move(out));
     requests_.leave();
   };
-  to_owner(std::move(req), &Shard::publish);
+  to_owner(std::move(req), method);
 }
+
+void Hub::publish(PublishRequest req) { gated(std::move(req), &Shard::publish); }
+
+// Counted with the publishes: a drain waits for its answer too.
+void Hub::moderate(ModerateRequest req) { gated(std::move(req), &Shard::moderate); }
 
 void Hub::state(StateRequest req) { to_owner(std::move(req), &Shard::state); }
 

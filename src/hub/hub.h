@@ -31,6 +31,9 @@ class Hub {
   // maybe with `since`): answers like join(), keeps the membership.
   void rejoin(Membership& m, JoinRequest req);
   void publish(PublishRequest req);
+  // An edit or delete of a message by seq (Shard::moderate); req.done runs on
+  // req.reply_loop.
+  void moderate(ModerateRequest req);
   // History of a channel, through its shard (committed-seq cut, byte budget).
   void history(HistoryRequest req);
   void state(StateRequest req);
@@ -65,6 +68,10 @@ class Hub {
   // Runs (shard->*method)(req) on the loop of the shard that owns req's channel.
   template <typename Req>
   void to_owner(Req req, void (Shard::*method)(Req));
+  // to_owner, for a request the drain waits for (answered `unavailable` once
+  // closed; its done() leaves requests_).
+  template <typename Req>
+  void gated(Req req, void (Shard::*method)(Req));
 
   runtime::LoopGroup& loops_;
   std::vector<std::unique_ptr<TickBatcher>> fanouts_;

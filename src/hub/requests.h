@@ -74,6 +74,23 @@ struct PublishRequest {
   std::function<void(store::AppendOutcome)> done;
 };
 
+// `edit` / `delete` of a message (PROTOCOL.md "Moderation: delete and edit"):
+// checked and sequenced by the channel's shard as a log entry of its own.
+struct ModerateRequest {
+  const TenantConfig* tenant = nullptr;
+  std::string ch;
+  bool edit = false;        // else delete
+  uint64_t target = 0;      // the message's seq
+  std::string body;         // edit: the new body (minified JSON)
+  std::string from;         // who: a user id, or "server" for the HTTP API
+  uint64_t conn = 0;        // 0: the HTTP API (may moderate every message)
+  bool moderator = false;   // the token's `mod` claim: may moderate every message
+  int64_t arrived_ns = 0;
+  unsigned reply_loop = 0;
+  // Runs on reply_loop: the event's own seq, or why not (not_found, forbidden, ...).
+  std::function<void(store::AppendOutcome)> done;
+};
+
 struct StateRequest {
   const TenantConfig* tenant = nullptr;
   std::string ch;

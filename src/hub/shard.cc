@@ -148,7 +148,7 @@ void Shard::on_recovered(const std::string& key, Result<store::ChannelRecovery> 
     // use tries the store again.
     auto again = channels_.find(key);
     if (again != channels_.end() && again->second.get() == c && !c->loading &&
-        c->members.empty() && c->log.inflight() == 0 && c->backfills == 0) {
+        c->members.empty() && c->log.inflight() == 0 && c->backfills == 0 && !c->moderating) {
       forget(again);
     }
     return;
@@ -288,7 +288,7 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
       const auto& msg = msgs[i - 1];
       if (msg.seq != expect) break;  // trimmed (or a hole): older ones are gone
       std::string e;
-      protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
+      protocol::encode_msg(e, entry_view(ch, msg));
       if (b->bytes + e.size() + 2 > b->budget) {  // the array's brackets and comma, as sent
         b->backward = false;
         break;
@@ -310,7 +310,7 @@ void Shard::on_backfill_page(Channel* c, std::shared_ptr<Backfill> b,
       if (msg.seq > c->log.committed()) break;
       if (msg.seq != expect) break;
       std::string e;
-      protocol::encode_msg(e, {ch, msg.seq, msg.from, msg.id, msg.ts_ms, msg.body});
+      protocol::encode_msg(e, entry_view(ch, msg));
       b->bytes += e.size() + 1;
       b->msgs.push_back(std::move(e));
       b->top = msg.seq;
@@ -480,15 +480,22 @@ void Shard::publish_numbered(Channel* c, PublishRequest req) {
   auto upstream = upstream_msg(*c, req, now_ms, seq);
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, {req.ch, seq, req.from, req.id, now_ms, req.body});
-  c->log.append(std::move(dedupe_key), now_ms,
-                Channel::Pending{std::move(json), req.arrived_ns, steady_ns(), req.reply_loop,
-                                 std::move(req.done), std::move(upstream), {}, nullptr});
+  append_numbered(c, std::move(dedupe_key),
+                  store::StoredMessage{seq, now_ms, std::move(req.from), std::move(req.id),
+                                       std::move(req.body)},
+                  Channel::Pending{std::move(json), req.arrived_ns, steady_ns(), req.reply_loop,
+                                   std::move(req.done), std::move(upstream), {}, nullptr},
+                  std::nullopt);
+}
+
+void Shard::append_numbered(Channel* c, store::DedupeKey dedupe_key, store::StoredMessage msg,
+                            Channel::Pending pending, std::optional<store::StoredMessage> amended) {
+  const uint64_t seq = msg.seq;
+  PARLEY_CHECK(seq == c->log.next_seq());
+  c->log.append(std::move(dedupe_key), msg.ts_ms, std::move(pending));
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
-  store::AppendRequest append{c->id,
-                              store::StoredMessage{seq, now_ms, std::move(req.from),
-                                                   std::move(req.id), std::move(req.body)},
-                              c->ns->history, c->ns->dedupe_window_s,
-                              c->ns->durable ? 0u : c->ns->history_ttl_s};
+  store::AppendRequest append{c->id, std::move(msg), c->ns->history, c->ns->dedupe_window_s,
+                              c->ns->durable ? 0u : c->ns->history_ttl_s, std::move(amended)};
   // Completes on the store's thread (or inline): a group commit's completions
   // reach this loop as one batch. An inline completion (the memory store) of the
   // channel's only append in flight is handled right here, after append()
@@ -522,16 +529,21 @@ void Shard::publish_unnumbered(Channel* c, PublishRequest req) {
   }
   const int64_t now_ms = wall_ms();
   auto upstream = upstream_msg(*c, req, now_ms, 0);
-  auto msg = std::make_unique<store::StoredMessage>(
-      store::StoredMessage{0, now_ms, req.from, req.id, req.body});
-  c->log.append({}, now_ms,
-                Channel::Pending{nullptr, req.arrived_ns, steady_ns(), req.reply_loop,
-                                 std::move(req.done), std::move(upstream), {}, std::move(msg)});
+  append_unnumbered(c, store::StoredMessage{0, now_ms, std::move(req.from), std::move(req.id),
+                                            std::move(req.body)},
+                    Channel::Pending{nullptr, req.arrived_ns, steady_ns(), req.reply_loop,
+                                     std::move(req.done), std::move(upstream), {}, nullptr},
+                    std::nullopt);
+}
+
+void Shard::append_unnumbered(Channel* c, store::StoredMessage msg, Channel::Pending pending,
+                              std::optional<store::StoredMessage> amended) {
+  pending.unsequenced = std::make_unique<store::StoredMessage>(msg);
+  const int64_t now_ms = msg.ts_ms;
+  c->log.append({}, now_ms, std::move(pending));
   inflight_total_.fetch_add(1, std::memory_order_relaxed);
-  store::AppendRequest append{c->id,
-                              store::StoredMessage{0, now_ms, std::move(req.from),
-                                                   std::move(req.id), std::move(req.body)},
-                              c->ns->history, c->ns->dedupe_window_s, 0u};
+  store::AppendRequest append{c->id, std::move(msg), c->ns->history, c->ns->dedupe_window_s, 0u,
+                              std::move(amended)};
   c->store->append(std::move(append), [this, c](store::AppendOutcome out) {
     committed_.push(Committed{c, std::move(out)});
   });
@@ -549,6 +561,9 @@ void Shard::on_committed(Channel* c, store::AppendOutcome outcome) {
   inflight_total_.fetch_sub(1, std::memory_order_relaxed);
   Channel::Pending& f = done.pending;
   metrics_.local().observe(metrics::Stage::kAppend, steady_ns() - f.append_start_ns);
+  // The channel's next moderation op reads its target after this one's
+  // answer: it sees this one's change (shard_moderation.cc).
+  if (f.moderation) moderation_next(c);
   if (done.kind == Channel::Log::Completion::kAssigned) return on_assigned(c, std::move(done));
   if (done.kind == Channel::Log::Completion::kCommitted) {
     broadcast(*c, ChannelEvent{std::move(f.msg_json), 0, {}, {}, steady_ns()});
@@ -690,6 +705,7 @@ void Shard::sweep_slice(int64_t now_ms, size_t from) {
       Channel& c = *it->second;
       if (c.loading) continue;
       if (c.members.empty() && c.log.inflight() == 0 && c.backfills == 0 && c.log.idle() &&
+          !c.moderating &&
           now_ms - c.idle_since_ms > opts_.idle_unload_ms) {
         idle.push_back(it->first);
       } else {

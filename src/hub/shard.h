@@ -71,6 +71,8 @@ class Shard final : private cluster::FeedListener {
   void publish(PublishRequest req);
   void history(HistoryRequest req);
   void state(StateRequest req);
+  // An edit or delete of a message (shard_moderation.cc).
+  void moderate(ModerateRequest req);
   void members(const TenantConfig* tenant, const std::string& ch, unsigned reply_loop,
                MembersDone done);
   // Written messages of namespaces that forward `msg` go to `sink` (set at
@@ -130,6 +132,20 @@ class Shard final : private cluster::FeedListener {
   void publish_numbered(Channel* c, PublishRequest req);
   void publish_unnumbered(Channel* c, PublishRequest req);
   void reply(PublishRequest& req, store::AppendOutcome out);
+  // An entry's append in the log's numbering, shared by publishes and
+  // moderation: `msg` carries its seq (numbered) or 0; `amended` rides along.
+  void append_numbered(Channel* c, store::DedupeKey dedupe_key, store::StoredMessage msg,
+                       Channel::Pending pending, std::optional<store::StoredMessage> amended);
+  void append_unnumbered(Channel* c, store::StoredMessage msg, Channel::Pending pending,
+                         std::optional<store::StoredMessage> amended);
+  // Moderation (shard_moderation.cc): one op of a channel at a time; its
+  // target read, checked, then appended as an event.
+  void moderate_loaded(Channel* c, ModerateRequest req);
+  void moderation_step(Channel* c, ModerateRequest req);
+  void on_moderation_target(Channel* c, ModerateRequest req,
+                            Result<std::vector<store::StoredMessage>> read);
+  void answer_moderation(ModerateRequest& req, store::AppendOutcome out);
+  void moderation_next(Channel* c);
   // The upstream `msg` event of a publish (null: the namespace does not forward it).
   std::unique_ptr<UpstreamEvent> upstream_msg(const Channel& c, const PublishRequest& req,
                                                int64_t now_ms, uint64_t seq) const;

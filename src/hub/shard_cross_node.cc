@@ -28,7 +28,8 @@ void Shard::on_assigned(Channel* c, Channel::Log::Completion done) {
   c->epoch = std::max(c->epoch, done.outcome->epoch);
   store::StoredMessage& m = *f.unsequenced;
   auto json = std::make_shared<std::string>();
-  protocol::encode_msg(*json, {c->id.channel, seq, m.from, m.id, m.ts_ms, m.body});
+  m.seq = seq;
+  protocol::encode_msg(*json, entry_view(c->id.channel, m));
   if (f.upstream) f.upstream->seq = seq;
   // The ack comes from the store's answer and does not wait for delivery.
   to_loop(f.reply_loop, [done = std::move(f.done), out = std::move(done.outcome)]() mutable {
@@ -49,7 +50,7 @@ void Shard::follow(Channel& c) {
   hooks.from_store = [ch](store::StoredMessage& m) {
     ch->epoch = std::max(ch->epoch, m.epoch);  // as in on_assigned
     auto json = std::make_shared<std::string>();
-    protocol::encode_msg(*json, {ch->id.channel, m.seq, m.from, m.id, m.ts_ms, m.body});
+    protocol::encode_msg(*json, entry_view(ch->id.channel, m));
     return Channel::Held{std::move(json), nullptr, {}};
   };
   hooks.passed_over = [this, ch](uint64_t from, uint64_t to) {

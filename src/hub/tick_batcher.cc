@@ -319,6 +319,7 @@ void TickBatcher::add_run(Assembly& a, const Encoded& e, uint32_t i, uint32_t j)
   a.frame.add_shared(*e.buf, spans[i].first, bytes);
   a.events += j - i + 1;
   if (e.traffic) e.traffic->add(e.form, bytes + (e.msgpack ? 0 : 1), j - i + 1);
+  a.frame.charge(e.traffic, e.form, bytes + (e.msgpack ? 0 : 1));
 }
 
 TickBatcher::Assembly* TickBatcher::assembly_of(Subscriber& sub) {

@@ -40,12 +40,20 @@
   X(kicks, "parley_kicks_total",                                                           \
     "Connections this node removed from a channel by a kick or a ban.")                   \
   X(channel_rate_limited, "parley_channel_rate_limited_total",                             \
-    "pubs refused rate_limited over their channel's channel_pub_rate.")
+    "pubs refused rate_limited over their channel's channel_pub_rate.")                    \
+  X(event_dedupe_held_overflows, "parley_event_dedupe_held_overflows_total",               \
+    "Events answered backpressure because their partition already held 4096 appends "      \
+    "behind a dedupe confirmation read.")                                                  \
+  X(event_dedupe_confirm_timeouts, "parley_event_dedupe_confirm_timeouts_total",           \
+    "Dedupe confirmation reads of a topic partition not answered within 2 s (the appends " \
+    "held behind each were answered unavailable).")
 
 // Gauges kept per loop thread (each slot may go negative; the sum may not):
 // X(field, name, help).
-#define PARLEY_THREAD_GAUGES(X) \
-  X(queued_bytes, "parley_session_queue_bytes", "Bytes waiting in connection write queues.")
+#define PARLEY_THREAD_GAUGES(X)                                                            \
+  X(queued_bytes, "parley_session_queue_bytes", "Bytes waiting in connection write queues.") \
+  X(event_dedupe_held, "parley_event_dedupe_held",                                         \
+    "Event appends waiting behind a dedupe confirmation read of their partition.")
 
 // Values owned by other components and read at scrape time through a source
 // (Metrics::set_source): X(id, type, name, label, help). An empty label means
@@ -188,6 +196,11 @@ inline constexpr MetricInfo kNamespaceBytes{
 inline constexpr MetricInfo kNamespaceDeliveries{
     "parley_namespace_deliveries_total", Type::kCounter,
     "Items (msg, state, presence) in fan-out frames, by namespace and encoding."};
+inline constexpr MetricInfo kNamespaceWireBytes{
+    "parley_namespace_wire_bytes_out_total", Type::kCounter,
+    "Bytes written to client sockets (transport framing included, after conversion to the "
+    "connection's encoding), by namespace (tenant/namespace of fan-out frames; tenant/- for "
+    "replies and other frames of no channel) and the connection's encoding."};
 
 enum class Scraped {
 #define PARLEY_SCRAPED_ID(id, type, name, label, help) id,
@@ -210,7 +223,7 @@ inline constexpr size_t kScrapedCount = std::size(kScraped);
 // Every family the exposition holds, in its order: the registry tests and
 // dashboards can check against.
 inline constexpr auto kDeclared = [] {
-  std::array<MetricInfo, 7 +
+  std::array<MetricInfo, 8 +
 #define PARLEY_COUNT(...) +1
                              PARLEY_THREAD_COUNTERS(PARLEY_COUNT) PARLEY_THREAD_GAUGES(PARLEY_COUNT)
 #undef PARLEY_COUNT
@@ -230,6 +243,7 @@ inline constexpr auto kDeclared = [] {
   all[i++] = kValkeyScriptSeconds;
   all[i++] = kNamespaceBytes;
   all[i++] = kNamespaceDeliveries;
+  all[i++] = kNamespaceWireBytes;
   for (const auto& s : kScraped) all[i++] = s.info;
   return all;
 }();

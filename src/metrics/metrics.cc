@@ -116,11 +116,13 @@ std::string Metrics::render() const {
   render_histogram(out, kValkeyScriptSeconds.name, "", slots_,
                    [](const ThreadMetrics& t) -> const Histogram& { return t.valkey_script; });
   const auto traffic = traffic_.rows();
-  for (const MetricInfo* m : {&kNamespaceBytes, &kNamespaceDeliveries}) {
+  for (const MetricInfo* m : {&kNamespaceBytes, &kNamespaceDeliveries, &kNamespaceWireBytes}) {
     header(out, *m);
     for (const auto& r : traffic) {
+      const uint64_t v = m == &kNamespaceBytes ? r.bytes : m == &kNamespaceDeliveries ? r.deliveries : r.wire;
+      if (m != &kNamespaceWireBytes && r.bytes == 0 && r.deliveries == 0) continue;  // a "-" row
       out += fmt::format("{}{{namespace=\"{}\",encoding=\"{}\"}} {}\n", m->name, r.ns,
-                         wire_form_name(r.form), m == &kNamespaceBytes ? r.bytes : r.deliveries);
+                         wire_form_name(r.form), v);
     }
   }
   std::vector<Sample> samples;

@@ -101,6 +101,7 @@ class Metrics {
   std::vector<Sample> sample(Scraped id) const;
   // Fan-out bytes and deliveries by namespace and encoding.
   const TrafficTable& traffic() const { return traffic_; }
+  TrafficTable& traffic_table() { return traffic_; }
 
  private:
   TrafficTable traffic_;

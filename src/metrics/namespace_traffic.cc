@@ -46,8 +46,9 @@ std::vector<TrafficTable::Row> TrafficTable::rows() const {
     for (size_t f = 0; f < kWireForms; ++f) {
       const uint64_t d = t->deliveries[f].load(std::memory_order_relaxed);
       const uint64_t b = t->bytes[f].load(std::memory_order_relaxed);
-      if (d == 0 && b == 0) continue;
-      out.push_back({ns, static_cast<WireForm>(f), b, d});
+      const uint64_t w = t->wire[f].load(std::memory_order_relaxed);
+      if (d == 0 && b == 0 && w == 0) continue;
+      out.push_back({ns, static_cast<WireForm>(f), b, d, w});
     }
   }
   return out;

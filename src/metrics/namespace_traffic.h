@@ -23,10 +23,22 @@ enum class WireForm : uint8_t { kJson, kMsgpack, kJsonDelta, kMsgpackDelta };
 inline constexpr size_t kWireForms = 4;
 // "json", "msgpack", "json+delta", "msgpack+delta": the `encoding` label.
 std::string_view wire_form_name(WireForm f);
+inline WireForm wire_form(bool msgpack, bool state_deltas) {
+  if (state_deltas) return msgpack ? WireForm::kMsgpackDelta : WireForm::kJsonDelta;
+  return msgpack ? WireForm::kMsgpack : WireForm::kJson;
+}
 
 struct NamespaceTraffic {
   std::array<std::atomic<uint64_t>, kWireForms> bytes{};
   std::array<std::atomic<uint64_t>, kWireForms> deliveries{};
+  // Bytes net::Connection wrote to sockets (framing included, after the
+  // conversion to the connection's encoding), counted as they leave: fan-out
+  // frames against their channels' namespaces, any other frame (replies,
+  // backfill, history) against the connection's tenant's "-".
+  std::array<std::atomic<uint64_t>, kWireForms> wire{};
+  void add_wire(WireForm f, uint64_t n) {
+    wire[static_cast<size_t>(f)].fetch_add(n, std::memory_order_relaxed);
+  }
   void add(WireForm f, uint64_t n_bytes, uint64_t n_deliveries) {
     bytes[static_cast<size_t>(f)].fetch_add(n_bytes, std::memory_order_relaxed);
     deliveries[static_cast<size_t>(f)].fetch_add(n_deliveries, std::memory_order_relaxed);
@@ -46,7 +58,7 @@ class TrafficTable {
   struct Row {
     std::string ns;  // tenant/namespace
     WireForm form;
-    uint64_t bytes, deliveries;
+    uint64_t bytes, deliveries, wire;
   };
   // Every (namespace, form) that sent something.
   std::vector<Row> rows() const;

@@ -176,6 +176,7 @@ bool Connection::write_direct(OutFrame& frame) {
     metrics_.observe(metrics::Stage::kWrite, 0);
     metrics_.inc(metrics_.frames_out);
     metrics_.inc(metrics_.bytes_out, frame.bytes());
+    account(frame, want);
     if (!flush_transport()) {
       waiting_writable_ = true;
       wait_writable();
@@ -247,7 +248,23 @@ void Connection::written(OutFrame& frame, int64_t now_ns) {
   metrics_.observe(metrics::Stage::kWrite, now_ns - frame.enqueued_ns);
   metrics_.inc(metrics_.frames_out);
   metrics_.inc(metrics_.bytes_out, n);
+  account(frame, frame.wire_bytes());
   frame = OutFrame();  // release shared tick buffers now, not when the slot is reused
+}
+
+void Connection::account(const OutFrame& frame, uint64_t wire) {
+  wire_bytes_out_ += wire;
+  uint64_t rest = wire;
+  const auto charges = frame.charges();
+  for (const auto& c : charges) {
+    c.to->add_wire(c.form, c.bytes);
+    rest -= c.bytes;
+  }
+  if (!charges.empty()) {
+    charges.front().to->add_wire(charges.front().form, rest);
+  } else if (own_account_) {
+    own_account_->add_wire(own_form_, rest);
+  }
 }
 
 void Connection::send_last_and_close(OutFrame last, int code, std::string reason) {

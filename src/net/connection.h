@@ -117,6 +117,17 @@ class Connection : public std::enable_shared_from_this<Connection>, private runt
   void set_encoding(protocol::Encoding e) { encoding_ = e; }
   protocol::Encoding encoding() const { return encoding_; }
 
+  // Where this connection's bytes are counted once written (framing
+  // included): fan-out frames by their charges (OutFrame::charge), the rest
+  // and the framing of frames without charges to `own` (the session's tenant's
+  // "-", set at welcome; null before: not counted by namespace) in `form`.
+  void set_account(metrics::NamespaceTraffic* own, metrics::WireForm form) {
+    own_account_ = own;
+    own_form_ = form;
+  }
+  // Bytes written to the socket since the connection opened, framing included.
+  uint64_t wire_bytes_out() const { return wire_bytes_out_; }
+
   void set_queue_cap(uint64_t bytes) { queue_cap_ = bytes; }
   uint64_t queue_cap() const { return queue_cap_; }
   uint64_t queued_bytes() const { return queued_bytes_; }
@@ -204,6 +215,8 @@ class Connection : public std::enable_shared_from_this<Connection>, private runt
   // The byte accounting of a frame leaving the queue, written.
   void written(OutFrame& frame, int64_t now_ns);
   void arm_close_deadline();
+  // A frame is on the wire, `wire` bytes with its framing: to the counters.
+  void account(const OutFrame& frame, uint64_t wire);
 
   void release_preauth();
 
@@ -228,6 +241,9 @@ class Connection : public std::enable_shared_from_this<Connection>, private runt
   uint64_t backfill_bytes_ = 0;  // of which backfill frames
   std::unique_ptr<std::function<void()>> backfill_drained_;  // null: no hook (idle)
   uint64_t queue_cap_ = 4ull << 20;
+  uint64_t wire_bytes_out_ = 0;
+  metrics::NamespaceTraffic* own_account_ = nullptr;
+  metrics::WireForm own_form_ = metrics::WireForm::kJson;
   bool authenticated_ = false;
   protocol::Encoding encoding_ = protocol::Encoding::kJson;
   bool waiting_writable_ = false;

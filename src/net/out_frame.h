@@ -14,6 +14,8 @@
 #include <span>
 #include <string>
 
+#include "metrics/namespace_traffic.h"
+
 namespace parley::net {
 
 using SharedBuf = std::shared_ptr<const std::string>;
@@ -70,6 +72,25 @@ class OutFrame {
   // Header and bytes: what goes on the wire.
   size_t wire_bytes() const { return header_len_ + bytes(); }
 
+  // Byte accounting by namespace: `bytes` of this frame's payload belong to
+  // `to`'s namespace in `form` (a tick frame's runs of each channel). What no
+  // charge covers (framing, brackets, a frame without charges) goes to the
+  // first charge, else to the connection's own account (Connection::account).
+  struct Charge {
+    metrics::NamespaceTraffic* to;
+    metrics::WireForm form;
+    uint64_t bytes;
+  };
+  void charge(metrics::NamespaceTraffic* to, metrics::WireForm form, uint64_t n) {
+    if (!to) return;
+    if (!charges_.empty() && charges_.back().to == to && charges_.back().form == form) {
+      charges_.back().bytes += n;
+    } else {
+      charges_.push_back({to, form, n});
+    }
+  }
+  std::span<const Charge> charges() const { return {charges_.data(), charges_.size()}; }
+
   int64_t enqueued_ns = 0;  // for the write-stage histogram
   // The WebSocket opcode (text for protocol frames; ping, pong, close).
   uint8_t opcode = 1;
@@ -87,6 +108,7 @@ class OutFrame {
   static constexpr size_t kInlineParts = kMaxParts;
   boost::container::small_vector<SharedBuf, 1> keep_;
   boost::container::small_vector<boost::asio::const_buffer, kInlineParts> parts_;
+  boost::container::small_vector<Charge, 1> charges_;
   size_t bytes_ = 0;
   uint8_t header_[kMaxHeader] = {};
   uint8_t header_len_ = 0;

@@ -16,6 +16,8 @@ enum class OpKind {
   kHello, kJoin, kLeave, kPub, kState, kUp, kHistory, kPing,
   // Event streams (PROTOCOL.md "Event streams and leaderboards").
   kEmit, kTail, kConsume, kCommit, kRank,
+  // Moderation (PROTOCOL.md "Moderation: delete and edit").
+  kEdit, kDelete,
 };
 
 // One event of an `emit`, validated.
@@ -66,6 +68,9 @@ struct ClientOp {
   // pub / state / up: the body as minified JSON text, validated.
   std::string body;
   std::optional<Position> pos;  // state: where its sender is
+
+  // edit / delete: the seq of the message they change (edit: `body` too).
+  uint64_t target = 0;
 
   // history: exactly one of after/before is set.
   std::optional<uint64_t> after;

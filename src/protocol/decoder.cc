@@ -23,14 +23,14 @@ enum Field : size_t {
   kOp, kRid, kV, kToken, kCh, kSince, kId, kKey, kBody, kAfter, kBefore, kLimit, kUser, kConn,
   // event streams
   kApiKey, kTopic, kEvents, kType, kP, kFrom, kGroup, kGen, kOff, kBoard, kMember, kAround,
-  kRound, kPos, kEnc, kCaps,
+  kRound, kPos, kEnc, kCaps, kTarget,
   kFieldCount
 };
 constexpr std::array<std::string_view, kFieldCount> kFieldNames = {
     "op",    "rid",   "v",      "token", "ch",   "since", "id",
     "key",   "body",  "after",  "before", "limit", "user", "conn",
     "api_key", "topic", "events", "type", "p", "from", "group", "gen", "off", "board",
-    "member", "around", "round", "pos", "enc", "caps"};
+    "member", "around", "round", "pos", "enc", "caps", "target"};
 
 std::optional<Field> field_of(std::string_view name) {
   for (size_t f = 0; f < kFieldCount; ++f) {
@@ -157,6 +157,17 @@ std::optional<Error> read_seq(const Fields& fields, Field f, std::optional<uint6
   int64_t v = 0;
   if (fields[f].get_int64().get(v) || v < 0) {
     return bad_request(field_msg(f, "must be a non-negative integer"));
+  }
+  out = static_cast<uint64_t>(v);
+  return std::nullopt;
+}
+
+// edit / delete (and their HTTP bodies): `target`, the seq of a message, 1..2^63-1.
+std::optional<Error> read_target(const Fields& fields, uint64_t& out) {
+  if (!fields.has(kTarget)) return missing(kTarget);
+  int64_t v = 0;
+  if (fields[kTarget].get_int64().get(v) || v < 1) {
+    return bad_request(field_msg(kTarget, "must be a positive integer"));
   }
   out = static_cast<uint64_t>(v);
   return std::nullopt;
@@ -420,7 +431,7 @@ std::optional<OpKind> op_kind(std::string_view name) {
       {"pub", OpKind::kPub},     {"state", OpKind::kState}, {"up", OpKind::kUp},
       {"history", OpKind::kHistory}, {"ping", OpKind::kPing}, {"emit", OpKind::kEmit},
       {"tail", OpKind::kTail},   {"consume", OpKind::kConsume}, {"commit", OpKind::kCommit},
-      {"rank", OpKind::kRank}};
+      {"rank", OpKind::kRank},   {"edit", OpKind::kEdit},   {"delete", OpKind::kDelete}};
   for (const auto& [n, kind] : kOps) {
     if (n == name) return kind;
   }
@@ -480,6 +491,13 @@ std::optional<Error> read_op(const Fields& fields, std::string_view frame,
       return read_commit(fields, op);
     case OpKind::kRank:
       return read_rank(fields, op);
+    case OpKind::kEdit:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      if (auto e = read_target(fields, op.target)) return e;
+      return read_body(fields, frame, limits, op.body, body_size);
+    case OpKind::kDelete:
+      if (auto e = read_channel(fields, op.ch)) return e;
+      return read_target(fields, op.target);
   }
   return bad_request("unknown op");
 }
@@ -505,7 +523,11 @@ std::variant<ApiPost, Error> decode_api_post(std::string_view json, ApiPostKind 
     return bad_request("duplicate field " + std::string(kFieldNames[*fields.first_duplicate]));
   }
   ApiPost post;
-  if (kind == ApiPostKind::kPublish) {
+  if (kind == ApiPostKind::kEdit || kind == ApiPostKind::kDelete) {
+    if (auto e = read_channel(fields, post.ch)) return *e;
+    if (auto e = read_target(fields, post.target)) return *e;
+    if (kind == ApiPostKind::kDelete) return post;
+  } else if (kind == ApiPostKind::kPublish) {
     if (auto e = read_channel(fields, post.ch)) return *e;
     if (fields.has(kId)) {
       if (auto e = read_id(fields, kId, post.id)) return *e;

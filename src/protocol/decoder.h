@@ -71,9 +71,12 @@ std::variant<ClientOp, DecodeFailure> decode_converted_client_op(std::string_vie
 enum class ApiPostKind {
   kPublish,  // POST /v1/publish: ch, body, optional id ("" when absent: not deduplicated)
   kSend,     // POST /v1/send: user or conn (exactly one), body
+  kEdit,     // POST /v1/edit: ch, target, body
+  kDelete,   // POST /v1/delete: ch, target
 };
 struct ApiPost {
   std::string ch;
+  uint64_t target = 0;  // edit / delete
   std::string id;
   std::string user;
   std::string conn;  // a connection's id as welcome gave it ("c1f")

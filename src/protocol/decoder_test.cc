@@ -50,6 +50,27 @@ TEST(DecodeHello, ReturnsAnUnsupportedVersionForTheSessionToAnswer) {
   EXPECT_EQ(decode_ok(R"({"op":"hello","v":-7,"token":"t"})").v, -7);
 }
 
+TEST(DecodeModeration, ReadsEditAndDeleteAndRefusesABadTarget) {
+  auto op = decode_ok(R"({"op":"edit","rid":3,"ch":"chat:a","target":57,"body":{"t": 1}})");
+  EXPECT_EQ(op.kind, OpKind::kEdit);
+  EXPECT_EQ(op.ch, "chat:a");
+  EXPECT_EQ(op.target, 57u);
+  EXPECT_EQ(op.body, R"({"t":1})");
+  op = decode_ok(R"({"op":"delete","ch":"chat:a","target":1})");
+  EXPECT_EQ(op.kind, OpKind::kDelete);
+  EXPECT_EQ(op.target, 1u);
+  for (const char* bad : {R"({"op":"delete","ch":"chat:a"})", R"({"op":"delete","ch":"chat:a","target":0})",
+                          R"({"op":"delete","ch":"chat:a","target":-1})", R"({"op":"delete","ch":"chat:a","target":1.5})",
+                          R"({"op":"delete","ch":"chat:a","target":"1"})", R"({"op":"edit","ch":"chat:a","target":1})",
+                          R"({"op":"edit","ch":"bad name","target":1,"body":1})"}) {
+    EXPECT_EQ(decode_fail(bad).error.code, ErrorCode::kBadRequest) << bad;
+  }
+  DecodeLimits small;
+  small.max_message_bytes = 16;
+  EXPECT_EQ(decode_fail(R"({"op":"edit","ch":"c","target":1,"body":"0123456789abcdef"})", small).error.code,
+            ErrorCode::kTooLarge);
+}
+
 TEST(DecodeJoin, ReadsChannelWithoutSince) {
   const auto op = decode_ok(R"({"op":"join","ch":"chat:lobby"})");
   EXPECT_EQ(op.kind, OpKind::kJoin);

@@ -36,7 +36,32 @@ constexpr size_t kFrameOverhead = 104;
 
 }  // namespace
 
+namespace {
+
+// An edit or delete event: its own seq, the message it changes, who did it.
+void encode_moderation(std::string& out, const MsgView& m) {
+  const bool edit = m.kind == EntryKind::kEdit;
+  out.append(edit ? R"({"op":"edit","ch":)" : R"({"op":"delete","ch":)");
+  append_json_string(out, m.ch);
+  out.append(R"(,"seq":)");
+  append_number(out, m.seq);
+  out.append(R"(,"target":)");
+  append_number(out, m.target);
+  out.append(R"(,"from":)");
+  append_json_string(out, m.from);
+  out.append(R"(,"ts":)");
+  append_number(out, m.ts_ms);
+  if (edit) {
+    out.append(R"(,"body":)");
+    out.append(m.body);
+  }
+  out += '}';
+}
+
+}  // namespace
+
 void encode_msg(std::string& out, const MsgView& m) {
+  if (m.kind != EntryKind::kMsg) return encode_moderation(out, m);
   // The frame of every delivered message: its fixed text is appended as
   // literals rather than through JsonWriter (whose keys are escaped one by
   // one); the bytes are the same.
@@ -52,9 +77,27 @@ void encode_msg(std::string& out, const MsgView& m) {
   append_json_string(out, m.id);
   out.append(R"(,"ts":)");
   append_number(out, m.ts_ms);
+  if (m.deleted) {
+    out.append(R"(,"deleted":true})");
+    return;
+  }
+  if (m.edited_ms != 0) {
+    out.append(R"(,"edited":)");
+    append_number(out, m.edited_ms);
+  }
   out.append(R"(,"body":)");
   out.append(m.body);
   out += '}';
+}
+
+void encode_moderated(std::string& out, std::string_view rid, bool edit, std::string_view ch,
+                      uint64_t target, uint64_t seq) {
+  JsonWriter w(out);
+  begin(w, edit ? "edited" : "deleted", rid)
+      .field("ch", ch)
+      .field_unum("target", target)
+      .field_unum("seq", seq)
+      .end_object();
 }
 
 void append_msg(std::string& list, const MsgView& m) {

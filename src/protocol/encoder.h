@@ -13,7 +13,12 @@
 
 namespace parley::protocol {
 
-// A sequenced message as stored and delivered.
+// What a log entry is (PROTOCOL.md "Moderation: delete and edit"); the same
+// numbers as store::EntryKind.
+enum class EntryKind : uint8_t { kMsg = 0, kEdit = 1, kDelete = 2 };
+
+// A sequenced log entry as stored and delivered: a message, or a moderation
+// event naming the message it changes.
 struct MsgView {
   std::string_view ch;
   uint64_t seq = 0;
@@ -21,9 +26,16 @@ struct MsgView {
   std::string_view id;
   int64_t ts_ms = 0;
   std::string_view body;  // valid JSON text
+  EntryKind kind = EntryKind::kMsg;
+  uint64_t target = 0;     // edit / delete: the message's seq
+  int64_t edited_ms = 0;   // msg: its latest edit (0: never edited)
+  bool deleted = false;    // msg: a tombstone (no body)
 };
 
-// {"op":"msg","ch","seq","from","id","ts","body"}
+// {"op":"msg","ch","seq","from","id","ts","body"}; a message's current version
+// adds "edited":<ts>, or is a tombstone {"op":"msg",...,"ts","deleted":true};
+// an edit is {"op":"edit","ch","seq","target","from","ts","body"}, a delete
+// {"op":"delete","ch","seq","target","from","ts"}.
 void encode_msg(std::string& out, const MsgView& m);
 // A list of msg objects, comma-joined: what a batch array, a `history` reply and
 // GET /v1/history hold. Appends m after a comma when `list` is not empty.
@@ -61,6 +73,10 @@ void encode_left_topic(std::string& out, std::string_view rid, std::string_view 
                        std::string_view group);
 void encode_ack(std::string& out, std::string_view rid, std::string_view ch, std::string_view id,
                 uint64_t seq, bool dup);
+// {"op":"edited"|"deleted","rid","ch","target","seq"}: a moderation op's reply
+// (`edit`: edited), seq the event's own.
+void encode_moderated(std::string& out, std::string_view rid, bool edit, std::string_view ch,
+                      uint64_t target, uint64_t seq);
 // {"op":"history","rid","ch","msgs":[...]}: `msgs_json` is the comma-joined encoded msgs.
 void encode_history(std::string& out, std::string_view rid, std::string_view ch,
                     std::string_view msgs_json);

@@ -17,6 +17,28 @@ TEST(EncodeMsg, WritesFieldsInProtocolOrder) {
             R"("ts":1764460800123,"body":{"t":"hi"}})");
 }
 
+TEST(EncodeMsg, WritesEditsDeletesAndCurrentVersionsAsPROTOCOLmdModerationSays) {
+  std::string out;
+  encode_msg(out, {.ch = "c", .seq = 60, .from = "u1", .ts_ms = 9, .body = R"({"t":1})",
+                   .kind = EntryKind::kEdit, .target = 57});
+  EXPECT_EQ(out, R"({"op":"edit","ch":"c","seq":60,"target":57,"from":"u1","ts":9,"body":{"t":1}})");
+  out.clear();
+  encode_msg(out, {.ch = "c", .seq = 61, .from = "m", .ts_ms = 9, .body = "null",
+                   .kind = EntryKind::kDelete, .target = 58});
+  EXPECT_EQ(out, R"({"op":"delete","ch":"c","seq":61,"target":58,"from":"m","ts":9})");
+  out.clear();
+  encode_msg(out, {.ch = "c", .seq = 57, .from = "u1", .id = "a", .ts_ms = 5, .body = "2",
+                   .edited_ms = 9});
+  EXPECT_EQ(out, R"({"op":"msg","ch":"c","seq":57,"from":"u1","id":"a","ts":5,"edited":9,"body":2})");
+  out.clear();
+  encode_msg(out, {.ch = "c", .seq = 58, .from = "u1", .id = "b", .ts_ms = 5, .body = "null",
+                   .deleted = true});
+  EXPECT_EQ(out, R"({"op":"msg","ch":"c","seq":58,"from":"u1","id":"b","ts":5,"deleted":true})");
+  out.clear();
+  encode_moderated(out, "7", true, "c", 57, 60);
+  EXPECT_EQ(out, R"({"op":"edited","rid":7,"ch":"c","target":57,"seq":60})");
+}
+
 TEST(EncodeMsg, EscapesStringsButNotTheBody) {
   std::string out;
   encode_msg(out, {.ch = "a", .seq = 1, .from = "u\"1", .id = "x\ny", .ts_ms = 0,

@@ -399,6 +399,8 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
       s = read_uint(v, path, 0, 86'400, ns.dedupe_window_s);
     } else if (key == "history_ttl_s") {
       s = read_uint(v, path, 0, 31'536'000, ns.history_ttl_s);
+    } else if (key == "edit_window_s") {
+      s = read_uint(v, path, 0, 31'536'000, ns.edit_window_s);
     } else if (key == "upstream") {
       s = read_string(v, path, ns.upstream);
       // Strict now so a later, wider forwarder never changes what a file means.

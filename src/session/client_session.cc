@@ -44,7 +44,6 @@ ClientSession::ClientSession(Gateway& gw, std::shared_ptr<net::Connection> conn,
 
 void ClientSession::send(net::OutFrame&& frame) {
   if (gone()) return;
-  bytes_out_ += frame.bytes();
   if (conn_->send(std::move(frame))) return;
   send_over_cap();
 }
@@ -61,7 +60,6 @@ void ClientSession::reply(std::string frame) { send(net::OutFrame(std::move(fram
 
 void ClientSession::reply_corked(std::string frame) {
   if (gone()) return;
-  bytes_out_ += frame.size();
   if (!conn_->send_corked(net::OutFrame(std::move(frame)))) return send_over_cap();
 }
 
@@ -136,6 +134,7 @@ void ClientSession::dispatch(protocol::ClientOp& op, int64_t arrived) {
   using protocol::OpKind;
   if (op.kind == OpKind::kHello) return on_hello(op);
   if (gw_.draining() && (op.kind == OpKind::kPub || op.kind == OpKind::kJoin ||
+                         op.kind == OpKind::kEdit || op.kind == OpKind::kDelete ||
                          op.kind == OpKind::kState || op.kind == OpKind::kUp ||
                          op.kind == OpKind::kEmit || op.kind == OpKind::kTail ||
                          op.kind == OpKind::kConsume || op.kind == OpKind::kCommit)) {
@@ -150,6 +149,8 @@ void ClientSession::dispatch(protocol::ClientOp& op, int64_t arrived) {
     case OpKind::kState: return on_state(op);
     case OpKind::kUp: return on_up(op);
     case OpKind::kHistory: return on_history(op);
+    case OpKind::kEdit:
+    case OpKind::kDelete: return on_moderate(op, arrived);
     case OpKind::kPing: {
       std::string out;
       protocol::encode_pong(out, op.rid, wall_ms());
@@ -393,7 +394,6 @@ void ClientSession::deliver_event_frame(std::string frame, std::function<void()>
 void ClientSession::deliver_event_frames(std::vector<std::string> frames) {
   if (gone()) return;
   for (auto& f : frames) {
-    bytes_out_ += f.size();
     if (!conn_->send_corked(net::OutFrame(std::move(f)))) return send_over_cap();
   }
 }
@@ -453,6 +453,7 @@ void ClientSession::on_hello(protocol::ClientOp& op) {
     auth::Claims server;
     server.sub = std::string(protocol::kServerUser);
     server.tenant = t->id;
+    server.mod = true;  // the game server moderates every message
     claims = std::move(server);
   } else {
     auto tenant_id = auth::peek_tenant(op.token);
@@ -517,6 +518,7 @@ void ClientSession::admit(TenantRuntime* t, auth::Claims claims, const protocol:
   }
   tenant_ = t;
   user_ = std::move(claims.sub);
+  moderator_ = claims.mod;
   if (claims.has_chans) chan_claims_ = std::make_unique<auth::Claims>(std::move(claims));
   apply_tenant_limits();
   gw_.on_authenticated(*this);
@@ -530,6 +532,9 @@ void ClientSession::admit(TenantRuntime* t, auth::Claims claims, const protocol:
                            switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack,
                            op.cap_state_delta);
   state_deltas_ = op.cap_state_delta;
+  // Counted where the bytes leave (net::Connection), the welcome included.
+  const bool mp = switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack;
+  conn_->set_account(gw_.metrics().traffic_table().of(t->id, "-"), metrics::wire_form(mp, state_deltas_));
   reply(std::move(out));
   if (switch_to_msgpack) conn_->set_encoding(protocol::Encoding::kMsgpack);
 }
@@ -792,6 +797,35 @@ void ClientSession::answer_pub(const std::string& rid, const std::string& ch, co
   reply_corked(std::move(ack));
   if (!out->dup) tenant_->messages.fetch_add(1, std::memory_order_relaxed);
   gw_.metrics().local().observe(metrics::Stage::kAck, steady_ns() - arrived_ns);
+}
+
+void ClientSession::on_moderate(protocol::ClientOp& op, int64_t arrived_ns) {
+  // As `history`: the token must allow the channel; no join is needed.
+  if (!channel_allowed(op.ch)) {
+    return fail(op.rid, ErrorCode::kForbidden, "channel not allowed by the token");
+  }
+  if (!take_rate(op.rid, true)) return;
+  const bool edit = op.kind == protocol::OpKind::kEdit;
+  hub::ModerateRequest req;
+  req.tenant = &tenant_->config();
+  req.ch = op.ch;
+  req.edit = edit;
+  req.target = op.target;
+  req.body = std::move(op.body);
+  req.from = user_;
+  req.conn = conn_id_;
+  req.moderator = moderator_;
+  req.arrived_ns = arrived_ns;
+  req.reply_loop = loop();
+  req.done = [self = shared_from_this(), rid = std::move(op.rid), ch = op.ch, edit,
+              target = op.target](store::AppendOutcome out) {
+    if (self->closed_) return;
+    if (!out) return self->reply_error(rid, out.error());
+    std::string reply;
+    protocol::encode_moderated(reply, rid, edit, ch, target, out->seq);
+    self->reply_corked(std::move(reply));
+  };
+  gw_.hub().moderate(std::move(req));
 }
 
 void ClientSession::on_state(protocol::ClientOp& op) {

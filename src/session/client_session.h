@@ -66,9 +66,9 @@ class ClientSession final : public net::ConnectionHandler,
   TenantRuntime* tenant() const { return tenant_; }
   int64_t hello_deadline_ms() const { return hello_deadline_ms_; }
   net::Connection& connection() { return *conn_; }
-  // Payload bytes handed to the connection since it opened (connection_traffic.h
-  // says what counts), and their count at the previous admin listing.
-  uint64_t bytes_out() const { return bytes_out_; }
+  // Bytes the connection wrote since it opened (connection_traffic.h says
+  // what counts), and their count at the previous admin listing.
+  uint64_t bytes_out() const { return conn_->wire_bytes_out(); }
   uint64_t bytes_out_listed = 0;
   // Closes with a frame explaining why (bye or error) and a close code.
   void close_with(std::string frame, int code, std::string reason);
@@ -108,7 +108,6 @@ class ClientSession final : public net::ConnectionHandler,
     uint32_t limit = 0;
   };
 
-  uint64_t bytes_out_ = 0;
 
   // The ops of a decoded frame (on_frame), or of one held behind a hook.
   void dispatch(protocol::ClientOp& op, int64_t arrived_ns);
@@ -135,6 +134,8 @@ class ClientSession final : public net::ConnectionHandler,
   void on_state(protocol::ClientOp& op);
   void on_up(protocol::ClientOp& op);
   void on_history(protocol::ClientOp& op);
+  // edit / delete (PROTOCOL.md "Moderation: delete and edit").
+  void on_moderate(protocol::ClientOp& op, int64_t arrived_ns);
   void on_event_op(protocol::ClientOp& op);
   void on_emit(protocol::ClientOp& op, int64_t arrived_ns);
   void on_tail(protocol::ClientOp& op);
@@ -220,6 +221,7 @@ class ClientSession final : public net::ConnectionHandler,
   bool hook_busy_ = false;  // a hook's verdict is awaited (ask_hook)
   bool closed_ = false;
   bool state_deltas_ = false;  // hello's caps held "state_delta"
+  bool moderator_ = false;     // the token's `mod` claim (or an api_key hello)
 };
 
 }  // namespace parley::session

@@ -13,9 +13,7 @@ namespace parley::session {
 namespace {
 
 metrics::WireForm form_of(const ClientSession& s) {
-  const bool mp = s.encoding() == protocol::Encoding::kMsgpack;
-  if (s.state_deltas()) return mp ? metrics::WireForm::kMsgpackDelta : metrics::WireForm::kJsonDelta;
-  return mp ? metrics::WireForm::kMsgpack : metrics::WireForm::kJson;
+  return metrics::wire_form(s.encoding() == protocol::Encoding::kMsgpack, s.state_deltas());
 }
 
 // Keeps the n with the most recent bytes, most first.

@@ -5,10 +5,9 @@
 // here: Prometheus gets no label per connection (its series would be as many
 // as the connections, and gone with them).
 //
-// Bytes are payload bytes the session hands its connection (header, framing
-// and a frame dropped at close not included); a reply a MessagePack connection
-// converts from JSON (ack, joined, pong) counts at its JSON length, fan-out
-// frames (tick batches, in the member's encoding) exactly.
+// Bytes are what the connection wrote to its socket (net::Connection counts
+// them as they leave: transport framing included, every frame in the
+// connection's encoding, after conversion; a frame dropped at close not).
 #pragma once
 
 #include <array>

@@ -18,10 +18,11 @@ void DedupeIndex::find(uint64_t fp, std::vector<uint64_t>& out) const {
   out.clear();
   if (slots_.empty()) return;
   const size_t mask = slots_.size() - 1;
+  const uint32_t tag = tag_of(fp);
   // The load bound leaves a never-used slot in every chain.
-  for (size_t pos = fp & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
+  for (size_t pos = tag & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
     const Slot& s = slots_[pos];
-    if (live(s) && fp_of(s) == fp) out.push_back(seq_of(s));
+    if (live(s) && s.tag == tag) out.push_back(seq_of(s));
   }
 }
 
@@ -58,22 +59,23 @@ void DedupeIndex::insert(uint64_t fp, uint64_t seq, int64_t ts_ms) {
 
   if ((used_ + 1) * 5 > slots_.size() * 4) rehash(live_ + 1, base_);
   const size_t mask = slots_.size() - 1;
-  size_t pos = fp & mask;
-  // Entries are never replaced (one fingerprint may be several ids): the first
-  // slot that holds nothing live takes it.
+  const uint32_t tag = tag_of(fp);
+  size_t pos = tag & mask;
+  // Entries are never replaced (one tag may be several ids): the first slot
+  // that holds nothing live takes it.
   while (live(slots_[pos])) pos = (pos + 1) & mask;
   if (slots_[pos].rel == 0) ++used_;
-  slots_[pos] = Slot{static_cast<uint32_t>(fp), static_cast<uint32_t>(fp >> 32),
-                     static_cast<uint32_t>(seq - base_ + 1)};
+  slots_[pos] = Slot{tag, static_cast<uint32_t>(seq - base_ + 1)};
   ++live_;
 }
 
 bool DedupeIndex::erase(uint64_t fp, uint64_t seq) {
   if (slots_.empty()) return false;
   const size_t mask = slots_.size() - 1;
-  for (size_t pos = fp & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
+  const uint32_t tag = tag_of(fp);
+  for (size_t pos = tag & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
     Slot& s = slots_[pos];
-    if (!live(s) || fp_of(s) != fp || seq_of(s) != seq) continue;
+    if (!live(s) || s.tag != tag || seq_of(s) != seq) continue;
     s.rel = kErased;
     --live_;
     --bucket_of(seq).count;
@@ -112,10 +114,9 @@ void DedupeIndex::rehash(size_t live_entries, uint64_t base) {
   used_ = 0;
   for (const Slot& s : old) {
     if (!live(s)) continue;
-    const uint64_t fp = fp_of(s);
-    size_t pos = fp & mask;
+    size_t pos = s.tag & mask;
     while (slots_[pos].rel != 0) pos = (pos + 1) & mask;
-    slots_[pos] = Slot{s.fp_lo, s.fp_hi, static_cast<uint32_t>(seq_of(s) - base + 1)};
+    slots_[pos] = Slot{s.tag, static_cast<uint32_t>(seq_of(s) - base + 1)};
     ++used_;
   }
   base_ = base;

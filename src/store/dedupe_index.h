@@ -1,5 +1,5 @@
 // DedupeIndex: the dedupe window of one topic partition, holding no keys: per
-// remembered id, a 64-bit fingerprint of its DedupeKey and its offset.
+// remembered id, a 32-bit tag of its DedupeKey's fingerprint and its offset.
 //
 // Why not DedupeTable (dedupe_table.h), which channels keep: it holds every key
 // (~42 B per id for 15-byte keys, ~57 B for UUID ids), and a partition remembers
@@ -13,15 +13,22 @@
 // two entries, and a candidate whose event is another one, or gone, is no
 // duplicate: a collision can cost a read, never a distinct event.
 //
-// Layout: an open-addressing array of 12-byte slots (linear probing, load
-// 0.25-0.8): the fingerprint and the offset as 32 bits above a base (`base_`,
-// moved when a rehash meets an offset 2^32 above it). Expiry by time as
+// Layout: an open-addressing array of 8-byte slots (linear probing, load
+// 0.25-0.8): the tag (the 64-bit fingerprint folded to 32 bits) and the offset as
+// 32 bits above a base (`base_`, moved when a rehash meets an offset 2^32 above
+// it). The tag also places the slot (its low bits are the home position, so a
+// rehash needs nothing else), so two ids of one home are told apart by the tag's
+// other 32 - log2(slots) bits only: ~load / 2^14 false candidates per lookup at
+// 2^18 slots (dedupe_index_test, dedupe_table_bench BM_DedupeIndexFalseHits). A
+// false candidate costs its owner one read, never an event; the 4 bytes saved per
+// slot are a third of the window (12-byte slots with the whole fingerprint were
+// 21 B per id with the load, these 14). Expiry by time as
 // DedupeTable's: offsets grow with time in a log, so each time bucket (1/16 of the
 // window) is only a range of offsets; a bucket is dropped whole once its newest
 // entry is older than the window, which raises the floor below which slots are
 // dead (probes step over them, inserts reuse them, a rehash leaves them out).
 //
-// Cost: 12 B of slot at a load of 0.4-0.8 (15-30 B per id), whatever the key.
+// Cost: 8 B of slot at a load of 0.4-0.8 (10-20 B per id), whatever the key.
 // Measured in dedupe_table_bench (BM_DedupeIndex).
 //
 // Owned by one partition's loop; not thread-safe.
@@ -48,8 +55,9 @@ class DedupeIndex {
   uint64_t fingerprint(std::string_view key_bytes) const { return hash_(key_bytes); }
   void set_hash(HashFn hash);
 
-  // The offset of every entry with fingerprint `fp` in the window, into `out`
-  // (cleared first): candidates to confirm.
+  // The offset of every entry whose fingerprint has `fp`'s tag in the window,
+  // into `out` (cleared first): candidates to confirm (each entry of `fp`, and
+  // rarely another).
   void find(uint64_t fp, std::vector<uint64_t>& out) const;
 
   // Remembers (fp, seq) as of ts_ms. A log's order: `seq` above every seq
@@ -71,10 +79,10 @@ class DedupeIndex {
 
  private:
   struct Slot {
-    uint32_t fp_lo = 0;
-    uint32_t fp_hi = 0;
+    uint32_t tag = 0;
     uint32_t rel = 0;  // seq - base_ + 1; 0: never used; kErased: erased
   };
+  static_assert(sizeof(Slot) == 8);
   // A time bucket: the seqs from first_seq up to the next bucket's first_seq.
   struct Bucket {
     int64_t first_ts = 0;
@@ -84,7 +92,8 @@ class DedupeIndex {
   };
   static constexpr uint32_t kErased = UINT32_MAX;
 
-  static uint64_t fp_of(const Slot& s) { return uint64_t{s.fp_hi} << 32 | s.fp_lo; }
+  // Both halves of the fingerprint feed the tag (a test's small fingerprints stay apart).
+  static uint32_t tag_of(uint64_t fp) { return static_cast<uint32_t>(fp ^ (fp >> 32)); }
   uint64_t seq_of(const Slot& s) const { return base_ + s.rel - 1; }
   bool live(const Slot& s) const { return s.rel != 0 && s.rel != kErased && seq_of(s) >= floor_; }
   // The bucket holding `seq` (buckets_ not empty, seq >= its first).

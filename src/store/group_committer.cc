@@ -311,6 +311,15 @@ bool GroupCommitter::add(Pending& p, rocksdb::WriteBatch& wb) {
   append_seq(key, msg.seq);
   encode_message_value(msg, value_buf_);
   rocksdb::Status s = wb.Put(key, value_buf_);
+  // A moderation event rewrites its target's record in the same batch (history
+  // reads the current version); a target trimmed meanwhile stays gone.
+  if (s.ok() && p.req.amended && p.req.amended->seq >= ch->oldest_seq &&
+      p.req.amended->seq < msg.seq && ch->oldest_seq != 0) {
+    std::string akey = key.substr(0, prefix_len);
+    append_seq(akey, p.req.amended->seq);
+    encode_message_value(*p.req.amended, value_buf_);
+    s = wb.Put(akey, value_buf_);
+  }
 
   // The dedupe entry rides in the same batch: message and entry land atomically.
   if (s.ok() && !msg.id.empty()) {

@@ -144,6 +144,16 @@ void MemoryStore::apply(Channel& ch, AppendRequest& req) {
   }
   ch.dedupe.expire(now);
   if (!msg.id.empty()) ch.dedupe.insert(DedupeKey(msg.from, msg.id), msg.seq, now);
+  if (req.amended && !ch.messages.empty()) {
+    // A moderation event: its target, still held, becomes its new version.
+    auto t = std::lower_bound(ch.messages.begin(), ch.messages.end(), req.amended->seq,
+                              [](const StoredMessage& m, uint64_t s) { return m.seq < s; });
+    if (t != ch.messages.end() && t->seq == req.amended->seq) {
+      ch.message_bytes -= message_bytes(*t);
+      *t = std::move(*req.amended);
+      ch.message_bytes += message_bytes(*t);
+    }
+  }
   ch.message_bytes += message_bytes(msg);
   ch.messages.push_back(std::move(msg));
   if (ch.messages.size() > history_max_held(req.history_limit)) {

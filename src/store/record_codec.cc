@@ -6,6 +6,10 @@ namespace parley::store {
 namespace {
 
 constexpr char kMessageFormatV1 = 1;
+// V1, then what moderation adds (store.h StoredMessage): kind byte,
+// varint(target), fixed64(edited_ms), deleted byte. Written only for entries
+// that carry any of it, so a plain message keeps V1 (and earlier builds read it).
+constexpr char kMessageFormatV2 = 2;
 
 void put_fixed64(std::string& out, uint64_t v) {
   char buf[8];
@@ -130,19 +134,39 @@ bool parse_dedupe_suffix(char tag, std::string_view suffix, std::string& from, s
 void encode_message_value(const StoredMessage& msg, std::string& out) {
   out.clear();
   out.reserve(1 + 8 + 3 * 5 + msg.from.size() + msg.id.size() + msg.body.size());
-  out.push_back(kMessageFormatV1);
+  const bool moderated = msg.kind != EntryKind::kMsg || msg.edited_ms != 0 || msg.deleted;
+  out.push_back(moderated ? kMessageFormatV2 : kMessageFormatV1);
   put_fixed64(out, static_cast<uint64_t>(msg.ts_ms));
   put_string(out, msg.from);
   put_string(out, msg.id);
   put_string(out, msg.body);
+  if (!moderated) return;
+  out.push_back(static_cast<char>(msg.kind));
+  put_varint(out, msg.target);
+  put_fixed64(out, static_cast<uint64_t>(msg.edited_ms));
+  out.push_back(msg.deleted ? 1 : 0);
 }
 
 bool decode_message_value(std::string_view in, StoredMessage& msg) {
-  if (in.size() < 9 || in[0] != kMessageFormatV1) return false;
+  if (in.size() < 9 || (in[0] != kMessageFormatV1 && in[0] != kMessageFormatV2)) return false;
+  const bool v2 = in[0] == kMessageFormatV2;
   msg.ts_ms = static_cast<int64_t>(get_fixed64(in.data() + 1));
   in.remove_prefix(9);
-  return get_string(in, msg.from) && get_string(in, msg.id) && get_string(in, msg.body) &&
-         in.empty();
+  if (!get_string(in, msg.from) || !get_string(in, msg.id) || !get_string(in, msg.body)) return false;
+  msg.kind = EntryKind::kMsg;
+  msg.target = 0;
+  msg.edited_ms = 0;
+  msg.deleted = false;
+  if (!v2) return in.empty();
+  if (in.empty() || static_cast<unsigned char>(in[0]) > 2) return false;
+  msg.kind = static_cast<EntryKind>(in[0]);
+  in.remove_prefix(1);
+  if (!get_varint(in, msg.target) || in.size() != 9 || static_cast<unsigned char>(in[8]) > 1) {
+    return false;
+  }
+  msg.edited_ms = static_cast<int64_t>(get_fixed64(in.data()));
+  msg.deleted = in[8] == 1;
+  return true;
 }
 
 void encode_gap_value(uint64_t last_seq, std::string& out) {

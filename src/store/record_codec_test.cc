@@ -52,6 +52,40 @@ TEST(RecordCodec, MessageValueRoundTripsAndRejectsDamage) {
   EXPECT_FALSE(decode_message_value(other_format, back));
 }
 
+TEST(RecordCodec, ModerationFieldsRoundTripAndAPlainMessageKeepsTheFirstFormat) {
+  StoredMessage plain{0, 5, "u1", "i", "1"};
+  std::string v1;
+  encode_message_value(plain, v1);
+  EXPECT_EQ(v1[0], 1);  // earlier builds still read it
+  StoredMessage edit{0, 7, "mod", "", R"({"t":"fixed"})"};
+  edit.kind = EntryKind::kEdit;
+  edit.target = 300;
+  StoredMessage tomb{0, 5, "u1", "i", "null"};
+  tomb.deleted = true;
+  tomb.edited_ms = 6;
+  for (const StoredMessage* m : {&edit, &tomb}) {
+    std::string v;
+    encode_message_value(*m, v);
+    EXPECT_EQ(v[0], 2);
+    StoredMessage back;
+    ASSERT_TRUE(decode_message_value(v, back));
+    EXPECT_EQ(back.kind, m->kind);
+    EXPECT_EQ(back.target, m->target);
+    EXPECT_EQ(back.edited_ms, m->edited_ms);
+    EXPECT_EQ(back.deleted, m->deleted);
+    EXPECT_EQ(back.body, m->body);
+    EXPECT_EQ(back.from, m->from);
+    EXPECT_FALSE(decode_message_value(v.substr(0, v.size() - 1), back));
+    EXPECT_FALSE(decode_message_value(v + "x", back));
+  }
+  // Decoding a first-format value over a moderated one clears what it had.
+  StoredMessage reused = tomb;
+  ASSERT_TRUE(decode_message_value(v1, reused));
+  EXPECT_FALSE(reused.deleted);
+  EXPECT_EQ(reused.edited_ms, 0);
+  EXPECT_EQ(reused.kind, EntryKind::kMsg);
+}
+
 TEST(RecordCodec, DedupeSuffixSplitsAtTheFirstNul) {
   std::string from, id;
   ASSERT_TRUE(parse_dedupe_suffix(kLegacyDedupeTag, std::string_view("u1\0a\0b", 6), from, id));

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,10 @@ namespace parley::store {
 // The store's name for a channel (the record codec and the tests use it).
 using ChannelKey = ChannelId;
 
+// What a log entry is (PROTOCOL.md "Moderation: delete and edit"): a message,
+// or a moderation event of its own seq naming the message it changes (target).
+enum class EntryKind : uint8_t { kMsg = 0, kEdit = 1, kDelete = 2 };
+
 struct StoredMessage {
   uint64_t seq = 0;
   int64_t ts_ms = 0;      // server time of acceptance
@@ -44,6 +49,14 @@ struct StoredMessage {
   // handed this message over; 0: the store does not say (valkey says it, so
   // that a node with the channel loaded learns of a loss from the next message).
   uint32_t epoch = 0;
+  // Moderation. An event: kind kEdit (body: the new body) or kDelete (body
+  // "null"), target the seq it changes, from who did it. A message (kMsg) in
+  // its current version: edited_ms the time of its latest edit (0: never),
+  // deleted a tombstone (body "null").
+  EntryKind kind = EntryKind::kMsg;  // beside epoch: in its padding
+  bool deleted = false;
+  uint64_t target = 0;
+  int64_t edited_ms = 0;
 };
 
 struct DedupeEntry {
@@ -70,6 +83,11 @@ struct AppendRequest {
   uint32_t history_limit = 1000;  // the store keeps at least this many latest messages
   uint32_t dedupe_window_s = 120; // how long (from, id) must stay recoverable
   uint32_t history_ttl_s = 0;     // memory store: messages older than this may go; 0: no bound
+  // A moderation event (msg.kind != kMsg): the target's new current version,
+  // written atomically with the event. The store numbering the log (valkey)
+  // builds it itself; the others take it as given. A target the store no
+  // longer holds (trimmed) is not written back.
+  std::optional<StoredMessage> amended;
 };
 
 // Where an append landed: its seq (the one proposed in the request, for stores

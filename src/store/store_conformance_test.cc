@@ -107,6 +107,89 @@ class StoreConformance : public ::testing::TestWithParam<StoreKind> {
   std::unique_ptr<Store> store_;
 };
 
+// PROTOCOL.md "Moderation": an edit or delete is an entry of its own, and its
+// append rewrites the target to its current version, which every read answers.
+TEST_P(StoreConformance, AModerationEventRewritesItsTargetsCurrentVersion) {
+  // The segment log holds topic partitions only, whose events are never edited.
+  if (GetParam().name == "embedded_segment") GTEST_SKIP() << "topic partitions have no moderation";
+  fill(lobby_, 1, 2);
+  auto orig = read_after_sync(*store_, lobby_, 0, 2);
+  ASSERT_TRUE(orig.is_ok());
+  ASSERT_EQ(orig->size(), 2u);
+  StoredMessage edit = make_msg(3, now_ + 3, "mod", "", R"({"t":"fixed"})");
+  edit.kind = EntryKind::kEdit;
+  edit.target = 1;
+  AppendRequest e = make_req(lobby_, edit);
+  e.amended = (*orig)[0];
+  e.amended->body = R"({"t":"fixed"})";
+  e.amended->edited_ms = now_ + 3;
+  ASSERT_TRUE(append_sync(*store_, std::move(e)));
+  StoredMessage del = make_msg(4, now_ + 4, "mod", "", "null");
+  del.kind = EntryKind::kDelete;
+  del.target = 2;
+  AppendRequest d = make_req(lobby_, del);
+  d.amended = (*orig)[1];
+  d.amended->body = "null";
+  d.amended->deleted = true;
+  ASSERT_TRUE(append_sync(*store_, std::move(d)));
+
+  for (auto r : {read_after_sync(*store_, lobby_, 0, 10), read_before_sync(*store_, lobby_, 5, 10)}) {
+    ASSERT_TRUE(r.is_ok());
+    ASSERT_EQ(seqs_of(*r), seq_range(1, 4));
+    const auto& m = *r;
+    EXPECT_EQ(m[0].kind, EntryKind::kMsg);
+    EXPECT_EQ(m[0].body, R"({"t":"fixed"})");
+    EXPECT_EQ(m[0].edited_ms, now_ + 3);
+    EXPECT_EQ(m[0].from, (*orig)[0].from);
+    EXPECT_EQ(m[0].id, (*orig)[0].id);
+    EXPECT_EQ(m[0].ts_ms, (*orig)[0].ts_ms);
+    EXPECT_TRUE(m[1].deleted);
+    EXPECT_EQ(m[2].kind, EntryKind::kEdit);
+    EXPECT_EQ(m[2].target, 1u);
+    EXPECT_EQ(m[2].from, "mod");
+    EXPECT_EQ(m[2].body, R"({"t":"fixed"})");
+    EXPECT_EQ(m[3].kind, EntryKind::kDelete);
+    EXPECT_EQ(m[3].target, 2u);
+  }
+  auto rec = recover_sync(*store_, lobby_, 0);
+  ASSERT_TRUE(rec.is_ok());
+  EXPECT_EQ(rec->last_seq, 4u);
+}
+
+// Several nodes (valkey): two nodes may both have read a message before one
+// deleted it; the other's edit, appended after the delete, is an entry that
+// changes nothing (PROTOCOL.md: a delete is final).
+TEST_P(StoreConformance, AnEditAppendedAfterADeleteLeavesTheTombstone) {
+  if (!store_->assigns_seq()) GTEST_SKIP() << "one node: its shard refuses such an edit before appending";
+  StoredMessage m = make_msg(0, now_, "u1", "a", "1");
+  ASSERT_TRUE(append_sync(*store_, make_req(lobby_, m)));
+  auto orig = read_after_sync(*store_, lobby_, 0, 1);
+  ASSERT_TRUE(orig.is_ok());
+  ASSERT_EQ(orig->size(), 1u);
+  StoredMessage del = make_msg(0, now_ + 1, "mod", "", "null");
+  del.kind = EntryKind::kDelete;
+  del.target = 1;
+  AppendRequest d = make_req(lobby_, del);
+  d.amended = orig->front();
+  d.amended->deleted = true;
+  d.amended->body = "null";
+  ASSERT_TRUE(append_sync(*store_, std::move(d)));
+  StoredMessage edit = make_msg(0, now_ + 2, "u1", "", "2");
+  edit.kind = EntryKind::kEdit;
+  edit.target = 1;
+  AppendRequest e = make_req(lobby_, edit);
+  e.amended = orig->front();  // read before the delete
+  e.amended->body = "2";
+  e.amended->edited_ms = now_ + 2;
+  ASSERT_TRUE(append_sync(*store_, std::move(e)));
+  auto r = read_after_sync(*store_, lobby_, 0, 10);
+  ASSERT_TRUE(r.is_ok());
+  ASSERT_EQ(seqs_of(*r), seq_range(1, 3));
+  EXPECT_TRUE((*r)[0].deleted);
+  EXPECT_EQ((*r)[0].edited_ms, 0);
+  EXPECT_EQ((*r)[2].kind, EntryKind::kEdit);
+}
+
 TEST_P(StoreConformance, EmptyChannelHasNothingToRecoverOrRead) {
   auto rec = recover_sync(*store_, lobby_, 0);
   ASSERT_TRUE(rec);

@@ -43,6 +43,9 @@ struct NamespaceConfig {
   bool presence = true;
   uint32_t dedupe_window_s = 120;
   uint32_t history_ttl_s = 3600;  // durable = false: history older than this goes; 0: kept
+  // PROTOCOL.md "Moderation": how long after sending its author may edit or
+  // delete a message (moderators and the HTTP API always may); 0: never.
+  uint32_t edit_window_s = 300;
   std::string upstream;           // http://host:port/path of the app server; empty: none
   uint8_t forward = kForwardJoin | kForwardLeave | kForwardUp;  // ForwardBit set
   uint32_t upstream_queue = 100'000;  // events waiting per namespace; overflow drops the oldest

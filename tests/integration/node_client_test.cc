@@ -144,5 +144,15 @@ TEST(NodeClient, StateDeltasGiveDeltaMembersTheSameBodiesAsFullOnes) {
                       "\n[tenants.demo.namespaces.dg]\nstate_delta = true\ntick_ms = 20\naoi_cell = 10\n")));
 }
 
+// /metrics parley_namespace_wire_bytes_out_total: JSON, MessagePack and
+// MessagePack + deltas members of one channel over WebSocket and TCP; the
+// counters equal the bytes the clients read, by namespace and encoding
+// (tests/node/wire_bytes_test.mjs).
+TEST(NodeClient, WireByteCountersEqualTheBytesClientsRead) {
+  run_node_script("wire_bytes_test.mjs", {"wb-json-ws", "wb-mp-ws", "wb-json-tcp", "wb-mp-tcp"},
+                  spec_with_tenants(default_tenants_toml(
+                      "\n[tenants.demo.namespaces.wb]\nstate_delta = true\ntick_ms = 20\n")));
+}
+
 }  // namespace
 }  // namespace parley::testing

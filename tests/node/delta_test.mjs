@@ -10,8 +10,7 @@
 //   node delta_test.mjs HTTP_PORT TCP_PORT TOKEN_SENDER TOKEN_A ... (7 tokens)
 // Exits 0 when everything holds, non-zero naming the first failure.
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { asJson, makeClients } from './wire_clients.mjs';
+import { asJson, fetchMetrics, makeClients } from './wire_clients.mjs';
 
 const [httpPort, tcpPort, ...tokens] = process.argv.slice(2);
 if (tokens.length !== 7) {
@@ -67,15 +66,7 @@ async function receive(cl, what) {
   cl.applier.take(await cl.expect((o) => o.op === 'state' || o.op === 'sd', what));
 }
 
-function metrics() {
-  return new Promise((resolve, reject) => {
-    http.get(`http://127.0.0.1:${httpPort}/metrics`, (res) => {
-      let text = '';
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => resolve(text));
-    }).on('error', reject);
-  });
-}
+const metrics = () => fetchMetrics(httpPort);
 
 async function main() {
   const sender = new WsClient('S (json ws)', 'json');

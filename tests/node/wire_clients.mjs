@@ -3,6 +3,7 @@
 // parley.v1.msgpack) and over TCP (node:net, 4-byte length framing, hello with
 // "enc":"msgpack"). Each keeps the server objects it received, batches split, in
 // arrival order; `expect` takes the first that matches.
+import http from 'node:http';
 import net from 'node:net';
 import assert from 'node:assert/strict';
 import { decode, encode } from '@msgpack/msgpack';
@@ -19,6 +20,17 @@ export function asJson(v) {
 }
 export function jsonable(_k, v) { return v instanceof Uint8Array ? { bin: [...v] } : v; }
 
+// The server's /metrics text.
+export function fetchMetrics(httpPort) {
+  return new Promise((resolve, reject) => {
+    http.get(`http://127.0.0.1:${httpPort}/metrics`, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve(text));
+    }).on('error', reject);
+  });
+}
+
 // `fail(err)` ends the test (a frame of the wrong type, a socket error).
 export function makeClients({ httpPort, tcpPort, fail }) {
   // One client: `encoding` is what it reads now ('json' or 'msgpack'); server
@@ -29,6 +41,10 @@ export function makeClients({ httpPort, tcpPort, fail }) {
       this.inbox = [];
       this.wake = null;
       this.closed = null;
+      // What the socket carried since the handshake: every byte read (`raw`),
+      // and per frame its bytes with framing and what it held (`frames`).
+      this.raw = 0;
+      this.frames = [];
     }
 
     take(value) {
@@ -73,7 +89,11 @@ export function makeClients({ httpPort, tcpPort, fail }) {
         if (isBinary !== (this.encoding === 'msgpack')) {
           return fail(new Error(`${name}: a ${isBinary ? 'binary' : 'text'} frame on a ${this.encoding} connection`));
         }
-        this.take(isBinary ? decode(data) : JSON.parse(data.toString('utf8')));
+        const value = isBinary ? decode(data) : JSON.parse(data.toString('utf8'));
+        // A server frame is unmasked: 2 header bytes, +2 from 126 bytes, +8 from 64 KiB.
+        const n = data.length;
+        this.frames.push({ wire: n + (n < 126 ? 2 : n < 65536 ? 4 : 10), value });
+        this.take(value);
       });
       this.ws.on('close', (code) => { this.closed = code; this.wake?.(); });
       this.ws.on('error', (e) => fail(e));
@@ -81,7 +101,10 @@ export function makeClients({ httpPort, tcpPort, fail }) {
 
     async open() {
       await new Promise((resolve, reject) => {
-        this.ws.once('open', resolve);
+        this.ws.once('open', () => {
+          this.ws._socket.on('data', (chunk) => { this.raw += chunk.length; });
+          resolve();
+        });
         this.ws.once('unexpected-response', (_q, res) => reject(new Error(`handshake ${res.statusCode}`)));
       });
       const want = this.encoding === 'msgpack' ? 'parley.v1.msgpack' : '';
@@ -99,6 +122,7 @@ export function makeClients({ httpPort, tcpPort, fail }) {
       this.buf = Buffer.alloc(0);
       this.sock = net.connect(Number(tcpPort), '127.0.0.1');
       this.sock.on('data', (chunk) => {
+        this.raw += chunk.length;
         this.buf = Buffer.concat([this.buf, chunk]);
         while (this.buf.length >= 4) {
           const n = this.buf.readUInt32BE(0);
@@ -108,6 +132,7 @@ export function makeClients({ httpPort, tcpPort, fail }) {
           const value = this.encoding === 'msgpack' ? decode(payload) : JSON.parse(payload.toString('utf8'));
           // The JSON welcome that switches the connection: later frames are MessagePack.
           if (!Array.isArray(value) && value.op === 'welcome' && value.enc === 'msgpack') this.encoding = 'msgpack';
+          this.frames.push({ wire: 4 + n, value });
           this.take(value);
         }
       });

@@ -162,6 +162,22 @@ export class Channel extends Emitter {
     }
   }
 
+  /**
+   * Edits message `target` (its seq): resolves with { seq, target } once the
+   * edit is written (`seq` is the edit's own). The author within the
+   * namespace's edit window, a moderator, or the game server may.
+   */
+  async edit(target, body) {
+    const reply = await this.#client.request({ op: 'edit', ch: this.#name, target, body });
+    return { seq: reply.seq, target: reply.target };
+  }
+
+  /** Deletes message `target`: resolves with { seq, target }, as edit(). */
+  async delete(target) {
+    const reply = await this.#client.request({ op: 'delete', ch: this.#name, target });
+    return { seq: reply.seq, target: reply.target };
+  }
+
   /** Reads stored messages: exactly one of after / before, limit <= 1000. */
   async history({ after, before, limit } = {}) {
     const frame = { op: 'history', ch: this.#name };
@@ -231,7 +247,8 @@ export class Channel extends Emitter {
 
   _onEvent(obj) {
     if (this.#status !== 'joined') return;
-    if (obj.op === 'msg') return this.#onMsg(obj);
+    // Edits and deletes are entries of the log: in the same seq stream.
+    if (obj.op === 'msg' || obj.op === 'edit' || obj.op === 'delete') return this.#onMsg(obj);
     if (obj.op === 'state') return this.emit('state', obj); // an `sd` arrives here applied (client.js)
     if (obj.op === 'presence') {
       const join = Array.isArray(obj.join) ? obj.join : [];
@@ -371,11 +388,19 @@ export class Channel extends Emitter {
     if (m.seq <= this.#lastSeq) return; // delivered before (a resume resends)
     if (m.seq === this.#lastSeq + 1) {
       this.#lastSeq = m.seq;
-      this.emit('msg', m);
+      this.#deliver(m);
       return;
     }
     this.#hold(m);
     this.#repair();
+  }
+
+  // A log entry in seq order to the application: a `msg` (from history in
+  // its current version: `edited` or a `deleted` tombstone), or an `edit` /
+  // `delete` of an earlier message (PROTOCOL.md "Moderation"; MessageLog
+  // applies them).
+  #deliver(m) {
+    this.emit(m.op === 'edit' || m.op === 'delete' ? m.op : 'msg', m);
   }
 
   // Keeps `m` (newer than what was delivered) in seq order, once. Over the
@@ -414,7 +439,7 @@ export class Channel extends Emitter {
     while (k < buf.length && buf[k].seq <= this.#lastSeq) k++;
     while (k < buf.length && buf[k].seq === this.#lastSeq + 1) {
       this.#lastSeq = buf[k].seq;
-      this.emit('msg', buf[k]);
+      this.#deliver(buf[k]);
       k++;
     }
     if (k) buf.splice(0, k);
@@ -486,7 +511,7 @@ export class Channel extends Emitter {
         for (const h of msgs) {
           if (h.seq === this.#lastSeq + 1) {
             this.#lastSeq = h.seq;
-            this.emit('msg', h);
+            this.#deliver(h);
             this.#drain();
           } else {
             this.#hold(h);

@@ -464,6 +464,8 @@ export class ParleyClient extends Emitter {
       case 'sd':
         return this.#onStateDelta(obj);
       case 'msg':
+      case 'edit':
+      case 'delete':
       case 'presence':
         return this.#channels.get(obj.ch)?._onEvent(obj);
       case 'pong':

@@ -6,3 +6,4 @@ export { ParleyError, RETRYABLE_CODES } from './errors.js';
 export { backoffDelay, withJitter } from './backoff.js';
 export { bin, binBytes } from './codec.js';
 export { applyStateDelta } from './state_streams.js';
+export { MessageLog } from './message_log.js';

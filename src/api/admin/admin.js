@@ -191,7 +191,8 @@ function render() {
   }
 
   // Fan-out bytes by namespace and encoding: rate over ~5 s, bytes per delivery
-  // since start (what an encoding or state deltas save shows here).
+  // since start (what an encoding or state deltas save shows here), and the
+  // bytes the sockets carried (framing and replies too; tenant/- holds replies).
   const trb = $('traffic').querySelector('tbody');
   trb.replaceChildren();
   for (const t of s.traffic || []) {
@@ -199,9 +200,10 @@ function render() {
     const dt = now.t - prev.t;
     const perS = tp && dt > 0 ? (t.bytes - tp.bytes) / dt : null;
     row(trb, [[t.namespace], [t.encoding], [perS === null ? '–' : fmtBytes(Math.round(perS)), 'num'],
-              [fmtNum(t.deliveries > 0 ? t.bytes / t.deliveries : null, 1), 'num'], [fmtBytes(t.bytes), 'num']]);
+              [fmtNum(t.deliveries > 0 ? t.bytes / t.deliveries : null, 1), 'num'], [fmtBytes(t.bytes), 'num'],
+              [fmtBytes(t.wire_bytes || 0), 'num']]);
   }
-  if (!(s.traffic || []).length) row(trb, [['nothing sent yet'], [''], [''], [''], ['']]);
+  if (!(s.traffic || []).length) row(trb, [['nothing sent yet'], [''], [''], [''], [''], ['']]);
 
   // Open connections by encoding and the top talkers: per connection only
   // here (never a Prometheus label); rates since the server's previous answer.

@@ -27,6 +27,7 @@ ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions) {
   k.members = k.tag + ":m:" + id.channel;
   k.holder = k.tag + ":o:" + id.channel;
   k.epoch = k.tag + ":e:" + id.channel;
+  k.amends = k.tag + ":a:" + id.channel;
   return k;
 }
 

@@ -35,6 +35,8 @@ struct ChannelKeys {
   std::string members;  // {t.pk}:m:<channel>  presence of several nodes: node+user -> expiry ms
   std::string holder;   // {t.pk}:o:<channel>  the node holding the channel (cluster::Leases::claim), with a TTL
   std::string epoch;    // {t.pk}:e:<channel>  the channel's epoch (1 until a loss raised it), from its first append on
+  std::string amends;   // {t.pk}:a:<channel>  zset: "<seq>:<version>" scored by seq, the current
+                        // version of each edited or deleted message ("e<edited_ms>:<body>" or "d")
 };
 ChannelKeys channel_keys(const ChannelId& id, uint32_t partitions);
 

@@ -77,9 +77,9 @@ Result<ChannelRecovery> parse_recover(const Result<Reply>& r) {
   return out;
 }
 
-Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse) {
-  if (!r) return r.error();
-  const redisReply* x = r.value().get();
+namespace {
+
+Result<std::vector<StoredMessage>> entries_of(const redisReply* x, bool reverse) {
   if (x->type == REDIS_REPLY_ERROR) return node_error(error_text(x));
   if (x->type != REDIS_REPLY_ARRAY) return unexpected("history");
   std::vector<StoredMessage> out;
@@ -107,13 +107,76 @@ Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool re
         have_ts = parse_int(val, m.ts_ms);
       } else if (name == "e" && !parse_int(val, m.epoch)) {
         return unexpected("history entry epoch");
+      } else if (name == "k") {
+        if (val != "e" && val != "d") return unexpected("history entry kind");
+        m.kind = val == "e" ? EntryKind::kEdit : EntryKind::kDelete;
+      } else if (name == "g" && (!parse_int(val, m.target) || m.target == 0)) {
+        return unexpected("history entry target");
       }
     }
     if (!have_ts) return unexpected("history entry without ts");
+    if ((m.kind == EntryKind::kMsg) != (m.target == 0)) return unexpected("history entry target");
     out.push_back(std::move(m));
   }
   if (reverse) std::reverse(out.begin(), out.end());
   return out;
+}
+
+// Applies one amendment member "<seq>:e<edited_ms>:<body>" or "<seq>:d" to the
+// message of that seq in `msgs` (oldest first); false when malformed.
+bool apply_amendment(std::string_view a, std::vector<StoredMessage>& msgs) {
+  const size_t colon = a.find(':');
+  uint64_t seq = 0;
+  if (colon == std::string_view::npos || !parse_int(a.substr(0, colon), seq)) return false;
+  std::string_view v = a.substr(colon + 1);
+  auto m = std::lower_bound(msgs.begin(), msgs.end(), seq,
+                            [](const StoredMessage& x, uint64_t s) { return x.seq < s; });
+  if (v == "d") {
+    if (m != msgs.end() && m->seq == seq && m->kind == EntryKind::kMsg) {
+      m->deleted = true;
+      m->body = "null";
+    }
+    return true;
+  }
+  const size_t end = v.find(':');
+  int64_t edited = 0;
+  if (v.empty() || v[0] != 'e' || end == std::string_view::npos || !parse_int(v.substr(1, end - 1), edited) ||
+      end + 1 >= v.size()) {
+    return false;
+  }
+  if (m != msgs.end() && m->seq == seq && m->kind == EntryKind::kMsg) {
+    m->edited_ms = edited;
+    m->body.assign(v.substr(end + 1));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse) {
+  if (!r) return r.error();
+  return entries_of(r.value().get(), reverse);
+}
+
+Result<std::vector<StoredMessage>> parse_page(const Result<Reply>& r, bool reverse) {
+  if (!r) return r.error();
+  const redisReply* x = r.value().get();
+  if (x->type == REDIS_REPLY_ERROR) return node_error(error_text(x));
+  if (x->type != REDIS_REPLY_ARRAY || x->elements != 2 || x->element[1]->type != REDIS_REPLY_ARRAY) {
+    return unexpected("history page");
+  }
+  auto out = entries_of(x->element[0], reverse);
+  if (!out) return out;
+  const redisReply* a = x->element[1];
+  for (size_t i = 0; i < a->elements; ++i) {
+    if (!apply_amendment(text(a->element[i]), *out)) return unexpected("history amendment");
+  }
+  return out;
+}
+
+std::string amendment_value(const StoredMessage& current) {
+  if (current.deleted) return "d";
+  return "e" + std::to_string(current.edited_ms) + ":" + current.body;
 }
 
 namespace {
@@ -161,10 +224,21 @@ std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::s
   uint64_t epoch = 0;
   if (s[0] == 'e') {
     if (!read_num(s, pos, ':', epoch) || epoch < 2 || epoch > UINT32_MAX || pos >= s.size()) return std::nullopt;
-    if (s[pos] != 'm') return std::nullopt;
+    if (s[pos] != 'm' && s[pos] != 'k') return std::nullopt;
     ++pos;
-  } else if (s[0] != 'm') {
+  } else if (s[0] != 'm' && s[0] != 'k') {
     return std::nullopt;
+  }
+  // A moderation event: "k<e|d><target>:" before the 'm'.
+  if (s[pos - 1] == 'k') {
+    if (pos >= s.size() || (s[pos] != 'e' && s[pos] != 'd')) return std::nullopt;
+    item.msg.kind = s[pos] == 'e' ? EntryKind::kEdit : EntryKind::kDelete;
+    ++pos;
+    if (!read_num(s, pos, ':', item.msg.target) || item.msg.target == 0 || pos >= s.size() ||
+        s[pos] != 'm') {
+      return std::nullopt;
+    }
+    ++pos;
   }
   item.msg.epoch = static_cast<uint32_t>(epoch);
   uint64_t seq = 0, ts = 0;
@@ -182,6 +256,9 @@ std::optional<FeedItem> parse_feed(const std::string& feed_channel, const std::s
 
 std::string format_commit(const std::string& channel, const StoredMessage& m) {
   std::string out = m.epoch > 1 ? "e" + std::to_string(m.epoch) + ":" : std::string();
+  if (m.kind != EntryKind::kMsg) {
+    out += (m.kind == EntryKind::kEdit ? "ke" : "kd") + std::to_string(m.target) + ":";
+  }
   out += "m" + std::to_string(m.seq) + ":" + std::to_string(m.ts_ms) + ":";
   for (const std::string* f : {&channel, &m.from, &m.id}) out.append(std::to_string(f->size())).append(":").append(*f);
   return out.append(m.body);

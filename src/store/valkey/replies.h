@@ -20,10 +20,17 @@ Result<ChannelRecovery> parse_recover(const Result<Reply>& r);
 // XRANGE / XREVRANGE entries of a history stream; `reverse` puts newest-first
 // replies back in oldest-first order.
 Result<std::vector<StoredMessage>> parse_entries(const Result<Reply>& r, bool reverse);
+// The read script's {entries, amendments}: the entries with each changed
+// message in its current version (scripts.h read_script).
+Result<std::vector<StoredMessage>> parse_page(const Result<Reply>& r, bool reverse);
+// A message's current version as the append script stores it in the
+// amendment zset: "e<edited_ms>:<body>" or "d".
+std::string amendment_value(const StoredMessage& current);
 
 // A push on a partition's feed channel ("{<tenant>.p<k>}:f"): a committed
 // message the append script published ('m', or 'e<epoch>:m' once a loss raised
-// the channel's epoch: msg.epoch), or a note a node published ('n').
+// the channel's epoch: msg.epoch; a moderation event has 'k<e|d><target>:'
+// right before its 'm'), or a note a node published ('n').
 // nullopt for anything else (it came from outside: never trusted).
 struct FeedItem {
   ChannelId id;

@@ -72,17 +72,52 @@ end
 if not stored_epoch then redis.call('SET', KEYS[6], string.format('%d', epoch)) end
 local seq = redis.call('INCR', KEYS[1])
 local sid = string.format('%d', seq)
-if epoch > 1 then
-  redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'e', string.format('%d', epoch))
+-- A moderation event (ARGV[14] 'e' or 'd') names its target (ARGV[15]) in
+-- fields of its own, and rewrites the target's current version (ARGV[16]) in
+-- the channel's amendment zset (KEYS[7]): one member '<seq>:<version>' per
+-- changed message, scored by its seq. A delete is final: an edit that comes
+-- after it (another node's, checked before the delete was written) changes nothing.
+-- A message takes the direct calls (no tables built: every pub runs this).
+local kind = ARGV[14] or ''
+local entry
+if kind == '' then
+  if epoch > 1 then
+    redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'e', string.format('%d', epoch))
+  else
+    redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+  end
 else
-  redis.call('XADD', KEYS[2], sid .. '-0', 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+  entry = {'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5], 'k', kind, 'g', ARGV[15]}
+  local history_entry = {unpack(entry)}
+  if epoch > 1 then
+    history_entry[#history_entry + 1] = 'e'
+    history_entry[#history_entry + 1] = string.format('%d', epoch)
+  end
+  redis.call('XADD', KEYS[2], sid .. '-0', unpack(history_entry))
 end
 local keep = tonumber(ARGV[6])
 if redis.call('XLEN', KEYS[2]) > keep + tonumber(ARGV[7]) then
   redis.call('XTRIM', KEYS[2], 'MAXLEN', keep)
 end
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
-           'c', ARGV[9], 's', sid, 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+if kind ~= '' then
+  local target = tonumber(ARGV[15])
+  local cur = redis.call('ZRANGEBYSCORE', KEYS[7], target, target)
+  if not (cur[1] and string.match(cur[1], '^%d+:d')) then
+    redis.call('ZREMRANGEBYSCORE', KEYS[7], target, target)
+    redis.call('ZADD', KEYS[7], target, ARGV[15] .. ':' .. ARGV[16])
+  end
+  -- The versions of messages trimmed from the history go with them.
+  local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+  if first[1] then
+    redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', '(' .. string.match(first[1][1], '^(%d+)'))
+  end
+end
+if kind == '' then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*',
+             'c', ARGV[9], 's', sid, 'f', from, 'i', id, 't', ARGV[2], 'b', ARGV[5])
+else
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[10], '*', 'c', ARGV[9], 's', sid, unpack(entry))
+end
 if ARGV[11] ~= '' then
   -- Several nodes write this channel: every node watching the partition hears
   -- of the commit (sharded pub/sub on {t.pk}:f:<master epoch>, the partition's
@@ -94,6 +129,7 @@ if ARGV[11] ~= '' then
   -- After a loss the epoch rides in front ('e<epoch>:'), as format_commit writes it.
   local head = ''
   if epoch > 1 then head = 'e' .. string.format('%d', epoch) .. ':' end
+  if kind ~= '' then head = head .. 'k' .. kind .. ARGV[15] .. ':' end
   redis.call('SPUBLISH', ARGV[11], head .. 'm' .. sid .. ':' .. ARGV[2] .. ':' .. string.len(ARGV[9]) .. ':' ..
              ARGV[9] .. string.len(from) .. ':' .. from .. string.len(id) .. ':' .. id .. ARGV[5])
 end
@@ -113,6 +149,30 @@ if #old > 0 then
   redis.call('HDEL', KEYS[3], unpack(old))
 end
 return {seq, 0, epoch}
+)lua";
+
+// A page of a channel's history with the current versions of its changed
+// messages: the stream's entries (XRANGE from ARGV[2] up, or XREVRANGE from it
+// down when ARGV[1] is '1', ARGV[3] of them) and the members of the amendment
+// zset ARGV[4] whose seqs lie within them. The zset is named in ARGV, not
+// KEYS: most channels have none, and in a slot being migrated a declared key
+// that exists nowhere makes the nodes answer ASK and TRYAGAIN to a read that
+// the stream alone would have passed (the zset moves with the stream: same tag).
+constexpr const char* kRead = R"lua(
+local e
+if ARGV[1] == '1' then
+  e = redis.call('XREVRANGE', KEYS[1], ARGV[2], '-', 'COUNT', ARGV[3])
+else
+  e = redis.call('XRANGE', KEYS[1], ARGV[2], '+', 'COUNT', ARGV[3])
+end
+local a = {}
+if #e > 0 then
+  local lo = tonumber(string.match(e[1][1], '^(%d+)'))
+  local hi = tonumber(string.match(e[#e][1], '^(%d+)'))
+  if lo > hi then lo, hi = hi, lo end
+  a = redis.call('ZRANGEBYSCORE', ARGV[4], lo, hi)
+end
+return {e, a}
 )lua";
 
 constexpr const char* kRecover = R"lua(
@@ -149,6 +209,11 @@ return {last, epoch}
 
 const Script& append_script() {
   static const Script s = make(kAppend);
+  return s;
+}
+
+const Script& read_script() {
+  static const Script s = make(kRead);
   return s;
 }
 

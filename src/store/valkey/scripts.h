@@ -26,7 +26,16 @@ struct Script {
 //   Loss: when assigning and `seen` is above the counter (this master lacks
 //   commits someone saw: a replica promoted before it had them), the counter
 //   jumps to seen + kLossJump and the epoch goes up (check_loss below).
+//   Moderation (PROTOCOL.md "Moderation: delete and edit"): ARGV 14-16 are the
+//   event's kind ("e" edit, "d" delete; empty: a message), its target seq and
+//   the target's new version ("e<edited_ms>:<body>" or "d"); then KEYS has a
+//   seventh, the channel's amendment zset (partition_map.h ChannelKeys::amends).
 const Script& append_script();
+
+// read: a page of history and the current versions of its changed messages.
+//   KEYS: history   ARGV: "1" reverse (XREVRANGE) else "", start id, count, amends
+//   reply: {entries as XRANGE answers them, {"<seq>:<version>", ...}}
+const Script& read_script();
 
 // recover: the channel's last seq and epoch, and its dedupe entries with ts_ms >= cutoff.
 //   KEYS: seq, dedupe, dedupe_by_time, epoch   ARGV: cutoff ms

@@ -70,12 +70,22 @@ void ValkeyStore::append(AppendRequest req, AppendDone done) {
   }
   if (m.seq == 0) seen = followed_.seen(req.key);
   const bool waits = opts_.wait_replicas > 0 && pool;
-  std::string cmd = format_command(
-      {"EVALSHA", append_script().sha1, "6", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal, k.epoch,
-       std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
-       std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
-       std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
-       std::to_string(opts_.wal_max_len), script_feed, std::to_string(seen), waits ? "1" : ""});
+  std::vector<std::string> args{
+      "EVALSHA", append_script().sha1, "6", k.seq, k.history, k.dedupe, k.dedupe_by_time, k.wal, k.epoch,
+      std::to_string(m.seq), std::to_string(m.ts_ms), m.from, m.id, m.body,
+      std::to_string(history_keep(req.history_limit)), std::to_string(history_slack(req.history_limit)),
+      std::to_string(uint64_t{req.dedupe_window_s} * 1000), req.key.channel,
+      std::to_string(opts_.wal_max_len), script_feed, std::to_string(seen), waits ? "1" : ""};
+  if (m.kind != EntryKind::kMsg && req.amended) {
+    // A moderation event: its kind, target and the target's new version, and
+    // the channel's amendment zset as a seventh key (scripts.h).
+    args[2] = "7";
+    args.insert(args.begin() + 9, k.amends);
+    args.push_back(m.kind == EntryKind::kEdit ? "e" : "d");
+    args.push_back(std::to_string(m.target));
+    args.push_back(amendment_value(*req.amended));
+  }
+  std::string cmd = format_command(args);
   const int64_t start = steady_ns();
   // Sent again only with the hub's seq: the script refuses it out of turn, so a
   // resend can never put two appends of a channel in the other order.

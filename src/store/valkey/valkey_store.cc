@@ -78,7 +78,8 @@ ValkeyStore::ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts)
                                                      opts_.postgres_timeout_ms);
   }
   conn_opts_.hello = {format_command({"SCRIPT", "LOAD", append_script().source}),
-                      format_command({"SCRIPT", "LOAD", recover_script().source})};
+                      format_command({"SCRIPT", "LOAD", recover_script().source}),
+                      format_command({"SCRIPT", "LOAD", read_script().source})};
   if (opts_.cluster) {
     // The pools come from the cluster's map; a connection that fails asks for a new one.
     slots_.assign(16384, kUnmapped);
@@ -339,12 +340,13 @@ void ValkeyStore::read_after(const ChannelKey& key, uint64_t after, uint32_t lim
   if (closed_.load()) return done(closed_error());
   if (limit == 0 || after == UINT64_MAX) return done(std::vector<StoredMessage>{});
   const ChannelKeys k = channel_keys(key, opts_.partitions);
-  std::string cmd = format_command(
-      {"XRANGE", k.history, std::to_string(after + 1), "+", "COUNT", std::to_string(limit)});
+  // The read script: XRANGE, and the current versions of changed messages.
+  std::string cmd = format_command({"EVALSHA", read_script().sha1, "1", k.history, "",
+                                    std::to_string(after + 1), std::to_string(limit), k.amends});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
        [this, key, after, limit, done = std::move(done)](Result<Reply> r) mutable {
-         auto got = parse_entries(r, false);
+         auto got = parse_page(r, false);
          if (got && !got->empty()) followed_.note_seen(key, got->back().seq, got->back().epoch, false);
          if (got && archive_) {
            fill_after(key, after, limit, std::move(*got), std::move(done));
@@ -383,11 +385,12 @@ void ValkeyStore::read_before(const ChannelKey& key, uint64_t before, uint32_t l
   const ChannelKeys k = channel_keys(key, opts_.partitions);
   // An incomplete end id "<n>" means "<n>-<max>": every entry of seq n.
   const std::string end = before == UINT64_MAX ? "+" : std::to_string(before - 1);
-  std::string cmd = format_command({"XREVRANGE", k.history, end, "-", "COUNT", std::to_string(limit)});
+  std::string cmd = format_command({"EVALSHA", read_script().sha1, "1", k.history, "1", end,
+                                    std::to_string(limit), k.amends});
   begin_op();
   call(route(k.tag), key, k.tag, std::move(cmd), true,
        [this, key, before, limit, done = std::move(done)](Result<Reply> r) mutable {
-         auto got = parse_entries(r, true);
+         auto got = parse_page(r, true);
          if (got && archive_) {
            fill_before(key, before, limit, std::move(*got), std::move(done));
          } else {
