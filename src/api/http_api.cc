@@ -28,7 +28,7 @@ constexpr std::string_view kEventsPath = "/v1/events/";
 constexpr std::string_view kBoardsPath = "/v1/leaderboards/";
 
 // PROTOCOL.md "Moderation: mute, kick, ban".
-bool is_moderation_path(std::string_view path) {
+bool is_sanction_path(std::string_view path) {
   return path == "/v1/mute" || path == "/v1/ban" || path == "/v1/kick" || path == "/v1/moderation";
 }
 
@@ -145,7 +145,8 @@ std::optional<net::HttpResponse> HttpApi::check_header(const net::HttpRequestHea
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath) || is_moderation_path(path);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path) ||
+                     is_sanction_path(path);
   if (!known) return net::not_found();
   const TenantRuntime* t = tenant_of(req);
   if (!t) {
@@ -211,7 +212,8 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   }
   const bool known = path == "/v1/publish" || path == "/v1/send" || path == "/v1/history" ||
                      path == "/v1/presence" || path.starts_with(kEventsPath) ||
-                     path.starts_with(kBoardsPath) || is_moderation_path(path);
+                     path.starts_with(kBoardsPath) || is_moderation_path(path) ||
+                     is_sanction_path(path);
   if (!known) return respond(net::not_found());
 
   const TenantRuntime* t = tenant_of(req);
@@ -232,7 +234,7 @@ void HttpApi::handle(const net::HttpRequest& req, unsigned loop, Respond respond
   if (path.starts_with(kBoardsPath) && get) {
     return board(*t, path.substr(kBoardsPath.size()), query, loop, std::move(respond));
   }
-  if (is_moderation_path(path)) return moderate(*t, path, req, query, loop, std::move(respond));
+  if (is_sanction_path(path)) return sanction(*t, path, req, query, loop, std::move(respond));
   respond(error_response(405, ErrorCode::kBadRequest, "method not allowed"));
 }
 
@@ -418,7 +420,7 @@ void HttpApi::presence(const TenantRuntime& t, std::string_view query, unsigned 
   });
 }
 
-void HttpApi::moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
+void HttpApi::sanction(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
                        std::string_view query, unsigned loop, Respond respond) {
   session::Moderation* m = gateway_.moderation();
   if (!m) return respond(net::not_found());

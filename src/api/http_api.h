@@ -66,8 +66,9 @@ class HttpApi final : public net::HttpHandler {
   void moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
                 unsigned loop, Respond respond);
 
-  // PROTOCOL.md "Moderation": POST /v1/mute, /v1/ban, /v1/kick, GET /v1/moderation.
-  void moderate(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
+  // PROTOCOL.md "Moderation: mute, kick, ban": POST /v1/mute, /v1/ban, /v1/kick,
+  // GET /v1/moderation.
+  void sanction(const TenantRuntime& t, std::string_view path, const net::HttpRequest& req,
                 std::string_view query, unsigned loop, Respond respond);
 
   TenantRegistry& tenants_;

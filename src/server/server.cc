@@ -325,7 +325,15 @@ void Server::register_metrics() {
   for (const auto& source : {std::pair{Scraped::mutes_active, cluster::SanctionKind::kMute},
                               std::pair{Scraped::bans_active, cluster::SanctionKind::kBan}}) {
     metrics_->set_source(source.first, [this, kind = source.second](Samples& out) {
-      for (auto& [tenant, n] : moderation_->active(kind, wall_ms())) out.push_back({tenant, n});
+      // Every configured tenant, 0 while it has none in force.
+      const auto active = moderation_->active(kind, wall_ms());
+      tenants_->for_each([&](const TenantRuntime& t) {
+        int64_t n = 0;
+        for (const auto& [tenant, count] : active) {
+          if (tenant == t.id) n = count;
+        }
+        out.push_back({t.id, n});
+      });
     });
   }
   if (forwarder_) forwarder_->register_metrics(*metrics_);
