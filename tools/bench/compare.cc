@@ -40,11 +40,16 @@ fs::path self_dir() {
 // peers' semantics for the namespaces the peer scenarios use (not durable, 20 ms
 // tick). `chat` stays durable (embedded store): that is Parley's real cost.
 // threads: Parley's loops, matched to the CPUs it is pinned to (0: its default).
+// max_connections: under the 20,000-file limit the default (19,000) leaves the
+// sockets before `hello` 616 places (server.cc, socket_limits), and a generator
+// that opens its connections at once would see the rest shed and retried, work
+// that spills into the load phase (room 2,000 and broadcast paid it, issue 23).
 std::string parley_config(const Options& o, int port, const fs::path& data, int threads) {
   return fmt::format(R"([server]
 listen = "127.0.0.1:{}"
 store = "embedded"
 data_dir = "{}"
+max_connections = 10000
 {}
 
 [tenants.{}]
