@@ -14,7 +14,7 @@ bench=$1 out=$2 rounds=$3 dur=$4 sides=($5); shift 5
 mkdir -p "$out"
 args_of() {
   case $1 in
-    room200) echo "chat --ns room --conns 200";; room2000) echo "chat --ns room --conns 2000";;
+    room200) echo "chat --ns room --conns 200 --rate 200";; room2000) echo "chat --ns room --conns 2000 --rate 2000";;
     durable200) echo "chat --conns 200";; broadcast1x) echo "broadcast";;
     world1x) echo "world";; world5x) echo "world --load-x 5";;
     *) echo "unknown shape $1" >&2; exit 2;;
