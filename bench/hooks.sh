@@ -11,7 +11,8 @@
 #
 # usage: bench/hooks.sh PARLEY_BIN BENCH_BIN OUT [extra compare flags]
 #   env: RATES ("1000 6000"), ROUNDS (3), SECS (20: load phase per run), RAMP (10:
-#   connect phase), THREADS (2: generator threads), HOOK_AT (unix | tcp)
+#   connect phase), THREADS (2: generator threads), HOOK_AT (unix | tcp),
+#   NO_PRIO=1 (not at benchmark priority: bench/worlds/prio.sh, as record.sh runs)
 #   e.g. bench/hooks.sh build/src/server/parley build/tools/bench/parley-bench /tmp/hooks
 # Prints per rate the medians over rounds (bench/hooks_summary.py) and exits 1 when
 # a run failed: its audit, an acked pub the hook did not allow, a hook timeout,
@@ -19,6 +20,11 @@
 # Time: ROUNDS x RATES x 2 runs of RAMP + SECS + ~12 s (start, settle, drain,
 # history audit): the defaults about 10 minutes.
 set -uo pipefail
+# Its own autogroup at nice -15: the app server, Parley and the generator share one
+# group, and against other sessions' builds a hook's 200 ms deadline passes while
+# that group waits for a CPU (a trial at load 8 did: timeouts, then a reconnect per
+# timed-out call, and the hooked run collapsed while the one without held).
+[ -n "${NO_PRIO:-}" ] || [ -n "${PARLEY_PRIO:-}" ] || exec "$(dirname "$0")/worlds/prio.sh" bash "$0" "$@"
 here="$(cd "$(dirname "$0")" && pwd)"
 parley="$(realpath "$1")" bench="$(realpath "$2")" out="$3"
 shift 3

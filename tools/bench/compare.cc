@@ -129,6 +129,10 @@ void print_hook_table(const std::vector<std::unique_ptr<RunResult>>& results) {
 }  // namespace
 
 int compare(const Options& base) {
+  if (base.hook_url.empty() && ("," + base.targets + ",").find(",parley-hook,") != std::string::npos) {
+    fmt::print(stderr, "compare: parley-hook wants --hook-url URL (the app server's)\n");
+    return 2;
+  }
   fs::path tmp = fs::temp_directory_path() / fmt::format("parley-bench-compare-{}", getpid());
   fs::create_directories(tmp);
   fs::path peers = base.peers_dir.empty() ? fs::path(PARLEY_BENCH_SOURCE_DIR) : fs::path(base.peers_dir);
@@ -183,10 +187,6 @@ int compare(const Options& base) {
     o.encoding = target == "parley-msgpack" ? "msgpack" : "json";
     const bool hooked = target == "parley-hook";
     if (target == "parley" || target == "parley-msgpack" || hooked) {
-      if (hooked && base.hook_url.empty()) {
-        fmt::print(stderr, "compare: parley-hook wants --hook-url URL (the app server's)\n");
-        return 2;
-      }
       // Each target its own data: one side's log is not the other's start.
       fs::path cfg = tmp / (target + ".toml");
       fs::create_directories(tmp / (target + "-data"));
