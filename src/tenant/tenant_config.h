@@ -111,6 +111,10 @@ struct TenantConfig {
   uint32_t max_channels_per_conn = 128;
   uint64_t max_queue_bytes = 4ull << 20;
   uint32_t events_per_sec = 0;            // tenant-wide events; 0: no limit
+  // Mutes and bans in force at once (PROTOCOL.md "Moderation: mute, kick, ban"):
+  // each is held by every loop of every node, so a bot banning at will must not
+  // grow them without end. A new one past it is quota_exceeded.
+  uint32_t max_sanctions = 100000;
   std::vector<std::string> allowed_origins;  // empty: any origin
   HookConfig hook_connect;                   // PROTOCOL.md "Hooks": asked at hello
   std::map<std::string, NamespaceConfig, std::less<>> namespaces;
