@@ -423,8 +423,12 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
           mask |= kForwardState;
         } else if (e == "up") {
           mask |= kForwardUp;
+        } else if (e == "edit") {
+          mask |= kForwardEdit;
+        } else if (e == "delete") {
+          mask |= kForwardDelete;
         } else {
-          s = bad(path + " entries must be join, leave, msg, state or up");
+          s = bad(path + " entries must be join, leave, msg, state, up, edit or delete");
         }
       }
       if (s) ns.forward = mask;

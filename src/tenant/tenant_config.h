@@ -18,6 +18,8 @@ enum ForwardBit : uint8_t {
   kForwardMsg = 4,
   kForwardState = 8,
   kForwardUp = 16,
+  kForwardEdit = 32,    // PROTOCOL.md "Moderation: delete and edit": its log entries
+  kForwardDelete = 64,
 };
 
 // aoi_cell bounds: with positions of at most 1e15 units (protocol's
