@@ -142,8 +142,10 @@ void AdminApi::moderate(const net::HttpRequest& req, unsigned loop,
     return respond(net::error_response(*e));
   }
   auto& op = std::get<ModerationOp>(parsed);
-  if (!tenants_.find(op.tenant)) return respond(net::error_response(Error{ErrorCode::kNotFound, "unknown tenant"}));
-  run_moderation(*m, std::move(op), loop, std::move(respond));
+  const auto* tenant = tenants_.find(op.tenant);
+  if (!tenant) return respond(net::error_response(Error{ErrorCode::kNotFound, "unknown tenant"}));
+  const uint32_t cap = tenant->config().max_sanctions;
+  run_moderation(*m, std::move(op), cap, loop, std::move(respond));
 }
 
 std::string AdminApi::stats_json(const std::vector<hub::ChannelStat>& busiest,

@@ -441,7 +441,7 @@ void HttpApi::sanction(const TenantRuntime& t, std::string_view path, const net:
   }
   auto& op = std::get<ModerationOp>(parsed);
   op.tenant = t.id;
-  run_moderation(*m, std::move(op), loop, std::move(respond));
+  run_moderation(*m, std::move(op), t.config().max_sanctions, loop, std::move(respond));
 }
 
 void HttpApi::emit(const TenantRuntime& t, std::string_view topic,

@@ -91,7 +91,7 @@ std::variant<ModerationOp, Error> parse_moderation(std::string_view body,
   return op;
 }
 
-void run_moderation(session::Moderation& m, ModerationOp op, unsigned loop,
+void run_moderation(session::Moderation& m, ModerationOp op, uint32_t max_sanctions, unsigned loop,
                     std::function<void(net::HttpResponse)> respond) {
   auto answer = [respond](int64_t until, std::optional<size_t> kicked, bool with_until) {
     std::string body;
@@ -113,7 +113,7 @@ void run_moderation(session::Moderation& m, ModerationOp op, unsigned loop,
   s.user = op.user;
   s.until_ms = op.for_ms == 0 ? 0 : wall_ms() + op.for_ms;
   const int64_t until = s.until_ms;
-  m.put(std::move(s), loop, [&m, op = std::move(op), until, loop, answer, respond](Status st) mutable {
+  m.put(std::move(s), max_sanctions, loop, [&m, op = std::move(op), until, loop, answer, respond](Status st) mutable {
     if (!st) return respond(net::error_response(st.error()));
     if (op.action == ModerationAction::kMute) return answer(until, std::nullopt, true);
     if (until == 0) return answer(0, 0, true);  // a lifted ban kicks nobody

@@ -35,8 +35,9 @@ std::variant<ModerationOp, Error> parse_moderation(std::string_view body,
                                                    std::optional<ModerationAction> action);
 
 // Carries `op` out and answers {"until"} (mute), {"until","kicked"} (ban) or
-// {"kicked"} (kick), or the error, through `respond` on `loop`.
-void run_moderation(session::Moderation& m, ModerationOp op, unsigned loop,
+// {"kicked"} (kick), or the error, through `respond` on `loop`. `max_sanctions`:
+// the tenant's cap on mutes and bans in force (quota_exceeded past it).
+void run_moderation(session::Moderation& m, ModerationOp op, uint32_t max_sanctions, unsigned loop,
                     std::function<void(net::HttpResponse)> respond);
 
 // {"mutes":[...],"bans":[...]}: each {"user","ch"?,"until"} (and "tenant"

@@ -107,10 +107,18 @@ void Shard::on_moderation_target(Channel* c, ModerateRequest req,
   Channel::Pending pending{nullptr, req.arrived_ns, steady_ns(), req.reply_loop, std::move(req.done),
                            nullptr, {}, nullptr};
   pending.moderation = true;
+  // Upstream, as a pub's `msg` once written (its seq set then where the store
+  // numbers); the HTTP API's own (conn 0) are not echoed, as its publishes.
+  if (upstream_ && req.conn != 0 && c->ns->forwards(req.edit ? kForwardEdit : kForwardDelete)) {
+    pending.upstream = std::make_unique<UpstreamEvent>(UpstreamEvent{
+        req.edit ? UpstreamEventType::kEdit : UpstreamEventType::kDelete, req.tenant, c->ns, req.ch,
+        event.from, req.conn, now_ms, 0, {}, {}, req.edit ? event.body : std::string(), req.target});
+  }
   if (c->log.store_numbers()) {
     return append_unnumbered(c, std::move(event), std::move(pending), std::move(amended));
   }
   event.seq = c->log.next_seq();
+  if (pending.upstream) pending.upstream->seq = event.seq;
   auto json = std::make_shared<std::string>();
   protocol::encode_msg(*json, entry_view(req.ch, event));
   pending.msg_json = std::move(json);

@@ -15,7 +15,7 @@
 
 namespace parley::hub {
 
-enum class UpstreamEventType : uint8_t { kJoin, kLeave, kMsg, kState, kUp };
+enum class UpstreamEventType : uint8_t { kJoin, kLeave, kMsg, kState, kUp, kEdit, kDelete };
 
 struct UpstreamEvent {
   UpstreamEventType type = UpstreamEventType::kJoin;
@@ -25,10 +25,11 @@ struct UpstreamEvent {
   std::string user;
   uint64_t conn = 0;   // the connection id; on the wire as connection_name(conn)
   int64_t ts_ms = 0;   // wall clock, ms since the epoch
-  uint64_t seq = 0;    // msg
+  uint64_t seq = 0;    // msg, edit, delete: the entry's own seq
   std::string id;      // msg
   std::string key;     // state
-  std::string body;    // msg, state, up: minified JSON as the client sent it
+  std::string body;    // msg, state, up, edit: minified JSON as the client sent it
+  uint64_t target = 0; // edit, delete: the seq of the message changed
 };
 
 // A connection's public name: the `conn` of welcome and of upstream events.

@@ -423,8 +423,12 @@ void read_namespace(const toml::table& t, const std::string& ns_path, NamespaceC
           mask |= kForwardState;
         } else if (e == "up") {
           mask |= kForwardUp;
+        } else if (e == "edit") {
+          mask |= kForwardEdit;
+        } else if (e == "delete") {
+          mask |= kForwardDelete;
         } else {
-          s = bad(path + " entries must be join, leave, msg, state or up");
+          s = bad(path + " entries must be join, leave, msg, state, up, edit or delete");
         }
       }
       if (s) ns.forward = mask;
@@ -580,6 +584,8 @@ void read_tenant(const toml::table& t, const std::string& path, TenantConfig& te
       s = read_uint(v, kp, 1024, 64ull << 30, tenant.max_queue_bytes);
     } else if (key == "events_per_sec") {
       s = read_uint(v, kp, 0, 1'000'000'000, tenant.events_per_sec);
+    } else if (key == "max_sanctions") {
+      s = read_uint(v, kp, 1, 10'000'000, tenant.max_sanctions);
     } else if (key == "allowed_origins") {
       s = read_string_array(v, kp, tenant.allowed_origins);
     } else if (key == "hook_connect" ||

@@ -53,6 +53,7 @@ publish_per_conn_sec = 7
 max_message_bytes = 1024
 max_channels_per_conn = 16
 max_queue_bytes = 2048
+max_sanctions = 3
 allowed_origins = ["https://game.example", "https://www.game.example"]
 
 [tenants.game-1.namespaces.world]
@@ -63,7 +64,7 @@ presence = false
 dedupe_window_s = 30
 history_ttl_s = 600
 upstream = "http://127.0.0.1:9000/events"
-forward = ["join", "msg", "state"]
+forward = ["join", "msg", "state", "delete"]
 upstream_queue = 5000
 
 [tenants.game-1.namespaces.default]
@@ -106,6 +107,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(t.max_message_bytes, 1024u);
   EXPECT_EQ(t.max_channels_per_conn, 16u);
   EXPECT_EQ(t.max_queue_bytes, 2048u);
+  EXPECT_EQ(t.max_sanctions, 3u);
   EXPECT_EQ(t.allowed_origins,
             (std::vector<std::string>{"https://game.example", "https://www.game.example"}));
 
@@ -118,7 +120,7 @@ url = "postgresql://parley@127.0.0.1:5432/parley"
   EXPECT_EQ(w.dedupe_window_s, 30u);
   EXPECT_EQ(w.history_ttl_s, 600u);
   EXPECT_EQ(w.upstream, "http://127.0.0.1:9000/events");
-  EXPECT_EQ(w.forward, kForwardJoin | kForwardMsg | kForwardState);
+  EXPECT_EQ(w.forward, kForwardJoin | kForwardMsg | kForwardState | kForwardDelete);
   EXPECT_EQ(w.upstream_queue, 5000u);
   EXPECT_EQ(t.default_namespace.history, 10u);
   EXPECT_EQ(t.ns("chat").history, 10u);
@@ -151,6 +153,7 @@ TEST(Config, OmittedKeysTakeTheDocumentedDefaults) {
   EXPECT_EQ(t.max_message_bytes, 64u * 1024);
   EXPECT_EQ(t.max_channels_per_conn, 128u);
   EXPECT_EQ(t.max_queue_bytes, 4u << 20);
+  EXPECT_EQ(t.max_sanctions, 100000u);
   EXPECT_TRUE(t.allowed_origins.empty());
   EXPECT_TRUE(t.namespaces.empty());
   const NamespaceConfig& ns = t.ns("anything");
@@ -287,7 +290,7 @@ TEST(Config, EnumeratedStringsListTheirChoices) {
   EXPECT_EQ(error_of(with_demo("[server]\nlog_format = \"xml\"\n")),
             "server.log_format must be one of text, json");
   EXPECT_EQ(error_of(with_demo("[tenants.demo.namespaces.w]\nforward = [\"join\", \"kick\"]\n")),
-            "tenants.demo.namespaces.w.forward entries must be join, leave, msg, state or up");
+            "tenants.demo.namespaces.w.forward entries must be join, leave, msg, state, up, edit or delete");
 }
 
 TEST(Config, LogFormatJsonIsAccepted) {

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "cluster/sanction_codec.h"
 #include "common/clock.h"
 #include "session/gateway.h"
@@ -85,11 +87,36 @@ int64_t Moderation::banned_until(unsigned loop, std::string_view tenant, std::st
   return until(loop, SanctionKind::kBan, tenant, user, ch, now_ms);
 }
 
-void Moderation::put(Sanction s, unsigned reply_loop, std::function<void(Status)> done) {
-  shared_.put(s, [this, s, reply_loop, done = std::move(done)](Status st) mutable {
-    if (st) apply(s);
-    // Posted after apply's tasks: by the answer, every loop here enforces it.
+void Moderation::put(Sanction s, uint32_t cap, unsigned reply_loop, std::function<void(Status)> done) {
+  auto answer = [this, reply_loop](std::function<void(Status)> done, Status st) {
     loops_.run_on(reply_loop, [done = std::move(done), st = std::move(st)]() mutable { done(std::move(st)); });
+  };
+  const int64_t now_ms = wall_ms();
+  bool reserved = false;
+  if (s.until_ms > now_ms) {
+    std::lock_guard lock(mu_);
+    auto same = catalog_.find(cluster::sanction_field(s));
+    if (same == catalog_.end() || same->second.s.until_ms <= now_ms) {
+      const auto p = pending_.find(s.tenant);
+      size_t n = p == pending_.end() ? 0 : p->second;
+      for (const auto& [field, k] : catalog_) n += k.s.tenant == s.tenant && k.s.until_ms > now_ms;
+      if (n >= cap) {
+        return answer(std::move(done), Error{ErrorCode::kQuotaExceeded,
+                                             fmt::format("too many sanctions in force (max_sanctions {})", cap)});
+      }
+      ++pending_[s.tenant];
+      reserved = true;
+    }
+  }
+  shared_.put(s, [this, s, reserved, answer, done = std::move(done)](Status st) mutable {
+    {
+      // Stored and no longer pending in one step: a put counting meanwhile sees it once.
+      std::lock_guard lock(mu_);
+      if (st) apply_locked(s, steady_ns());
+      if (reserved && --pending_[s.tenant] == 0) pending_.erase(s.tenant);
+    }
+    // Posted after apply's tasks: by the answer, every loop here enforces it.
+    answer(std::move(done), std::move(st));
   });
 }
 

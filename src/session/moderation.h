@@ -52,8 +52,11 @@ class Moderation final : private cluster::SanctionListener {
 
   // Sets `s` (until_ms in the past: lifts it) for every node: stored where the
   // others read it, then in force here, then `done` runs on reply_loop (an
-  // error: the store did not take it, and nothing changed).
-  void put(cluster::Sanction s, unsigned reply_loop, std::function<void(Status)> done);
+  // error: the store did not take it, and nothing changed). A new sanction
+  // (not a lift, not one replacing another in force) is refused
+  // quota_exceeded when its tenant has `cap` in force or being set already,
+  // as this node knows them.
+  void put(cluster::Sanction s, uint32_t cap, unsigned reply_loop, std::function<void(Status)> done);
   // Removes `k.user`'s connections from `k.ch` with a `kicked` frame, here and
   // on every other node; `done` gets this node's count, on reply_loop.
   void kick(cluster::Kick k, unsigned reply_loop, std::function<void(size_t)> done);
@@ -96,6 +99,9 @@ class Moderation final : private cluster::SanctionListener {
   std::vector<std::unique_ptr<LoopTable>> tables_;
   mutable std::mutex mu_;  // the catalog
   std::unordered_map<std::string, Known> catalog_;  // by cluster::sanction_field
+  // New sanctions admitted under their tenant's cap and not yet stored, by tenant:
+  // counted with the catalog, so that puts at once cannot pass the cap together.
+  std::unordered_map<std::string, uint32_t> pending_;
   boost::asio::steady_timer refresh_;  // on loop 0
   std::atomic<bool> stopped_{false};
 };

@@ -18,6 +18,8 @@ enum ForwardBit : uint8_t {
   kForwardMsg = 4,
   kForwardState = 8,
   kForwardUp = 16,
+  kForwardEdit = 32,    // PROTOCOL.md "Moderation: delete and edit": its log entries
+  kForwardDelete = 64,
 };
 
 // aoi_cell bounds: with positions of at most 1e15 units (protocol's
@@ -111,6 +113,10 @@ struct TenantConfig {
   uint32_t max_channels_per_conn = 128;
   uint64_t max_queue_bytes = 4ull << 20;
   uint32_t events_per_sec = 0;            // tenant-wide events; 0: no limit
+  // Mutes and bans in force at once (PROTOCOL.md "Moderation: mute, kick, ban"):
+  // each is held by every loop of every node, so a bot banning at will must not
+  // grow them without end. A new one past it is quota_exceeded.
+  uint32_t max_sanctions = 100000;
   std::vector<std::string> allowed_origins;  // empty: any origin
   HookConfig hook_connect;                   // PROTOCOL.md "Hooks": asked at hello
   std::map<std::string, NamespaceConfig, std::less<>> namespaces;

@@ -12,6 +12,8 @@ std::string_view type_name(hub::UpstreamEventType t) {
     case hub::UpstreamEventType::kMsg: return "msg";
     case hub::UpstreamEventType::kState: return "state";
     case hub::UpstreamEventType::kUp: return "up";
+    case hub::UpstreamEventType::kEdit: return "edit";
+    case hub::UpstreamEventType::kDelete: return "delete";
   }
   return "unknown";
 }
@@ -35,6 +37,12 @@ void append_event_json(std::string& out, const hub::UpstreamEvent& ev) {
       break;
     case hub::UpstreamEventType::kUp:
       w.field_raw("body", ev.body.empty() ? "null" : ev.body);
+      break;
+    case hub::UpstreamEventType::kEdit:
+      w.field_unum("seq", ev.seq).field_unum("target", ev.target).field_raw("body", ev.body.empty() ? "null" : ev.body);
+      break;
+    case hub::UpstreamEventType::kDelete:
+      w.field_unum("seq", ev.seq).field_unum("target", ev.target);
       break;
     case hub::UpstreamEventType::kJoin:
     case hub::UpstreamEventType::kLeave:

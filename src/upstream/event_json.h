@@ -1,6 +1,7 @@
 // One upstream event as the JSON object of PROTOCOL.md "Upstream forwarding":
-// type, tenant, ch, user, conn, ts; msg adds seq and id, state adds key, and
-// msg, state and up add body. Pure; any thread.
+// type, tenant, ch, user, conn, ts; msg adds seq and id, state adds key, edit
+// and delete add seq and target, and msg, state, up and edit add body. Pure;
+// any thread.
 #pragma once
 
 #include <string>

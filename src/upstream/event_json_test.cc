@@ -47,5 +47,19 @@ TEST(EventJson, StateAddsKeyAndUpAddsBodyUnchanged) {
   EXPECT_EQ(out, R"({"type":"up","tenant":"demo","ch":"w","user":"u\"1","conn":"c1","ts":5,"body":"text"})");
 }
 
+TEST(EventJson, EditAddsSeqTargetAndBodyDeleteSeqAndTarget) {
+  const TenantConfig t = demo();
+  hub::UpstreamEvent ev{hub::UpstreamEventType::kEdit, &t, nullptr, "chat:a", "mod7", 0x81, 5, 12,
+                        "", "", R"({"t":"fixed"})", 9};
+  std::string out;
+  append_event_json(out, ev);
+  EXPECT_EQ(out, R"({"type":"edit","tenant":"demo","ch":"chat:a","user":"mod7","conn":"c81","ts":5,"seq":12,"target":9,"body":{"t":"fixed"}})");
+  ev.type = hub::UpstreamEventType::kDelete;
+  ev.body.clear();
+  out.clear();
+  append_event_json(out, ev);
+  EXPECT_EQ(out, R"({"type":"delete","tenant":"demo","ch":"chat:a","user":"mod7","conn":"c81","ts":5,"seq":12,"target":9})");
+}
+
 }  // namespace
 }  // namespace parley::upstream

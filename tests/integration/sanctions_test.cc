@@ -322,6 +322,54 @@ TEST_F(Sanctions, TheAdminPathsMuteBanKickAndListWithTheAdminKey) {
   EXPECT_EQ(admin("DELETE", "/admin/api/moderation").status, 405);
 }
 
+// A tenant whose cap is 3 mutes and bans in force (max_sanctions).
+class SanctionCap : public SharedServerTest<SanctionCap> {
+ public:
+  static ServerSpec server_spec() {
+    return spec_with_tenants(default_tenants_toml("max_sanctions = 3\n"),
+                             std::string("admin_key = \"") + kAdminKey + "\"");
+  }
+
+ protected:
+  static uint16_t port() { return server_->http_port(); }
+};
+
+TEST_F(SanctionCap, ANewMuteOrBanPastTheCapIsQuotaExceededChangesNothingAndLiftsFreeAPlace) {
+  auto full = [](const HttpResult& r) {
+    return r.status == 429 && json_str(r.body, "code") == "quota_exceeded" &&
+           json_str(r.body, "msg") == "too many sanctions in force (max_sanctions 3)";
+  };
+  ASSERT_EQ(api(port(), "POST", "/v1/mute", R"({"user":"c-u1","for_ms":60000})").status, 200);
+  ASSERT_EQ(api(port(), "POST", "/v1/mute", R"({"user":"c-u2","ch":"chat:cap","for_ms":60000})").status, 200);
+  ASSERT_EQ(api(port(), "POST", "/v1/ban", R"({"user":"c-u3","ch":"chat:cap","for_ms":60000})").status, 200);
+  // Full: a fourth, by either path or the admin page, is refused; the banned-to-be
+  // user is neither kicked nor kept out, nor muted.
+  auto dora = connect_as("c-u4");
+  ASSERT_EQ(op_of(dora->join("chat:cap")), "joined");
+  auto r = api(port(), "POST", "/v1/ban", R"({"user":"c-u4","ch":"chat:cap","for_ms":60000})");
+  EXPECT_TRUE(full(r)) << r.status << " " << r.body;
+  r = api(port(), "POST", "/v1/mute", R"({"user":"c-u4","for_ms":60000})");
+  EXPECT_TRUE(full(r)) << r.status << " " << r.body;
+  r = http_request(port(), "POST", "/admin/api/moderation",
+                   R"({"tenant":"demo","action":"mute","user":"c-u4","for_ms":60000})", kAdminKey);
+  EXPECT_TRUE(full(r)) << r.status << " " << r.body;
+  EXPECT_EQ(api(port(), "GET", "/v1/moderation?user=c-u4").body, R"({"mutes":[],"bans":[]})");
+  EXPECT_EQ(op_of(pub(*dora, "chat:cap", "d1", 2)), "ack");
+  // Kicks are not sanctions in force: always taken.
+  EXPECT_EQ(api(port(), "POST", "/v1/kick", R"({"user":"c-u4","ch":"chat:cap"})").body, R"({"kicked":1})");
+  // One in force set again (a new end time) is taken while full.
+  EXPECT_EQ(api(port(), "POST", "/v1/mute", R"({"user":"c-u1","for_ms":300})").status, 200);
+  // A lift frees a place at once; the fourth now goes in.
+  ASSERT_EQ(api(port(), "POST", "/v1/mute", R"({"user":"c-u2","ch":"chat:cap","for_ms":0})").status, 200);
+  r = api(port(), "POST", "/v1/mute", R"({"user":"c-u4","for_ms":60000})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(full(api(port(), "POST", "/v1/mute", R"({"user":"c-u5","for_ms":60000})")));
+  // One that ends by itself (c-u1's 300 ms) frees its place at its time.
+  std::this_thread::sleep_for(400ms);
+  r = api(port(), "POST", "/v1/mute", R"({"user":"c-u5","for_ms":60000})");
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
 // ---- two nodes on one redis-server ----
 
 ServerSpec node_spec(const std::string& redis) {

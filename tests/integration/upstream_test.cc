@@ -222,6 +222,50 @@ TEST(Upstream, StateAndMsgAreForwardedWhenListedButTheApisOwnPublishIsNot) {
   EXPECT_EQ(evs[1].user, "mover");
 }
 
+TEST(Upstream, EditAndDeleteAreForwardedWhereListedInSeqOrderButTheApisOwnAreNot) {
+  AppServer app;
+  // talk forwards msg, edit and delete; chat only msg (the default namespace's
+  // rules otherwise: durable, so the edits read their targets from the store).
+  const std::string ns = "\n[tenants.demo.namespaces.talk]\nupstream = \"" + app.url() +
+                         "\"\nforward = [\"msg\", \"edit\", \"delete\"]\n"
+                         "\n[tenants.demo.namespaces.chat]\nupstream = \"" + app.url() +
+                         "\"\nforward = [\"msg\"]\n";
+  ServerProcess server(upstream_spec(app.url(), "", ns));
+  server.start();
+  auto a = connect_user(server, "alice");
+  auto ask = [&](const std::string& frame, const std::string& reply) {
+    a.client->send(frame);
+    return a.client->expect(reply);
+  };
+  for (const std::string ch : {"talk:1", "chat:1"}) {
+    a.client->join(ch);
+    ASSERT_EQ(op_of(ask(pub_frame(ch, "p1", R"({"t":"tpyo"})", 2), "ack")), "ack");
+    ASSERT_EQ(op_of(ask(pub_frame(ch, "p2", R"({"t":"oops"})", 3), "ack")), "ack");
+    const std::string e = ask(R"({"op":"edit","rid":4,"ch":")" + ch + R"(","target":1,"body":{"t":"typo"}})", "edited");
+    ASSERT_EQ(json_int(e, "seq"), 3) << e;
+    const std::string d = ask(R"({"op":"delete","rid":5,"ch":")" + ch + R"(","target":2})", "deleted");
+    ASSERT_EQ(json_int(d, "seq"), 4) << d;
+  }
+  const auto api = http_request(server.http_port(), "POST", "/v1/edit",
+                                R"({"ch":"talk:1","target":1,"body":{"t":"by the game"}})", kDemoApiKey);
+  ASSERT_EQ(api.status, 200) << api.body;
+  ASSERT_TRUE(app.wait_for([](const auto& evs) { return evs.size() >= 6; })) << server.log();
+  std::this_thread::sleep_for(100ms);  // nothing else comes
+  const auto evs = app.accepted_events();
+  std::vector<std::string> talk, chat;
+  for (const auto& e : evs) {
+    (e.ch == "talk:1" ? talk : chat)
+        .push_back(e.type + " " + std::to_string(e.seq) + " " + std::to_string(e.target) + " " + e.body);
+  }
+  EXPECT_EQ(talk, (std::vector<std::string>{R"(msg 1 0 {"t":"tpyo"})", R"(msg 2 0 {"t":"oops"})",
+                                            R"(edit 3 1 {"t":"typo"})", "delete 4 2 "}));
+  EXPECT_EQ(chat, (std::vector<std::string>{R"(msg 1 0 {"t":"tpyo"})", R"(msg 2 0 {"t":"oops"})"}));
+  for (const auto& e : evs) {
+    EXPECT_EQ(e.user, "alice");
+    EXPECT_EQ(e.conn, a.conn);
+  }
+}
+
 TEST(Upstream, UpIsRefusedWhereNothingWouldReceiveIt) {
   AppServer app;
   ServerProcess server(upstream_spec(

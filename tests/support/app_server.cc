@@ -214,6 +214,7 @@ std::vector<AppEvent> parse_events(const std::string& body, size_t request) {
     int64_t n;
     if (!item["ts"].get_int64().get(n)) e.ts = n;
     if (!item["seq"].get_int64().get(n)) e.seq = n;
+    if (!item["target"].get_int64().get(n)) e.target = n;
     simdjson::dom::element b;
     if (!item["body"].get(b)) e.body = simdjson::minify(b);
     out.push_back(e);

@@ -39,6 +39,7 @@ struct AppEvent {
   std::string type, tenant, ch, user, conn, id, key, body;  // body: minified JSON
   int64_t ts = 0;
   int64_t seq = 0;
+  int64_t target = 0;  // edit, delete
   size_t request = 0;  // index of the request that carried it
 };
 

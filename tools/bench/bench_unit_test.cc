@@ -1,5 +1,5 @@
 // Unit tests of the bench's pure parts: histogram, WebSocket codec, seq checks,
-// server frame reading, tokens.
+// server frame reading, tokens, the hook figures of /metrics.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "channel_audit.h"
 #include "histogram.h"
+#include "hook_figures.h"
 #include "options.h"
 #include "server_frame.h"
 #include "token.h"
@@ -187,6 +188,41 @@ TEST(Options, ABadValueIsAnErrorNamingTheFlag) {
             "--target's port must be a whole number, not \"http\"");
   EXPECT_EQ(message({"--target", "127.0.0.1:0"}), "--target's port must be 1-65535");
   EXPECT_EQ(message({"--conns"}), "--conns wants a value");
+}
+
+TEST(HookFigures, ReadsTheSamplesOfItsOwnLabelOnly) {
+  const std::string metrics =
+      "# TYPE parley_hook_requests_total counter\n"
+      "parley_hook_requests_total{hook=\"demo/chat/pub\"} 1200\n"
+      "parley_hook_requests_total{hook=\"demo/chat/join\"} 7\n"
+      "parley_hook_requests_total{hook=\"demo/chatter/pub\"} 9\n"
+      "parley_hook_allowed_total{hook=\"demo/chat/pub\"} 1199\n"
+      "parley_hook_timeouts_total{hook=\"demo/chat/pub\"} 1\n"
+      "parley_hook_answered_total{hook=\"demo/chat/pub\"} 1199\n"
+      "parley_hook_latency_microseconds_total{hook=\"demo/chat/pub\"} 239800\n"
+      "parley_messages_total 1200\n";
+  HookFigures h = parse_hook_metrics(metrics, "demo/chat/pub");
+  ASSERT_TRUE(h.present);
+  EXPECT_EQ(h.requests, 1200);
+  EXPECT_EQ(h.allowed, 1199);
+  EXPECT_EQ(h.timeouts, 1);
+  EXPECT_DOUBLE_EQ(h.mean_latency_us(), 200);
+  EXPECT_FALSE(parse_hook_metrics(metrics, "demo/room/pub").present);
+}
+
+TEST(HookFigures, ARunIsCleanOnlyWhenEveryAckedPubWasAllowed) {
+  HookFigures h;
+  h.present = true;
+  h.label = "demo/chat/pub";
+  h.requests = h.allowed = h.answered = 500;
+  EXPECT_EQ(hook_problem(h, 500), "");
+  EXPECT_NE(hook_problem(h, 501), "");  // a pub acked that the hook never saw
+  h.timeouts = 1;
+  EXPECT_NE(hook_problem(h, 500).find("1 timeouts"), std::string::npos);
+  h.timeouts = 0;
+  h.denied = 2;
+  EXPECT_NE(hook_problem(h, 500), "");
+  EXPECT_NE(hook_problem(HookFigures{}, 500), "");  // no samples at all
 }
 
 }  // namespace bench

@@ -14,6 +14,8 @@
 
 #include "compare_ramp.h"
 #include "cpu_affinity.h"
+#include "hook_figures.h"
+#include "procstat.h"
 #include "report.h"
 #include "runner.h"
 #include "server_process.h"
@@ -44,8 +46,11 @@ fs::path self_dir() {
 // sockets before `hello` 616 places (server.cc, socket_limits), and a generator
 // that opens its connections at once would see the rest shed and retried, work
 // that spills into the load phase (room 2,000 and broadcast paid it, issue 23).
-std::string parley_config(const Options& o, int port, const fs::path& data, int threads) {
-  return fmt::format(R"([server]
+// hook_url (parley-hook): hook_pub on the namespace the scenario publishes to, its
+// other hook keys at their defaults (200 ms, fail closed), as a game would start.
+std::string parley_config(const Options& o, int port, const fs::path& data, int threads,
+                          const std::string& hook_url = "") {
+  std::string cfg = fmt::format(R"([server]
 listen = "127.0.0.1:{}"
 store = "embedded"
 data_dir = "{}"
@@ -58,18 +63,19 @@ api_key = "bench-api-key"
 max_connections = 100000
 publish_per_sec = 1000000
 publish_per_conn_sec = 1000
-
-[tenants.{}.namespaces.room]
-durable = false
-tick_ms = 20
-
-[tenants.{}.namespaces.world]
-durable = false
-tick_ms = 20
-presence = true
 )",
-                     port, data.string(), threads > 0 ? fmt::format("threads = {}", threads) : "",
-                     o.tenant, o.secret, o.tenant, o.tenant);
+                                port, data.string(),
+                                threads > 0 ? fmt::format("threads = {}", threads) : "", o.tenant,
+                                o.secret);
+  const std::string hook = hook_url.empty() ? "" : fmt::format("hook_pub = \"{}\"\n", hook_url);
+  for (const auto& [ns, keys] : std::vector<std::pair<std::string, std::string>>{
+           {"room", "durable = false\ntick_ms = 20\n"},
+           {"world", "durable = false\ntick_ms = 20\npresence = true\n"}})
+    cfg += fmt::format("\n[tenants.{}.namespaces.{}]\n{}{}", o.tenant, ns, keys,
+                       ns == o.ns ? hook : "");
+  if (!hook.empty() && o.ns != "room" && o.ns != "world")
+    cfg += fmt::format("\n[tenants.{}.namespaces.{}]\n{}", o.tenant, o.ns, hook);
+  return cfg;
 }
 
 double p99_ms(const RunResult& r) {
@@ -81,9 +87,57 @@ double per_cpu(const RunResult& r) {
   return r.server_cpu_s > 0 ? double(r.all_deliveries_in_load()) / r.server_cpu_s : 0;
 }
 
+// The hook's counters before the server stops, the app server's CPU over the run,
+// and the run failed unless every acked pub was asked once and allowed.
+void read_hook_figures(const Options& o, const ProcStat& app_before, RunResult& r) {
+  const std::string label = o.tenant + "/" + o.ns + "/pub";
+  if (auto metrics = http_get_loopback(o.port, "/metrics")) {
+    r.hook = parse_hook_metrics(*metrics, label);
+  } else {
+    r.hook.label = label;
+  }
+  const ProcStat app_after = read_proc(o.app_pid);
+  if (app_before.ok && app_after.ok) r.hook.app_cpu_s = app_after.cpu_s - app_before.cpu_s;
+  r.hook_note = hook_problem(r.hook, r.counters.acked);
+  if (o.app_pid > 0 && !app_after.alive)
+    r.hook_note += std::string(r.hook_note.empty() ? "" : "; ") + "the --app-pid process is gone";
+  if (!r.hook_note.empty()) r.exit_code = std::max(r.exit_code, 1);
+}
+
+// Per message, every target (parley beside parley-hook): what a pub hook adds to the
+// ack and to the server's CPU, and what the app server spends on it.
+void print_hook_table(const std::vector<std::unique_ptr<RunResult>>& results) {
+  auto per_msg_us = [](const RunResult& r) {
+    const double msgs = double(r.at_load_end.acked - r.at_load_start.acked);
+    return msgs > 0 && r.server_cpu_s >= 0 ? r.server_cpu_s * 1e6 / msgs : 0.0;
+  };
+  auto ack_ms = [](const RunResult& r, double p) { return double(r.latencies.ack.percentile(p)) / 1e6; };
+  fmt::print("\npub hook, per message (load phase; app server: its CPU over the run / hook requests)\n");
+  fmt::print("  {:<12} {:>8} {:>10} {:>10} {:>14} {:>13} {:>14} {:>12} {:>9} {:>9}\n", "target", "msgs/s",
+             "ack p50 ms", "ack p99 ms", "srv CPU us/msg", "deliv/CPU-s", "app CPU us/msg",
+             "hook mean us", "allowed", "problems");
+  for (auto& rp : results) {
+    const RunResult& r = *rp;
+    const HookFigures& h = r.hook;
+    const bool app = h.present && h.app_cpu_s >= 0 && h.requests > 0;
+    fmt::print("  {:<12} {:>8.0f} {:>10.2f} {:>10.2f} {:>14.1f} {:>13.0f} {:>14} {:>12} {:>9} {:>9}\n",
+               r.o.target_name, r.per_s(&Counters::acked), ack_ms(r, 50), ack_ms(r, 99),
+               per_msg_us(r), per_cpu(r), app ? fmt::format("{:.1f}", h.app_cpu_s * 1e6 / h.requests) : "-",
+               h.present ? fmt::format("{:.0f}", h.mean_latency_us()) : "-",
+               h.present ? fmt::format("{:.0f}", h.allowed) : "-",
+               r.hook_note.empty() ? (h.present ? "none" : "-") : "FAIL");
+  }
+  for (auto& rp : results)
+    if (!rp->hook_note.empty()) fmt::print("  {}: {}\n", rp->o.target_name, rp->hook_note);
+}
+
 }  // namespace
 
 int compare(const Options& base) {
+  if (base.hook_url.empty() && ("," + base.targets + ",").find(",parley-hook,") != std::string::npos) {
+    fmt::print(stderr, "compare: parley-hook wants --hook-url URL (the app server's)\n");
+    return 2;
+  }
   fs::path tmp = fs::temp_directory_path() / fmt::format("parley-bench-compare-{}", getpid());
   fs::create_directories(tmp);
   fs::path peers = base.peers_dir.empty() ? fs::path(PARLEY_BENCH_SOURCE_DIR) : fs::path(base.peers_dir);
@@ -136,11 +190,14 @@ int compare(const Options& base) {
     // parley-msgpack: the same server, every client in MessagePack (issue 25);
     // the peers speak JSON only.
     o.encoding = target == "parley-msgpack" ? "msgpack" : "json";
-    if (target == "parley" || target == "parley-msgpack") {
-      fs::path cfg = tmp / "parley.toml";
-      fs::create_directories(tmp / "data");
-      std::ofstream(cfg) << parley_config(o, o.port, tmp / "data",
-                                          server_cpus ? server_cpus->count : 0);
+    const bool hooked = target == "parley-hook";
+    if (target == "parley" || target == "parley-msgpack" || hooked) {
+      // Each target its own data: one side's log is not the other's start.
+      fs::path cfg = tmp / (target + ".toml");
+      fs::create_directories(tmp / (target + "-data"));
+      std::ofstream(cfg) << parley_config(o, o.port, tmp / (target + "-data"),
+                                          server_cpus ? server_cpus->count : 0,
+                                          hooked ? base.hook_url : "");
       argv = {parley_bin.string(), "serve", "--config", cfg.string()};
     } else if (target == "node-ws") {
       o.history_check = false;
@@ -159,7 +216,7 @@ int compare(const Options& base) {
       o.history_check = false;
       argv = {(self_dir() / "parley-floor").string(), std::to_string(o.port), "20"};
     } else {
-      fmt::print(stderr, "compare: unknown target {} (parley, parley-msgpack, node-ws, bun, floor, floor-tick)\n",
+      fmt::print(stderr, "compare: unknown target {} (parley, parley-msgpack, parley-hook, node-ws, bun, floor, floor-tick)\n",
                  target);
       return 2;
     }
@@ -182,7 +239,9 @@ int compare(const Options& base) {
       continue;
     }
     o.server_pid = server.pid();
+    const ProcStat app_before = read_proc(base.app_pid);
     auto r = std::make_unique<RunResult>(run(o));
+    if (hooked) read_hook_figures(o, app_before, *r);
     server.stop();
     print_table(*r);
     if (!o.json_out.empty()) write_file(o.json_out, to_json(*r));
@@ -220,6 +279,8 @@ int compare(const Options& base) {
     if (rp->generator_behind)
       fmt::print("  note: the load generator fell behind against {} ({})\n", rp->o.target_name,
                  rp->generator_note);
+  if (std::any_of(results.begin(), results.end(), [](auto& r) { return r->o.target_name == "parley-hook"; }))
+    print_hook_table(results);
   if (!base.html_out.empty()) {
     std::vector<const RunResult*> rs;
     for (auto& r : results) rs.push_back(r.get());

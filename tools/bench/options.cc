@@ -180,7 +180,11 @@ flags (defaults from the preset):
   --churn-channels N --churn-msgs K --churn-depth D --churn-idle-s S   (churn: N fresh
                        channels, each joined, sent K pubs, left; D in flight per connection)
   --json FILE --html FILE --server-pid PID --no-progress --run-id ID
-  compare only: --targets parley,node-ws,bun[,parley-msgpack,floor,floor-tick] --parley-bin PATH --peers-dir DIR
+  compare only: --targets parley,node-ws,bun[,parley-msgpack,parley-hook,floor,floor-tick] --parley-bin PATH --peers-dir DIR
+               --hook-url URL (parley-hook: Parley with hook_pub = URL on --ns, e.g.
+               unix:/tmp/app.sock; the run fails unless the hook allowed every acked pub
+               and nothing timed out or failed) --app-pid PID (the app server behind it:
+               its CPU over each target's run, /proc/PID/stat)
                --server-cpus LIST --bench-cpus LIST (pin every target and the generator to
                separate CPUs, e.g. 0 and 1; Parley gets threads = its CPUs)
                --ramp (each target's rate raised x--step-factor every --step-s to its cliff:
@@ -262,6 +266,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--board", s(o.board)}, {"--round-s", d(o.round_s)}, {"--partitions", n(o.partitions)},
       {"--redis", s(o.redis_bin)}, {"--targets", s(o.targets)}, {"--ramp-of", s(o.ramp_of)}, {"--proc-index", n(o.proc_index)},
       {"--tick-ms", d(o.tick_ms)}, {"--ramp-repeats", n(o.ramp_repeats)}, {"--server-cpus", s(o.server_cpus)}, {"--bench-cpus", s(o.bench_cpus)},
+      {"--hook-url", s(o.hook_url)}, {"--app-pid", n(o.app_pid)},
   };
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];

@@ -102,6 +102,11 @@ struct Options {
   std::string parley_bin;         // default: next to this build's parley-bench
   std::string peers_dir;          // default: the source tree's bench/
   std::string targets = "parley,node-ws,bun";
+  // compare's parley-hook target: Parley with hook_pub = hook_url on the namespace
+  // the scenario publishes to (--ns); app_pid: the app server behind it, whose CPU
+  // (/proc) is read over each target's run (hook_figures.h).
+  std::string hook_url;
+  int app_pid = 0;
   // compare: CPUs for every target and for this generator (cpu_affinity.h), e.g.
   // "0" and "1" on two cores; empty = shared (not pinned).
   std::string server_cpus;

@@ -173,6 +173,17 @@ void print_table(const RunResult& r) {
   if (c.stray_msgs || c.bad_frames || c.other_errors || c.pub_errors)
     line("  other: {} stray msgs, {} bad frames, {} pub errors, {} other errors\n", c.stray_msgs,
          c.bad_frames, c.pub_errors, c.other_errors);
+  if (r.hook.present) {
+    const HookFigures& h = r.hook;
+    line("\n  pub hook {}: {} requests, {} allowed, {} modified, {} denied, {} timeouts, {} failures, "
+         "{} backpressure; mean {:.0f} us from the op's turn to the answer\n",
+         h.label, h.requests, h.allowed, h.modified, h.denied, h.timeouts, h.failures,
+         h.backpressure, h.mean_latency_us());
+    if (h.app_cpu_s >= 0)
+      line("  {:<26}{:>14.2f}  ({:.1f} us per hook request)\n", "app server CPU s (run)",
+           h.app_cpu_s, h.requests > 0 ? h.app_cpu_s * 1e6 / h.requests : 0.0);
+  }
+  if (!r.hook_note.empty()) line("  hook: NOT CLEAN ({})\n", r.hook_note);
   if (r.generator_behind) line("  WARNING: load generator fell behind ({})\n", r.generator_note);
   line("  verdict: {}\n", r.exit_code == 0   ? "PASS"
                           : r.exit_code == 1 ? "FAIL (audit)"
@@ -221,6 +232,14 @@ std::string to_json(const RunResult& r) {
      !r.audit_failed(), c.lost, c.duplicates, c.reorders, c.mismatches, c.history_checked,
      c.history_missing, c.history_mismatch, r.audit.acked_msgs, r.audit.channels_checked,
      r.audit.members_checked, r.audit.expected_deliveries);
+  if (r.hook.present || !r.hook_note.empty()) {
+    const HookFigures& h = r.hook;
+    kv(R"(  "hook": {{"label": "{}", "requests": {}, "allowed": {}, "modified": {}, "denied": {}, "timeouts": {}, "failures": {}, "failed_open": {}, "backpressure": {}, "answered": {}, "mean_latency_us": {:.1f}, "app_cpu_s": {:.3f}, "problem": "{}"}},)"
+       "\n",
+       esc(h.label), h.requests, h.allowed, h.modified, h.denied, h.timeouts, h.failures,
+       h.failed_open, h.backpressure, h.answered, h.mean_latency_us(), h.app_cpu_s,
+       esc(r.hook_note));
+  }
   kv(R"(  "server_gone": {},)" "\n", r.server_gone);
   kv(R"(  "generator": {{"behind": {}, "note": "{}"}},)" "\n", r.generator_behind,
      esc(r.generator_note));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "channel_audit.h"
+#include "hook_figures.h"
 #include "options.h"
 #include "stats.h"
 
@@ -48,6 +49,8 @@ struct RunResult {
   bool generator_behind = false;
   bool server_gone = false;  // the --server-pid process was not there at the end
   std::string generator_note;
+  HookFigures hook;        // compare's parley-hook target (read after the run)
+  std::string hook_note;   // hook_problem(): why the hook run was not clean
   int exit_code = 0;
 
   // Figures derived for reports and compare.
