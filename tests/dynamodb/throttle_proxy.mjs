@@ -6,17 +6,23 @@
 // UnprocessedItems (what DynamoDB does when a partition is busy); dynalite does
 // not check signatures, so the shortened body passes. Everything else is
 // forwarded unchanged. GET /stats: {"throttled":n,"partial":p,"forwarded":m}.
-// Usage: node throttle_proxy.mjs PORT TARGET_PORT SHARE [PARTIAL]  (shares in
-// [0,1], of BatchWriteItem requests; other operations always pass).
+// Usage: node throttle_proxy.mjs PORT TARGET_PORT SHARE [PARTIAL [KEY CERT]]
+// (shares in [0,1], of BatchWriteItem requests; other operations always pass;
+// with KEY and CERT, PEM files, it listens with TLS: https:// to the persister).
 // Prints "throttle proxy ready" once listening. Loopback only.
+import fs from "node:fs";
 import http from "node:http";
+import https from "node:https";
 
 const [port, target, share] = [Number(process.argv[2]), Number(process.argv[3]), Number(process.argv[4])];
 const partialShare = Number(process.argv[5] ?? 0);
 let throttled = 0, partial = 0, forwarded = 0;
 const agent = new http.Agent({ keepAlive: true });
 
-http.createServer((req, res) => {
+const tls = process.argv[7] ? { key: fs.readFileSync(process.argv[6]), cert: fs.readFileSync(process.argv[7]) } : null;
+const serve = (handler) => (tls ? https.createServer(tls, handler) : http.createServer(handler));
+
+serve((req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {

@@ -98,12 +98,18 @@ void DynaliteServer::resume() {
   if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
-ThrottleProxy::ThrottleProxy(int target_port, double share, double partial, const std::string& log) {
+ThrottleProxy::ThrottleProxy(int target_port, double share, double partial, const std::string& log,
+                             const std::string& tls_key, const std::string& tls_cert)
+    : tls_(!tls_key.empty()) {
   port_ = pick_free_port(30000, 40000);
   if (port_ <= 0) return;
-  pid_ = spawn_child({"node", (kDir / "throttle_proxy.mjs").string(), std::to_string(port_),
-                      std::to_string(target_port), std::to_string(share), std::to_string(partial)},
-                     SpawnOptions{log});
+  std::vector<std::string> args = {"node", (kDir / "throttle_proxy.mjs").string(), std::to_string(port_),
+                                   std::to_string(target_port), std::to_string(share), std::to_string(partial)};
+  if (tls_) {
+    args.push_back(tls_key);
+    args.push_back(tls_cert);
+  }
+  pid_ = spawn_child(std::move(args), SpawnOptions{log});
   if (pid_ > 0 && !wait_child_ready(pid_, 10000, 50, [this] { return accepts(port_); })) stop(pid_);
 }
 

@@ -52,16 +52,19 @@ class DynaliteServer {
 // to `target_port` as they are.
 class ThrottleProxy {
  public:
-  ThrottleProxy(int target_port, double share, double partial, const std::string& log);
+  // With key and cert (PEM files) it listens with TLS (https://).
+  ThrottleProxy(int target_port, double share, double partial, const std::string& log,
+                const std::string& tls_key = {}, const std::string& tls_cert = {});
   ~ThrottleProxy();
   bool ok() const { return pid_ > 0; }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_); }
   // Requests it refused / cut in half so far (-1: no answer).
   long throttled() const { return stat("throttled"); }
   long partial() const { return stat("partial"); }
 
  private:
   long stat(const char* name) const;
+  bool tls_ = false;
   int port_ = 0;
   pid_t pid_ = -1;
 };

@@ -60,6 +60,7 @@ struct HttpClient::Impl {
     } else {
       ctx.load_verify_file(ca_file, ec);
     }
+    if (ec) trust = Error{ErrorCode::kUnavailable, "dynamodb: trust store " + ca_file + ": " + ec.message()};
   }
 
   // Runs one asynchronous step to completion (the stream's expiry bounds it).
@@ -90,6 +91,7 @@ struct HttpClient::Impl {
 
   Status connect() {
     close();
+    if (!trust) return trust;  // no certificate could be verified: not even tried
     tcp::resolver resolver(ioc);
     tcp::resolver::results_type found;
     beast::error_code ec = run([&](auto h) {
@@ -148,6 +150,7 @@ struct HttpClient::Impl {
   std::optional<beast::tcp_stream> plain;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buf;
+  Status trust;  // loading the trust store failed
 };
 
 HttpClient::HttpClient(Endpoint ep, uint32_t timeout_ms, std::string ca_file)
