@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Node.js packages of tests/node (the independent `ws` client
 # test), sdk/js (the JavaScript SDK's @msgpack/msgpack and test dependencies) and tests/admin
-# (playwright-core, driving Debian's chromium) exactly as their
+# (playwright-core, driving Debian's chromium) and tests/dynamodb (dynalite and
+# @aws-sdk/client-dynamodb for the persister's DynamoDB tests) exactly as their
 # package-lock.json files pin them. Idempotent: does nothing for a folder whose
 # node_modules already matches its lock file. Needs node and npm
 # (scripts/setup.sh installs them).
@@ -14,7 +15,7 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 
-for rel in tests/node sdk/js tests/admin; do
+for rel in tests/node sdk/js tests/admin tests/dynamodb; do
   dir="$root/$rel"
   # After a successful `npm ci` the lock file is copied into node_modules; while
   # the copy equals the committed lock, the installed tree is current.

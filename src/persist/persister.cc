@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 
 #include "common/clock.h"
 #include "persist/archive_writer.h"
+#include "persist/dynamo_writer.h"
 #include "persist/valkey_link.h"
 #include "persist/wal_entry.h"
 #include "persist/wal_trim.h"
@@ -47,7 +49,14 @@ class Persister::Worker {
     WalLag lag;
   };
 
-  Worker(Persister& p) : p_(p), writer_(p.opts_.postgres_url, p.opts_.postgres_timeout_ms) {}
+  explicit Worker(Persister& p) : p_(p) {
+    if (!p.opts_.postgres_url.empty()) {
+      writer_ = std::make_unique<ArchiveWriter>(p.opts_.postgres_url, p.opts_.postgres_timeout_ms);
+    }
+    if (p.opts_.dynamodb) {
+      dynamo_ = std::make_unique<DynamoWriter>(*p.opts_.dynamodb, p.stats_, [&p](uint32_t ms) { return p.wait(ms); });
+    }
+  }
 
   std::vector<Stream> streams;
   std::atomic<int64_t> lag_entries{0}, pending{0}, lag_ms{0}, lost{0};
@@ -63,6 +72,7 @@ class Persister::Worker {
   // One pipeline per node: group creation, reads, claims. Fills reads[i] per stream.
   void read_round(bool claim, std::vector<Read>& reads);
   bool write_batch(const std::vector<Read>& reads, Clock::time_point& next_trim);
+  bool write_postgres(const std::vector<const ArchiveRow*>& rows, const std::function<void()>& upkeep);
   void acknowledge(const std::vector<Read>& reads);
   void maintain();
   // Streams grouped by the node they live on (index lists).
@@ -72,7 +82,8 @@ class Persister::Worker {
   void take_claimed(Stream& s, const redisReply* r, Read& out);
 
   Persister& p_;
-  ArchiveWriter writer_;
+  std::unique_ptr<ArchiveWriter> writer_;  // with postgres_url
+  std::unique_ptr<DynamoWriter> dynamo_;   // with dynamodb
   std::map<std::string, std::unique_ptr<ValkeyLink>> links_;
   int64_t last_error_log_ms_ = 0;
 };
@@ -201,9 +212,10 @@ void Persister::Worker::take_claimed(Stream& s, const redisReply* r, Read& out) 
   }
 }
 
-// Writes every row read this round in one transaction, retrying while
-// PostgreSQL fails (the streams' maintenance goes on meanwhile, so the lag
-// metrics show the outage). False only when stopping before it was written.
+// Writes every row read this round to each sink: PostgreSQL in one
+// transaction, retried while it fails (the streams' maintenance goes on
+// meanwhile, so the lag metrics show the outage); then DynamoDB, retried the
+// same way (dynamo_writer.h). False only when stopping before both had it.
 bool Persister::Worker::write_batch(const std::vector<Read>& reads, Clock::time_point& next_trim) {
   std::vector<const ArchiveRow*> rows;
   uint64_t unusable = 0;
@@ -222,15 +234,28 @@ bool Persister::Worker::write_batch(const std::vector<Read>& reads, Clock::time_
                  unusable);
   }
   if (rows.empty()) return true;
+  auto upkeep = [&] {
+    if (Clock::now() >= next_trim) {
+      maintain();
+      next_trim = Clock::now() + std::chrono::milliseconds(p_.opts_.trim_interval_ms);
+    }
+  };
+  if (writer_ && !write_postgres(rows, upkeep)) return false;
+  if (dynamo_ && !dynamo_->write(rows, upkeep)) return false;
+  p_.stats_.batches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool Persister::Worker::write_postgres(const std::vector<const ArchiveRow*>& rows,
+                                       const std::function<void()>& upkeep) {
   uint32_t backoff = 100;
   for (;;) {
     const int64_t t0 = steady_ns();
-    auto w = writer_.write(rows);
+    auto w = writer_->write(rows);
     if (w) {
       p_.stats_.write_seconds.observe_ns(steady_ns() - t0);
       p_.stats_.rows_written.fetch_add(w->inserted, std::memory_order_relaxed);
       p_.stats_.duplicates.fetch_add(w->duplicates, std::memory_order_relaxed);
-      p_.stats_.batches.fetch_add(1, std::memory_order_relaxed);
       p_.stats_.postgres_up.store(true, std::memory_order_relaxed);
       return true;
     }
@@ -241,10 +266,7 @@ bool Persister::Worker::write_batch(const std::vector<Read>& reads, Clock::time_
       last_error_log_ms_ = now;
       spdlog::warn("persister: {} rows not written, retrying: {}", rows.size(), w.error().msg);
     }
-    if (Clock::now() >= next_trim) {
-      maintain();
-      next_trim = Clock::now() + std::chrono::milliseconds(p_.opts_.trim_interval_ms);
-    }
+    upkeep();
     if (!p_.wait(backoff)) return false;
     backoff = std::min<uint32_t>(backoff * 2, 2000);
   }
@@ -345,11 +367,15 @@ bool Persister::wait(uint32_t ms) {
 
 Status Persister::start() {
   if (opts_.nodes.empty()) return Error{ErrorCode::kBadRequest, "valkey.nodes is empty"};
-  if (opts_.postgres_url.empty()) return Error{ErrorCode::kBadRequest, "postgres.url is not set"};
+  if (opts_.postgres_url.empty() && !opts_.dynamodb) {
+    return Error{ErrorCode::kBadRequest, "neither postgres.url nor [dynamodb] is set"};
+  }
   if (opts_.tenants.empty()) return Error{ErrorCode::kBadRequest, "no tenants"};
   if (opts_.partitions == 0 || opts_.batch == 0) return Error{ErrorCode::kBadRequest, "partitions and batch must be > 0"};
   if (opts_.consumer.empty()) return Error{ErrorCode::kBadRequest, "persist.consumer is empty"};
-  if (auto lib = store::postgres::libpq(); !lib) return lib.error();
+  if (!opts_.postgres_url.empty()) {
+    if (auto lib = store::postgres::libpq(); !lib) return lib.error();
+  }
   std::vector<HostPort> nodes;
   for (const auto& n : opts_.nodes) {
     auto hp = parse_host_port(n);

@@ -13,6 +13,9 @@
 // the next writer insert a row that is already there (a counted duplicate,
 // nothing written twice).
 //
+// The sinks: PostgreSQL (archive_writer.h), DynamoDB (dynamo_writer.h), or
+// both; an entry is acknowledged only once every configured sink has it.
+//
 // Recovery: a (re)started consumer first re-reads its own pending entries
 // (XREADGROUP ... 0); every claim interval each worker takes over entries that
 // another consumer has left pending for longer than claim_idle_ms (XAUTOCLAIM):
@@ -40,12 +43,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/status.h"
 #include "metrics/metrics.h"
+#include "store/dynamodb/dynamo_client.h"
 
 namespace parley::persist {
 
@@ -54,7 +59,10 @@ struct PersisterOptions {
   bool cluster = false;
   uint32_t partitions = 64;
   std::vector<std::string> tenants;
-  std::string postgres_url;
+  std::string postgres_url;        // empty: no PostgreSQL sink
+  // The DynamoDB sink (dynamo_writer.h), resolved (env filled in); unset: none.
+  // With both sinks an entry is acknowledged once both have it.
+  std::optional<store::dynamodb::DynamoOptions> dynamodb;
   std::string group = "parley-persister";
   std::string consumer;            // this process's name in every group
   uint32_t batch = 500;            // entries per stream and round
@@ -80,6 +88,15 @@ struct PersisterStats {
   std::atomic<bool> postgres_up{true};
   std::atomic<bool> valkey_up{true};
   metrics::Histogram write_seconds;         // one transaction, BEGIN to COMMIT
+  // The DynamoDB sink (dynamo_writer.h).
+  std::atomic<uint64_t> dynamo_items_written{0};  // puts DynamoDB processed
+  std::atomic<uint64_t> dynamo_requests{0};       // BatchWriteItem calls answered 200
+  std::atomic<uint64_t> dynamo_unprocessed{0};    // items it answered as UnprocessedItems (sent again)
+  std::atomic<uint64_t> dynamo_retries{0};        // backoff waits before sending what was left
+  std::atomic<uint64_t> dynamo_throttles{0};      // requests refused for capacity
+  std::atomic<uint64_t> dynamo_errors{0};         // other failed requests (each retried)
+  std::atomic<bool> dynamo_up{true};
+  metrics::Histogram dynamo_write_seconds;        // one BatchWriteItem call
 };
 
 // The last maintenance pass's figures, over every stream.

@@ -324,6 +324,47 @@ void read_postgres(const toml::table& t, PostgresConfig& c, Problems& problems) 
   }
 }
 
+void read_dynamodb(const toml::table& t, DynamoConfig& c, Problems& problems) {
+  c.enabled = true;
+  for (auto&& [k, v] : t) {
+    std::string_view key = k.str();
+    std::string path = join("dynamodb", key);
+    Status s;
+    if (key == "table") {
+      s = read_nonempty(v, path, c.table);
+    } else if (key == "region") {
+      s = read_string(v, path, c.region);
+    } else if (key == "endpoint") {
+      s = read_string(v, path, c.endpoint);
+      if (s && !c.endpoint.empty() && c.endpoint.rfind("https://", 0) != 0 && c.endpoint.rfind("http://", 0) != 0) {
+        s = bad(path + " must start with https:// (or http:// for a local test server)");
+      }
+    } else if (key == "access_key_id") {
+      s = read_string(v, path, c.access_key_id);
+    } else if (key == "secret_access_key") {
+      s = read_string(v, path, c.secret_access_key);
+    } else if (key == "session_token") {
+      s = read_string(v, path, c.session_token);
+    } else if (key == "ca_file") {
+      s = read_string(v, path, c.ca_file);
+    } else if (key == "timeout_ms") {
+      s = read_uint(v, path, 100, 600'000, c.timeout_ms);
+    } else if (key == "spread") {
+      s = read_uint(v, path, 1, 100, c.spread);
+    } else if (key == "create_table") {
+      s = read_bool(v, path, c.create_table);
+    } else if (key == "readers") {
+      s = read_uint(v, path, 1, 64, c.readers);
+    } else {
+      s = unknown_key(path);
+    }
+    problems.add(s);
+  }
+  if (c.access_key_id.empty() != c.secret_access_key.empty()) {
+    problems.add(bad("dynamodb.access_key_id and dynamodb.secret_access_key go together"));
+  }
+}
+
 void read_persist(const toml::table& t, PersistConfig& c, Problems& problems) {
   for (auto&& [k, v] : t) {
     std::string_view key = k.str();
@@ -672,6 +713,8 @@ void read_document(const toml::table& doc, ServerConfig& c, Problems& problems) 
       if ((t = as_table(v, path, s))) read_valkey(*t, c.valkey, problems);
     } else if (key == "postgres") {
       if ((t = as_table(v, path, s))) read_postgres(*t, c.postgres, problems);
+    } else if (key == "dynamodb") {
+      if ((t = as_table(v, path, s))) read_dynamodb(*t, c.dynamodb, problems);
     } else if (key == "persist") {
       if ((t = as_table(v, path, s))) read_persist(*t, c.persist, problems);
     } else {

@@ -48,6 +48,27 @@ struct PostgresConfig {
   bool operator==(const PostgresConfig&) const = default;
 };
 
+// [dynamodb]: a DynamoDB table as the persister's sink (beside [postgres] or
+// instead of it) and, without [postgres], where the nodes read history Valkey
+// no longer keeps (docs/operations.md, "DynamoDB"). The section's presence
+// turns it on; empty region and credentials come from AWS_REGION,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN.
+struct DynamoConfig {
+  bool enabled = false;         // the section is there
+  std::string table = "parley_messages";
+  std::string region;           // empty: AWS_REGION
+  std::string endpoint;         // empty: https://dynamodb.<region>.amazonaws.com
+  std::string access_key_id;    // empty: AWS_ACCESS_KEY_ID (and the secret and token from the env too)
+  std::string secret_access_key;
+  std::string session_token;
+  std::string ca_file;          // empty: the system's trust store
+  uint32_t timeout_ms = 5000;   // per HTTP step (connect, write, read)
+  uint32_t spread = 1;          // partition keys per channel (a hot channel); fixed once data exists
+  bool create_table = true;     // CreateTable (on-demand) when the table is missing
+  uint32_t readers = 2;         // per node: history reader threads
+  bool operator==(const DynamoConfig&) const = default;
+};
+
 // [persist]: read by `parley persist` only.
 struct PersistConfig {
   std::string listen = "127.0.0.1:7710";  // GET /metrics and /healthz
@@ -118,6 +139,7 @@ struct ServerConfig {
   std::map<std::string, TenantConfig, std::less<>> tenants;
   ValkeyConfig valkey;
   PostgresConfig postgres;
+  DynamoConfig dynamodb;
   PersistConfig persist;
 };
 

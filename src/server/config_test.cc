@@ -391,6 +391,39 @@ TEST(Config, PostgresAndPersistSections) {
             "persist.batch must be an integer between 1 and 10000");
 }
 
+TEST(Config, DynamodbSection) {
+  auto r = parse_config(with_demo("[dynamodb]\ntable = \"chat\"\nregion = \"eu-west-1\"\n"
+                                  "endpoint = \"http://127.0.0.1:4567\"\naccess_key_id = \"AK\"\n"
+                                  "secret_access_key = \"SK\"\nsession_token = \"T\"\nca_file = \"/ca.pem\"\n"
+                                  "timeout_ms = 900\nspread = 4\ncreate_table = false\nreaders = 3\n"));
+  ASSERT_TRUE(r.is_ok()) << r.error().msg;
+  EXPECT_TRUE(r->dynamodb.enabled);
+  EXPECT_EQ(r->dynamodb.table, "chat");
+  EXPECT_EQ(r->dynamodb.region, "eu-west-1");
+  EXPECT_EQ(r->dynamodb.endpoint, "http://127.0.0.1:4567");
+  EXPECT_EQ(r->dynamodb.access_key_id, "AK");
+  EXPECT_EQ(r->dynamodb.secret_access_key, "SK");
+  EXPECT_EQ(r->dynamodb.session_token, "T");
+  EXPECT_EQ(r->dynamodb.ca_file, "/ca.pem");
+  EXPECT_EQ(r->dynamodb.timeout_ms, 900u);
+  EXPECT_EQ(r->dynamodb.spread, 4u);
+  EXPECT_FALSE(r->dynamodb.create_table);
+  EXPECT_EQ(r->dynamodb.readers, 3u);
+  // The section alone turns it on, with the defaults.
+  auto e = parse_config(with_demo("[dynamodb]\n"));
+  ASSERT_TRUE(e.is_ok()) << e.error().msg;
+  EXPECT_TRUE(e->dynamodb.enabled);
+  EXPECT_EQ(e->dynamodb.table, "parley_messages");
+  EXPECT_TRUE(e->dynamodb.create_table);
+  EXPECT_FALSE(parse_config(kDemo)->dynamodb.enabled);
+  EXPECT_EQ(error_of(with_demo("[dynamodb]\nendpoint = \"dynamodb.local:8000\"\n")),
+            "dynamodb.endpoint must start with https:// (or http:// for a local test server)");
+  EXPECT_EQ(error_of(with_demo("[dynamodb]\naccess_key_id = \"AK\"\n")),
+            "dynamodb.access_key_id and dynamodb.secret_access_key go together");
+  EXPECT_EQ(error_of(with_demo("[dynamodb]\nspread = 0\n")), "dynamodb.spread must be an integer between 1 and 100");
+  EXPECT_EQ(error_of(with_demo("[dynamodb]\nbucket = \"x\"\n")), "unknown key dynamodb.bucket");
+}
+
 TEST(Config, AddressesAreChecked) {
   EXPECT_EQ(error_of(with_demo("[server]\nlisten = \"7700\"\n")),
             "server.listen must be host:port: expected host:port");

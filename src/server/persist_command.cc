@@ -9,6 +9,7 @@
 #include "persist/persister.h"
 #include "persist/status_http.h"
 #include "server/config.h"
+#include "server/dynamo_options.h"
 #include "server/json_log.h"
 
 namespace parley::server {
@@ -27,8 +28,8 @@ int run_persist(const PersistArgs& args) {
     std::cerr << "parley: " << cfg.error().msg << "\n";
     return kExitUsage;
   }
-  if (cfg->postgres.url.empty()) {
-    std::cerr << "parley: " << args.config_path << ": persist needs [postgres] url\n";
+  if (cfg->postgres.url.empty() && !cfg->dynamodb.enabled) {
+    std::cerr << "parley: " << args.config_path << ": persist needs [postgres] url or [dynamodb]\n";
     return kExitUsage;
   }
   spdlog::set_level(spdlog::level::from_str(cfg->log_level));
@@ -47,6 +48,14 @@ int run_persist(const PersistArgs& args) {
   o.partitions = cfg->valkey.partitions;
   for (const auto& [id, t] : cfg->tenants) o.tenants.push_back(id);
   o.postgres_url = cfg->postgres.url;
+  if (cfg->dynamodb.enabled) {
+    auto d = dynamo_options(cfg->dynamodb);
+    if (!d) {
+      std::cerr << "parley: " << args.config_path << ": " << d.error().msg << "\n";
+      return kExitUsage;
+    }
+    o.dynamodb = std::move(*d);
+  }
   o.postgres_timeout_ms = cfg->postgres.timeout_ms;
   o.valkey_timeout_ms = cfg->valkey.command_timeout_ms;
   o.group = cfg->persist.group;
@@ -69,6 +78,7 @@ int run_persist(const PersistArgs& args) {
     }
     if (target == "/healthz") {
       const auto& s = persister.stats();
+      if (!s.dynamo_up.load()) return persist::StatusPage{503, "application/json", "{\"status\":\"unavailable\",\"reason\":\"dynamodb\"}\n"};
       if (!s.postgres_up.load()) return persist::StatusPage{503, "application/json", "{\"status\":\"unavailable\",\"reason\":\"postgres\"}\n"};
       if (!s.valkey_up.load()) return persist::StatusPage{503, "application/json", "{\"status\":\"unavailable\",\"reason\":\"valkey\"}\n"};
       return persist::StatusPage{200, "application/json", "{\"status\":\"ok\"}\n"};

@@ -97,6 +97,19 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   start_key("postgres", "url", rp.url, np.url, r);
   start_key("postgres", "readers", rp.readers, np.readers, r);
   start_key("postgres", "timeout_ms", rp.timeout_ms, np.timeout_ms, r);
+  const DynamoConfig& rd = running.dynamodb;
+  DynamoConfig& nd = n.dynamodb;
+  start_key("dynamodb", "table", rd.table, nd.table, r);
+  start_key("dynamodb", "region", rd.region, nd.region, r);
+  start_key("dynamodb", "endpoint", rd.endpoint, nd.endpoint, r);
+  start_key("dynamodb", "access_key_id", rd.access_key_id, nd.access_key_id, r);
+  start_key("dynamodb", "secret_access_key", rd.secret_access_key, nd.secret_access_key, r);
+  start_key("dynamodb", "session_token", rd.session_token, nd.session_token, r);
+  start_key("dynamodb", "ca_file", rd.ca_file, nd.ca_file, r);
+  start_key("dynamodb", "timeout_ms", rd.timeout_ms, nd.timeout_ms, r);
+  start_key("dynamodb", "spread", rd.spread, nd.spread, r);
+  start_key("dynamodb", "create_table", rd.create_table, nd.create_table, r);
+  start_key("dynamodb", "readers", rd.readers, nd.readers, r);
   // [persist] is read by `parley persist`, which does not reload: a change
   // applies when the persister restarts.
   const PersistConfig& rs = running.persist;
@@ -113,6 +126,7 @@ ReloadPlan plan_reload(const ServerConfig& running, ServerConfig file) {
   // running value, and the section is named.
   keep("valkey", rv, nv, r);
   keep("postgres", rp, np, r);
+  keep("dynamodb", rd, nd, r);
   keep("persist", rs, ns, r);
 
   for (auto& [id, t] : n.tenants) {

@@ -20,6 +20,7 @@
 #include "runtime/every_loop.h"
 #include "runtime/thread_slice.h"
 #include "server/reload_plan.h"
+#include "server/dynamo_options.h"
 #include "net/stream_connection.h"
 #include "store/embedded_store.h"
 #include "store/memory_store.h"
@@ -175,12 +176,19 @@ Status Server::open_valkey_store() {
   vo.topology_refresh_ms = config_.valkey.topology_refresh_ms;
   vo.wait_replicas = config_.valkey.wait_replicas;
   vo.wait_timeout_ms = config_.valkey.wait_timeout_ms;
-  // With a persister (postgres.url) the WAL waits for its acknowledgements; the
+  // With a persister (postgres.url or [dynamodb]) the WAL waits for its acknowledgements; the
   // script keeps only the hard cap (docs/operations.md, "The persister").
-  vo.wal_max_len = config_.postgres.url.empty() ? config_.valkey.wal_max_len : config_.valkey.wal_hard_cap;
+  const bool archived = !config_.postgres.url.empty() || config_.dynamodb.enabled;
+  vo.wal_max_len = archived ? config_.valkey.wal_hard_cap : config_.valkey.wal_max_len;
   vo.postgres_url = config_.postgres.url;
   vo.postgres_readers = config_.postgres.readers;
   vo.postgres_timeout_ms = config_.postgres.timeout_ms;
+  if (config_.dynamodb.enabled && config_.postgres.url.empty()) {
+    auto d = dynamo_options(config_.dynamodb);
+    if (!d) return d.error();
+    vo.dynamodb = std::move(*d);
+    vo.dynamodb_readers = config_.dynamodb.readers;
+  }
   auto opened = store::valkey::ValkeyStore::open(*loops_, vo);
   if (!opened) return opened.error();
   valkey_ = opened->get();

@@ -8,8 +8,8 @@
 - README.md's folder list and the folders of src/ differ;
 - README.md's configuration key list and the keys src/server/config.cc accepts
   differ;
-- src/server/reload_plan.cc does not name a [server], [valkey], [postgres] or
-  [persist] key config.cc accepts (every such key but the live ones needs a
+- src/server/reload_plan.cc does not name a [server], [valkey], [postgres],
+  [dynamodb] or [persist] key config.cc accepts (every such key but the live ones needs a
   restart, and a reload must say so).
 
 Usage: docs_test.py PARLEY_BINARY SOURCE_DIR
@@ -23,7 +23,7 @@ import tempfile
 parley, root = sys.argv[1], sys.argv[2]
 failures = []
 
-HEADER = re.compile(r'^\s*\[((?:server|tenants|valkey|postgres|persist)(?:\.[A-Za-z0-9_.:@-]+)?)\]')
+HEADER = re.compile(r'^\s*\[((?:server|tenants|valkey|postgres|dynamodb|persist)(?:\.[A-Za-z0-9_.:@-]+)?)\]')
 
 
 def code_blocks(path):
@@ -154,7 +154,7 @@ for _, block in code_blocks(tmpfile):
 os.remove(tmpfile)
 
 config_cc = open(os.path.join(root, 'src/server/config.cc'), encoding='utf-8').read()
-READERS = {'read_server': 'server', 'read_valkey': 'valkey', 'read_postgres': 'postgres',
+READERS = {'read_server': 'server', 'read_valkey': 'valkey', 'read_postgres': 'postgres', 'read_dynamodb': 'dynamodb',
            'read_persist': 'persist', 'read_tenant': 'tenants.*',
            'read_namespace': 'tenants.*.namespaces.*', 'read_topic': 'tenants.*.topics.*',
            'read_leaderboard': 'tenants.*.leaderboards.*'}
@@ -185,7 +185,7 @@ plan = open(os.path.join(root, 'src/server/reload_plan.cc'), encoding='utf-8').r
 named = {'server.' + k for k in re.findall(r'server_key\("(\w+)"', plan)}
 named |= {s + '.' + k for s, k in re.findall(r'start_key\("(\w+)", "(\w+)"', plan)}
 for key in sorted(accepted):
-    if key.split('.')[0] in ('server', 'valkey', 'postgres', 'persist'):
+    if key.split('.')[0] in ('server', 'valkey', 'postgres', 'dynamodb', 'persist'):
         if key not in named and key not in LIVE:
             failures.append('reload_plan.cc does not name %s: a reload would not list it' % key)
 

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "integration/persister_load.h"
 #include "support/client.h"
 #include "support/persister_process.h"
 #include "support/pg_server.h"
@@ -26,19 +27,7 @@ namespace parley::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr int kPartitions = 4;
-
-std::string tenants() {
-  return default_tenants_toml(
-      "publish_per_sec = 0\npublish_per_conn_sec = 0\n[tenants.demo.namespaces.chat]\nhistory = 20\n");
-}
-
-// The [valkey] section of the servers and the persister: few partitions, so
-// that each test's rows spread over every one of them.
-std::string valkey_section(const std::vector<std::string>& nodes, bool cluster = false) {
-  return valkey_toml(nodes, cluster) + "partitions = " + std::to_string(kPartitions) + "\n";
-}
+using namespace persist_test;
 
 ServerSpec server_spec(const std::vector<std::string>& nodes, const std::string& pg_url, bool cluster = false) {
   ServerSpec spec = spec_with_tenants(tenants());
@@ -52,66 +41,6 @@ PersisterSpec persister_spec(const std::vector<std::string>& nodes, const std::s
   return PersisterSpec{tenants(), valkey_section(nodes, cluster), pg_url,
                        "consumer = \"" + consumer + "\"\nclaim_idle_ms = 1000\ntrim_interval_ms = 100\n"
                        "poll_ms = 10\n"};
-}
-
-bool wait_for(const std::function<bool()>& ok, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ok()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return ok();
-}
-
-// Publishes `n` messages round-robin over `chans` on one connection, 32 in
-// flight; a pub answered `unavailable` is sent again with the same id (a
-// duplicate then answers with the original seq). Returns the acked seqs.
-std::map<std::string, std::set<int64_t>> publish(uint16_t port, const std::vector<std::string>& chans, int n,
-                                                 const std::string& tag) {
-  std::map<std::string, std::set<int64_t>> acked;
-  auto c = connect_as(port, "alice");
-  for (const auto& ch : chans) EXPECT_EQ(op_of(c->join(ch)), "joined") << ch;
-  std::map<int64_t, std::pair<std::string, std::string>> waiting;  // rid -> (ch, id)
-  int next = 0;
-  int64_t rid = 1000;
-  int retried = 0;  // pubs answered `unavailable` and sent again
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  auto send = [&](const std::string& ch, const std::string& id) {
-    waiting[++rid] = {ch, id};
-    c->send(pub_frame(ch, id, "{\"id\":\"" + id + "\"}", rid));
-  };
-  while ((next < n || !waiting.empty()) && std::chrono::steady_clock::now() < deadline) {
-    while (next < n && waiting.size() < 32) {
-      send(chans[static_cast<size_t>(next) % chans.size()], tag + "-" + std::to_string(next));
-      ++next;
-    }
-    auto o = c->next(5s);
-    if (!o) break;
-    const std::string op = op_of(*o);
-    if (op != "ack" && op != "error") continue;
-    auto it = waiting.find(json_int(*o, "rid").value_or(-1));
-    if (it == waiting.end()) continue;
-    auto [ch, id] = it->second;
-    waiting.erase(it);
-    if (op == "ack") {
-      acked[ch].insert(*json_int(*o, "seq"));
-    } else if (json_str(*o, "code") != "unavailable") {
-      ADD_FAILURE() << "pub refused: " << *o;
-    } else {
-      ++retried;
-      std::this_thread::sleep_for(20ms);
-      send(ch, id);
-    }
-  }
-  EXPECT_EQ(next, n);
-  EXPECT_TRUE(waiting.empty()) << waiting.size() << " pubs never answered";
-  return acked;
-}
-
-size_t total(const std::map<std::string, std::set<int64_t>>& acked) {
-  size_t n = 0;
-  for (const auto& [ch, seqs] : acked) n += seqs.size();
-  return n;
 }
 
 int64_t rows(PgServer& pg) {
@@ -135,17 +64,6 @@ void expect_exactly_once(PgServer& pg, const std::map<std::string, std::set<int6
     // Acks gave 1..N, no hole: so the rows are exactly 1..N.
     EXPECT_EQ(static_cast<int64_t>(seqs.size()), *seqs.rbegin() - *seqs.begin() + 1) << ch;
   }
-}
-
-int64_t wal_entries(RedisServer& r) {
-  int64_t n = 0;
-  for (const char* t : {"demo", "other"}) {
-    for (int k = 0; k < kPartitions; ++k) {
-      const std::string v = r.command({"XLEN", "{" + std::string(t) + ".p" + std::to_string(k) + "}:w"});
-      if (!v.empty() && v[0] != 'E') n += std::stoll(v);
-    }
-  }
-  return n;
 }
 
 class PersisterTest : public ::testing::Test {

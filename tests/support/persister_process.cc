@@ -19,7 +19,9 @@ PersisterProcess::PersisterProcess(PersisterSpec spec) : spec_(std::move(spec)) 
   dir_ = mkdtemp(tmpl) ? tmpl : "/tmp";
   std::ofstream cfg(dir_ + "/parley.toml");
   cfg << "[server]\nstore = \"valkey\"\nlog_level = \"info\"\n\n" << spec_.tenants_toml << "\n"
-      << spec_.valkey_toml << "\n[postgres]\nurl = \"" << spec_.postgres_url << "\"\n"
+      << spec_.valkey_toml << "\n";
+  if (!spec_.postgres_url.empty()) cfg << "[postgres]\nurl = \"" << spec_.postgres_url << "\"\n";
+  cfg << spec_.sections_toml << "\n"
       << "[persist]\nlisten = \"127.0.0.1:0\"\n" << spec_.persist_extra << "\n";
 }
 

@@ -16,8 +16,9 @@ namespace parley::testing {
 struct PersisterSpec {
   std::string tenants_toml;  // the same tenants as the servers (default_tenants_toml())
   std::string valkey_toml;   // the [valkey] section
-  std::string postgres_url;
+  std::string postgres_url;  // empty: no [postgres] section
   std::string persist_extra; // more [persist] keys, one per line (consumer = "a", ...)
+  std::string sections_toml; // more sections ([dynamodb] ...)
 };
 
 class PersisterProcess {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "store/archive_reader.h"
 #include "store/reader_pool.h"
 #include "store/store.h"
 
@@ -21,17 +22,17 @@ namespace parley::store::postgres {
 
 class PgConn;
 
-class PgHistory {
+class PgHistory final : public ArchiveReader {
  public:
   PgHistory(std::string url, unsigned threads, uint32_t timeout_ms);
   // Runs the reads already asked for, then closes the connections.
-  ~PgHistory();
+  ~PgHistory() override;
 
   // The archived messages of `id` with lo <= seq < hi, oldest first: the `limit`
   // oldest of them, or the `limit` newest when `newest`. kUnavailable when
   // PostgreSQL cannot answer.
   void read(const ChannelId& id, uint64_t lo, uint64_t hi, uint32_t limit, bool newest,
-            ReadDone done);
+            ReadDone done) override;
   // The same, on the calling thread (blocking; never on a loop).
   Result<std::vector<StoredMessage>> read_now(const ChannelId& id, uint64_t lo, uint64_t hi,
                                               uint32_t limit, bool newest);

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "store/postgres/libpq.h"
 #include "store/postgres/pg_history.h"
+#include "store/dynamodb/dynamo_history.h"
 #include "store/store_policy.h"
 #include "store/valkey/partition_map.h"
 #include "store/valkey/replies.h"
@@ -76,6 +77,8 @@ ValkeyStore::ValkeyStore(runtime::LoopGroup& loops, ValkeyOptions opts)
   if (!opts_.postgres_url.empty()) {
     archive_ = std::make_unique<postgres::PgHistory>(opts_.postgres_url, opts_.postgres_readers,
                                                      opts_.postgres_timeout_ms);
+  } else if (opts_.dynamodb) {
+    archive_ = std::make_unique<dynamodb::DynamoHistory>(*opts_.dynamodb, opts_.dynamodb_readers);
   }
   conn_opts_.hello = {format_command({"SCRIPT", "LOAD", append_script().source}),
                       format_command({"SCRIPT", "LOAD", recover_script().source}),

@@ -32,8 +32,8 @@
 // whichever node answered (a redirected call can be answered after a later one).
 //
 // History older than a channel's stream keeps (the namespace's `history` latest)
-// comes from PostgreSQL when postgres_url is set: the persister (src/persist)
-// archives every WAL entry there. A read whose Valkey answer does not reach down
+// comes from PostgreSQL when postgres_url is set, else from DynamoDB when
+// dynamodb is: the persister (src/persist) archives every WAL entry there. A read whose Valkey answer does not reach down
 // to what was asked is completed from it on the archive's reader threads, so the
 // callback then runs on one of those.
 //
@@ -60,6 +60,8 @@
 #include <vector>
 
 #include "runtime/loop_group.h"
+#include "store/archive_reader.h"
+#include "store/dynamodb/dynamo_client.h"
 #include "store/store.h"
 #include "store/valkey/cluster_map.h"
 #include "store/valkey/feed_route.h"
@@ -93,6 +95,10 @@ struct ValkeyOptions {
   std::string postgres_url;
   unsigned postgres_readers = 2;     // threads (and connections) reading it
   uint32_t postgres_timeout_ms = 5000;
+  // Without postgres_url: the persister's DynamoDB table holds that history
+  // (dynamodb/dynamo_history.h). Both unset: Valkey's history is all there is.
+  std::optional<dynamodb::DynamoOptions> dynamodb;
+  unsigned dynamodb_readers = 2;
 };
 
 // Cluster answers the store followed (counted as they come, resends or not).
@@ -240,7 +246,7 @@ class ValkeyStore final : public Store {
   mutable std::mutex mu_;
   std::condition_variable idle_;
   size_t outstanding_ = 0;  // every call not yet completed (guarded by mu_)
-  std::unique_ptr<postgres::PgHistory> archive_;  // with postgres_url only
+  std::unique_ptr<ArchiveReader> archive_;  // with postgres_url or dynamodb only
 
   static Error closed_error();
 
