@@ -49,7 +49,12 @@ const msgpack::object* MsgpackFrameReader::unpack(const char* data, size_t len) 
   zone_.clear();
   try {
     size_t off = 0;
-    root_ = msgpack::unpack(zone_, data, len, off, reference_all, nullptr);
+    // Every element takes at least a byte: a count past the frame's length is
+    // a lie, refused before the zone reserves room for it (fuzz_bench_delta
+    // found an array32 header asking for 64 GiB).
+    const auto n = static_cast<std::size_t>(len);
+    const msgpack::unpack_limit limit(n, n, n, n, n, 512);
+    root_ = msgpack::unpack(zone_, data, len, off, reference_all, nullptr, limit);
     if (off != len) return nullptr;
   } catch (const std::exception&) {
     return nullptr;
