@@ -5,7 +5,9 @@
 # the capability get full bodies), ROUNDS times, alternating, so a load change on
 # the shared machine hits all three.
 #   bench/worlds/wire_cost.sh PARLEY_BIN BENCH_BIN OUT_DIR [PRESET [ROUNDS [extra flags]]]
-# PRESET: world-6k (default) or world-big. Writes OUT_DIR/<preset>-<mode>-<round>.{txt,json},
+# PRESET: world-6k (default) or world-big. MODES (default "json msgpack msgpack-delta")
+# picks the modes and their order; msgpack-sds is MessagePack with batched deltas
+# (PROTOCOL.md "Batched state deltas": parley-bench --batched-deltas). Writes OUT_DIR/<preset>-<mode>-<round>.{txt,json},
 # the server's /metrics after each run (.metrics.txt: parley_namespace_bytes_out_total by
 # encoding), uptime before and after, and what each process used (ps), then a summary
 # table (summary.txt): bytes per delivery, bytes per avatar-second, server CPU per
@@ -27,6 +29,7 @@ run_one() {  # mode round
     json) flags=(--encoding json) ;;
     msgpack) flags=(--encoding msgpack) ;;
     msgpack-delta) flags=(--encoding msgpack --deltas) ;;
+    msgpack-sds) flags=(--encoding msgpack --batched-deltas) ;;
   esac
   local tag="$PRESET-$mode-$round" tmp
   tmp=$(mktemp -d /tmp/wire-cost.XXXXXX)
@@ -62,20 +65,20 @@ EOF
 }
 
 for round in $(seq "$ROUNDS"); do
-  for mode in json msgpack msgpack-delta; do run_one "$mode" "$round" "$@"; done
+  for mode in ${MODES:-json msgpack msgpack-delta}; do run_one "$mode" "$round" "$@"; done
 done
 
 {
-  printf '%-28s %12s %14s %16s %10s %8s\n' run B/delivery B/avatar-s srv-us/delivery deliv/s exit
+  printf '%-28s %12s %14s %16s %10s %10s %8s\n' run B/delivery B/avatar-s srv-us/delivery deliv/s over-ideal exit
   for f in "$OUT"/"$PRESET"-*.json; do
     python3 - "$f" <<'PY'
 import json, sys, os
 r = json.load(open(sys.argv[1]))
 w, f = r["wire"], r["figures"]
 txt = open(sys.argv[1][:-5] + ".txt").read().strip().splitlines()[-1]
-print("%-28s %12.1f %14.0f %16.3f %10.0f %8s" % (os.path.basename(sys.argv[1])[:-5], w["bytes_per_delivery"],
+print("%-28s %12.1f %14.0f %16.3f %10.0f %10.3f %8s" % (os.path.basename(sys.argv[1])[:-5], w["bytes_per_delivery"],
       w["bytes_per_avatar_s"], w["server_cpu_us_per_delivery"],
-      f["deliveries_per_s"] + f["state_deliveries_per_s"], txt.split()[-1]))
+      f["deliveries_per_s"] + f["state_deliveries_per_s"], w.get("over_ideal", 0), txt.split()[-1]))
 PY
   done
 } | tee "$OUT/summary.txt"

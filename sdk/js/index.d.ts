@@ -105,6 +105,12 @@ export interface ClientOptions {
    */
   stateDeltas?: boolean;
   /**
+   * With stateDeltas, also ask for batched deltas (PROTOCOL.md "Batched state
+   * deltas", `hello` capability `state_delta_batch`; default false): a tick's
+   * deltas come in one `sds` frame, fewer bytes; `state` events are the same.
+   */
+  stateDeltaBatch?: boolean;
+  /**
    * Ping every this many ms (and once after every welcome) to keep `clock`
    * fresh; default 0: only ping() and the liveness pings feed it.
    */
@@ -122,6 +128,8 @@ export interface Welcome {
   caps: string[];
   /** True when this connection gets state deltas (`caps` holds "state_delta"). */
   stateDeltas: boolean;
+  /** True when its deltas come batched (`caps` holds "state_delta_batch" too). */
+  stateDeltaBatch: boolean;
 }
 
 /** The server clock estimate (PROTOCOL.md "Time for games"). */

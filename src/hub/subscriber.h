@@ -25,6 +25,9 @@ class Subscriber {
   // It asked for state deltas (hello caps, PROTOCOL.md "State deltas"): in a
   // namespace with state_delta its states come as `sd` frames where it can.
   virtual bool state_deltas() const { return false; }
+  // And batched (PROTOCOL.md "Batched state deltas"): its deltas of one tick
+  // come as entries of `sds` frames instead of `sd` frames.
+  virtual bool state_delta_batch() const { return false; }
   // Queues a frame, taking it. The subscriber disconnects itself when it
   // cannot keep up.
   virtual void send(net::OutFrame&& frame) = 0;

@@ -371,6 +371,8 @@ size_t TickBatcher::encode_channel(Local& local) {
   if (any_delta) prepare_streams(local);
   dprim_.reset();  // the delta views: made by the first delta member, if any
   mp_dprim_.reset();
+  dsds_.reset();
+  mp_dsds_.reset();
 
   // The events excluded for one key: a run of the sorted list (empty if none).
   auto excluded = [](const auto& list, const auto& key) {

@@ -217,6 +217,26 @@ class TickBatcher {
   uint64_t append_delta_member(Local& local, Member& m, const std::vector<uint32_t>& events,
                                const net::SharedBuf& json);
   bool delta_member(const Subscriber& sub) const { return batch_streams_ && sub.state_deltas(); }
+  // Batched state deltas (PROTOCOL.md "Batched state deltas"): the batch's
+  // delta entries (`sid,{fields}` or `sid,[pos,{fields}(,unset)]`), once per
+  // encoding per drain, behind a head (`{"op":"sds","tick","ts","d":[`; in
+  // MessagePack the map up to "d", the array header being a member's own).
+  struct SdsView {
+    const net::SharedBuf* buf;
+    const std::vector<std::pair<size_t, size_t>>* spans;  // per event; empty: no entry
+    size_t head;
+    bool msgpack;
+    metrics::WireForm form;
+    metrics::NamespaceTraffic* traffic;
+  };
+  SdsView sds_for(Local& local, const Subscriber& sub);
+  void build_sds_buffer(Local& local);
+  // Appends one `sds` of events[k..j] (each with an entry) to `a`'s frame.
+  static void add_sds(Assembly& a, const SdsView& v, const std::vector<uint32_t>& events, size_t k,
+                      size_t j);
+  // Entries of one `sds` at most: a member's MessagePack array header of `d`
+  // is then one of a static table (no bytes of its own to allocate).
+  static constexpr size_t kMaxSdsEntries = 1024;
   // Whether every event of the batch is primary-ready for a member received
   // everything since since_gen (no exclusions, no grid).
   bool settled(const Member& m) const {
@@ -273,6 +293,11 @@ class TickBatcher {
   net::SharedBuf dprim_, dalt_, mp_dprim_, mp_dalt_;
   std::vector<std::pair<size_t, size_t>> dprim_spans_, dalt_spans_, mp_dprim_spans_, mp_dalt_spans_;
   std::vector<uint32_t> kept_;
+  net::SharedBuf dsds_, mp_dsds_;
+  std::vector<std::pair<size_t, size_t>> dsds_spans_, mp_dsds_spans_;
+  std::vector<uint32_t> dsds_value_at_;  // where each entry's value starts (after "sid,")
+  size_t dsds_head_ = 0, mp_dsds_head_ = 0;
+  std::vector<uint8_t> kinds_;  // a batch member's view of each of its events
   uint32_t next_sid_ = 1;            // sids are unique per loop, so per connection
 };
 

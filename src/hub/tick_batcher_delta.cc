@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "hub/tick_batcher.h"
+#include "protocol/msgpack_encoder.h"
 
 namespace parley::hub {
 
@@ -62,6 +63,35 @@ void append_full_with_sid(std::string& out, const ChannelEvent& ev, std::string_
   out += stamp;
   fmt::format_to(std::back_inserter(out), R"("sid":{},)", sid);
   out += std::string_view(*ev.json).substr(kStateFrameOpen.size());
+}
+
+constexpr char kComma[] = ",";
+constexpr char kOpen[] = "[";
+constexpr char kSdsClose[] = "]}";
+
+// MessagePack array headers of 0..2 * kMaxSdsEntries elements, static: a
+// member's `d` header is a slice of this table.
+struct ArrayHeaders {
+  static constexpr size_t kCount = 2 * 1024 + 1;
+  uint8_t bytes[kCount][3];
+  uint8_t len[kCount];
+  ArrayHeaders() {
+    for (size_t n = 0; n < kCount; ++n) {
+      if (n < 16) {
+        bytes[n][0] = static_cast<uint8_t>(0x90 | n);
+        len[n] = 1;
+      } else {
+        bytes[n][0] = 0xdc;
+        bytes[n][1] = static_cast<uint8_t>(n >> 8);
+        bytes[n][2] = static_cast<uint8_t>(n & 0xff);
+        len[n] = 3;
+      }
+    }
+  }
+};
+const ArrayHeaders& array_headers() {
+  static const ArrayHeaders table;
+  return table;
 }
 
 }  // namespace
@@ -189,6 +219,119 @@ bool TickBatcher::has_base(const Local& local, const Member& m, uint32_t i) cons
   return !cell || neighbours(*cell, *d.base_cell);  // no cell: it receives everything
 }
 
+void TickBatcher::build_sds_buffer(Local& local) {
+  const size_t n = local.pending.size();
+  std::string buf = R"({"op":"sds",)";
+  buf.append(stamp_.substr(kStateFrameOpen.size()));  // "tick":N,"ts":T,
+  buf += R"("d":[)";
+  dsds_head_ = buf.size();
+  dsds_spans_.assign(n, {0, 0});
+  dsds_value_at_.assign(n, 0);
+  bool first = true;
+  for (uint32_t i = 0; i < n; ++i) {
+    const DeltaEvent& d = devents_[i];
+    if (!d.stream || d.base_gen == 0) continue;
+    const ChannelEvent& ev = local.pending[i];
+    const StateStream& s = *d.stream;
+    const std::string_view base = std::string_view(*s.base).substr(s.base->size() - 1 - s.body_len, s.body_len);
+    const std::string_view next = body_of(ev);
+    if (!first) buf += ',';
+    first = false;
+    const size_t at = buf.size();
+    fmt::format_to(std::back_inserter(buf), "{},", s.sid);
+    dsds_value_at_[i] = static_cast<uint32_t>(buf.size());
+    const std::string_view pos = pos_of(ev);
+    const bool removed = protocol::has_removed_fields(base, s.fields, next, next_fields_[i]);
+    if (pos.empty() && !removed) {
+      protocol::append_changed_fields(buf, base, s.fields, next, next_fields_[i]);
+    } else {
+      buf += '[';
+      buf += pos.empty() ? std::string_view("null") : pos;
+      buf += ',';
+      protocol::append_changed_fields(buf, base, s.fields, next, next_fields_[i]);
+      if (removed) {
+        buf += ',';
+        protocol::append_removed_keys(buf, base, s.fields, next, next_fields_[i]);
+      }
+      buf += ']';
+    }
+    dsds_spans_[i] = {at, buf.size()};
+  }
+  dsds_ = std::make_shared<const std::string>(std::move(buf));
+}
+
+TickBatcher::SdsView TickBatcher::sds_for(Local& local, const Subscriber& sub) {
+  if (!dsds_) build_sds_buffer(local);
+  if (sub.encoding() != protocol::Encoding::kMsgpack) {
+    return {&dsds_, &dsds_spans_, dsds_head_, false, metrics::WireForm::kJsonDelta, local.traffic};
+  }
+  if (!mp_dsds_) {
+    const std::string& json = *dsds_;
+    std::string buf;
+    // The head as a map whose `d` is empty, less that empty array's one byte.
+    std::string head(json, 0, dsds_head_);
+    head += "]}";
+    protocol::append_msgpack_from_json(buf, head);
+    buf.pop_back();
+    mp_dsds_head_ = buf.size();
+    mp_dsds_spans_.assign(dsds_spans_.size(), {0, 0});
+    for (size_t i = 0; i < dsds_spans_.size(); ++i) {
+      const auto [begin, end] = dsds_spans_[i];
+      if (begin == end) continue;
+      const size_t at = buf.size();
+      const size_t value_at = dsds_value_at_[i];
+      // The sid (an integer), then the value: its delta body is a body ($bin).
+      protocol::append_msgpack_from_json(buf, std::string_view(json).substr(begin, value_at - 1 - begin));
+      if (!protocol::append_msgpack_from_json(buf, std::string_view(json).substr(value_at, end - value_at),
+                                              true)) {
+        buf.resize(at);  // never for text the batcher wrote; the entry's event goes whole
+        continue;
+      }
+      mp_dsds_spans_[i] = {at, buf.size()};
+    }
+    mp_dsds_ = std::make_shared<const std::string>(std::move(buf));
+  }
+  return {&mp_dsds_, &mp_dsds_spans_, mp_dsds_head_, true, metrics::WireForm::kMsgpackDelta, local.traffic};
+}
+
+void TickBatcher::add_sds(Assembly& a, const SdsView& v, const std::vector<uint32_t>& events, size_t k,
+                          size_t j) {
+  const auto& spans = *v.spans;
+  uint64_t bytes = v.head;
+  if (!v.msgpack) {
+    a.frame.add_static(a.events > 0 ? kComma : kOpen, 1);
+    bytes += 1;
+  }
+  a.frame.add_shared(*v.buf, 0, v.head);
+  if (v.msgpack) {
+    const ArrayHeaders& h = array_headers();
+    const size_t n = 2 * (j - k + 1);
+    a.frame.add_static(reinterpret_cast<const char*>(h.bytes[n]), h.len[n]);
+    bytes += h.len[n];
+  }
+  // Entries of consecutive events are adjacent in the buffer: one slice a run.
+  for (size_t r = k; r <= j;) {
+    size_t e = r;
+    while (e + 1 <= j && events[e + 1] == events[e] + 1) ++e;
+    if (!v.msgpack && r != k) {
+      a.frame.add_static(kComma, 1);
+      bytes += 1;
+    }
+    const size_t at = spans[events[r]].first;
+    const size_t len = spans[events[e]].second - at;
+    a.frame.add_shared(*v.buf, at, len);
+    bytes += len;
+    r = e + 1;
+  }
+  if (!v.msgpack) {
+    a.frame.add_static(kSdsClose, 2);
+    bytes += 2;
+  }
+  a.events += 1;
+  if (v.traffic) v.traffic->add(v.form, bytes, j - k + 1);
+  a.frame.charge(v.traffic, v.form, bytes);
+}
+
 uint64_t TickBatcher::append_delta_member(Local& local, Member& m, const std::vector<uint32_t>& events,
                                           const net::SharedBuf& json) {
   if (events.empty()) return 0;
@@ -200,6 +343,31 @@ uint64_t TickBatcher::append_delta_member(Local& local, Member& m, const std::ve
   auto use_alt = [&](uint32_t i) {
     return !all_primary && devents_[i].base_gen != 0 && !has_base(local, m, i);
   };
+  if (sub.state_delta_batch()) {
+    // Each event from the view it can use: 0 primary (no delta: plain, or
+    // whole with its sid), 1 alt (whole: it lacks the base), 2 an entry of an
+    // `sds` (consecutive entries of its list share one, whatever lies between
+    // them in the batch).
+    const SdsView sds = sds_for(local, sub);
+    kinds_.resize(events.size());
+    for (size_t k = 0; k < events.size(); ++k) {
+      const uint32_t i = events[k];
+      kinds_[k] = devents_[i].base_gen == 0 ? 0 : use_alt(i) ? 1 : (*sds.spans)[i].second != 0 ? 2 : 1;
+    }
+    for (size_t k = 0; k < events.size();) {
+      const uint8_t kind = kinds_[k];
+      size_t j = k;
+      if (kind == 2) {
+        while (j + 1 < events.size() && kinds_[j + 1] == 2 && j + 1 - k < kMaxSdsEntries) ++j;
+        add_sds(*a, sds, events, k, j);
+      } else {
+        while (j + 1 < events.size() && events[j + 1] == events[j] + 1 && kinds_[j + 1] == kind) ++j;
+        add_run(*a, kind == 1 ? alt : prim, events[k], events[j]);
+      }
+      k = j + 1;
+    }
+    return events.size();
+  }
   // Runs of consecutive events from one view are one slice each.
   for (size_t k = 0; k < events.size();) {
     const bool from_alt = use_alt(events[k]);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "hub/tick_batcher.h"
@@ -21,6 +22,19 @@
 #include "runtime/loop_tail.h"
 
 namespace parley::hub {
+
+struct TickBatcherTestPeer {
+  // Events of a tick_ms = 0 channel that leave in one drain, as a tick's would.
+  static void deliver_together(TickBatcher& fan, const std::string& channel_key,
+                               std::vector<ChannelEvent> events) {
+    auto it = fan.channels_.find(channel_key);
+    ASSERT_NE(it, fan.channels_.end());
+    for (auto& ev : events) it->second.pending.push_back(std::move(ev));
+    it->second.tick_no = 0;
+    fan.send_now(&*it);
+  }
+};
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -36,6 +50,7 @@ class CountingSub final : public Subscriber,
       : conn_(conn), user_("u" + std::to_string(conn)), log_(log), enc_(enc) {}
   protocol::Encoding encoding() const override { return enc_; }
   bool state_deltas() const override { return deltas; }
+  bool state_delta_batch() const override { return batch; }
   uint64_t conn_id() const override { return conn_; }
   const std::string& user_id() const override { return user_; }
   unsigned loop() const override { return 0; }
@@ -66,6 +81,7 @@ class CountingSub final : public Subscriber,
   }
   int frames = 0;
   bool deltas = false;  // asked for state deltas (hello caps)
+  bool batch = false;   // and for batched ones
   std::string last;
   bool peer_encoded = false;
   const void* first_part = nullptr;  // where the frame's first slice points
@@ -398,6 +414,70 @@ TEST_F(TickBatcherTest, DeltaMembersGetWhatChangedAndTheFullBodyWhenTheyMayLackT
   on_loop([&] { fan_.deliver("w", state_of(1, R"({"x":6})")); });
   EXPECT_EQ(untimed(late->last), R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":6}}])");
   EXPECT_EQ(subs[0]->frames, 0) << "a state is not sent back to its sender";
+}
+
+// PROTOCOL.md "Batched state deltas": a batch member gets the same states, its
+// deltas of one drain as the entries of one `sds` (consecutive entries of its
+// list share one even when other events lie between them in the batch), whole
+// states and msgs where they stand; in MessagePack the same, converted.
+TEST_F(TickBatcherTest, BatchMembersGetADrainsDeltasAsOneFrameOfEntries) {
+  auto subs = members("w", 0, 4, 1);  // 1 and 2 send; 3 asks for sd; 4 for sds
+  std::shared_ptr<CountingSub> mp;
+  on_loop([&] {
+    subs[2]->deltas = true;
+    subs[3]->deltas = subs[3]->batch = true;
+    mp = std::make_shared<CountingSub>(5, nullptr, protocol::Encoding::kMsgpack);
+    mp->deltas = mp->batch = true;
+    fan_.add_member("w", 0, mp);
+  });
+  auto two = [&](const std::string& a, const std::string& b) {
+    on_loop([&] {
+      // One drain with both (tick_ms = 0 sends each at once: deliver both first).
+      TickBatcherTestPeer::deliver_together(fan_, "w", {state_of(1, a), msg(R"({"m":1})"), state_of(2, b)});
+    });
+  };
+  two(R"({"x":1,"y":2})", R"({"x":5})");
+  EXPECT_EQ(untimed(subs[3]->last),
+            R"([{"op":"state","sid":1,"ch":"w:1","from":"u1","key":"pos","body":{"x":1,"y":2}},{"m":1},)"
+            R"({"op":"state","sid":2,"ch":"w:1","from":"u2","key":"pos","body":{"x":5}}])");
+  two(R"({"x":2,"y":2})", R"({"z":1})");
+  EXPECT_EQ(untimed(subs[2]->last), R"([{"op":"sd","sid":1,"body":{"x":2}},{"m":1},)"
+                                    R"({"op":"sd","sid":2,"body":{"z":1},"unset":["x"]}])");
+  EXPECT_EQ(untimed(subs[3]->last), R"([{"op":"sds","d":[1,{"x":2}]},{"m":1},{"op":"sds","d":[2,[null,{"z":1},["x"]]]}])");
+  std::string want;
+  ASSERT_TRUE(protocol::append_msgpack_from_json(want, subs[3]->last));
+  EXPECT_EQ(mp->last, want) << "MessagePack: the same frame converted";
+  EXPECT_TRUE(mp->peer_encoded);
+
+  // Two deltas next to each other: one sds; its `{}` is a delivery all the same.
+  on_loop([&] {
+    TickBatcherTestPeer::deliver_together(fan_, "w", {state_of(1, R"({"x":3,"y":2})"), state_of(2, R"({"z":1})")});
+  });
+  EXPECT_EQ(untimed(subs[3]->last), R"([{"op":"sds","d":[1,{"x":3},2,{}]}])");
+  // A sender does not get its own state back (a plain member: the other's only).
+  EXPECT_EQ(untimed(subs[1]->last), R"([{"op":"state","ch":"w:1","from":"u1","key":"pos","body":{"x":3,"y":2}}])");
+}
+
+std::string hex(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : bytes) out += fmt::format("{}{:02x}", out.empty() ? "" : " ", c);
+  return out;
+}
+
+// PROTOCOL.md "Batched state deltas", test vectors: the MessagePack the
+// batcher's conversion makes of each JSON frame is the page's bytes.
+TEST(BatchedDeltaVectors, TheMessagePackBytesOfTheDocumentedFrames) {
+  std::string one, three;
+  ASSERT_TRUE(protocol::append_msgpack_from_json(one, R"({"op":"sds","tick":101,"ts":1764460800020,"d":[1,{"x":2}]})"));
+  EXPECT_EQ(hex(one),
+            "84 a2 6f 70 a3 73 64 73 a4 74 69 63 6b 65 a2 74 73 cf 00 00 01 9a d2 0f 28 14 "
+            "a1 64 92 01 81 a1 78 02");
+  ASSERT_TRUE(protocol::append_msgpack_from_json(
+      three, R"({"op":"sds","tick":8823342,"ts":1764460800140,"d":[7,{"x":1.5},9,[[120.5,-3],{"hp":8}],12,[null,{},["fx"]]]})"));
+  EXPECT_EQ(hex(three),
+            "84 a2 6f 70 a3 73 64 73 a4 74 69 63 6b ce 00 86 a2 2e a2 74 73 cf 00 00 01 9a "
+            "d2 0f 28 8c a1 64 96 07 81 a1 78 cb 3f f8 00 00 00 00 00 00 09 92 92 cb 40 5e "
+            "20 00 00 00 00 00 fd 81 a2 68 70 08 0c 93 c0 80 91 a2 66 78");
 }
 
 TEST_F(TickBatcherTest, AStateArrivingAfterItsChannelsTickLeavesWithThatTicksBatch) {

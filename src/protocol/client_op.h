@@ -57,6 +57,7 @@ struct ClientOp {
   Encoding enc = Encoding::kJson;  // hello's `enc` (TCP and Unix: the later frames' encoding)
   bool enc_unsupported = false;    // hello's `enc` names no encoding this server has
   bool cap_state_delta = false;    // hello's `caps` holds "state_delta" (PROTOCOL.md "State deltas")
+  bool cap_state_delta_batch = false;  // and "state_delta_batch" ("Batched state deltas")
 
   // join / leave / pub / state / up / history
   std::string ch;

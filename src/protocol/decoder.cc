@@ -234,6 +234,7 @@ std::optional<Error> read_hello(const Fields& fields, ClientOp& op) {
       std::string_view name;
       if (c.get_string().get(name)) return bad_request("caps must be an array of strings");
       if (name == "state_delta") op.cap_state_delta = true;
+      if (name == "state_delta_batch") op.cap_state_delta_batch = true;
     }
   }
   return std::nullopt;

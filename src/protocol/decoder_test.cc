@@ -705,5 +705,22 @@ TEST(DecodeHello, CapsNameTheCapabilitiesAClientAsksFor) {
   EXPECT_EQ(out, R"({"op":"welcome","rid":1,"conn":"c1","user":"u","tenant":"demo","heartbeat_ms":25000,"caps":["state_delta"]})");
 }
 
+// PROTOCOL.md "Batched state deltas": a second capability; the welcome lists
+// both when both are granted.
+TEST(DecodeHello, StateDeltaBatchIsACapabilityOfItsOwn) {
+  const auto both = decode_ok(R"({"op":"hello","v":1,"token":"t","caps":["state_delta_batch","state_delta"]})");
+  EXPECT_TRUE(both.cap_state_delta);
+  EXPECT_TRUE(both.cap_state_delta_batch);
+  const auto alone = decode_ok(R"({"op":"hello","v":1,"token":"t","caps":["state_delta_batch"]})");
+  EXPECT_FALSE(alone.cap_state_delta);
+  EXPECT_TRUE(alone.cap_state_delta_batch);
+  EXPECT_FALSE(decode_ok(R"({"op":"hello","v":1,"token":"t","caps":["state_delta"]})").cap_state_delta_batch);
+  expect_bad_request(R"({"op":"hello","v":1,"token":"t","caps":["state_delta_batch",null]})",
+                     "caps must be an array of strings");
+  std::string out;
+  encode_welcome(out, "1", "c1", "u", "demo", 25000, false, true, true);
+  EXPECT_EQ(out, R"({"op":"welcome","rid":1,"conn":"c1","user":"u","tenant":"demo","heartbeat_ms":25000,"caps":["state_delta","state_delta_batch"]})");
+}
+
 }  // namespace
 }  // namespace parley::protocol

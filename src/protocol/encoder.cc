@@ -154,7 +154,7 @@ void encode_direct(std::string& out, std::string_view body) {
 
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
                     std::string_view user, std::string_view tenant, int heartbeat_ms,
-                    bool msgpack, bool state_delta) {
+                    bool msgpack, bool state_delta, bool state_delta_batch) {
   JsonWriter w(out);
   begin(w, "welcome", rid)
       .field("conn", conn)
@@ -162,7 +162,11 @@ void encode_welcome(std::string& out, std::string_view rid, std::string_view con
       .field("tenant", tenant)
       .field_num("heartbeat_ms", heartbeat_ms);
   if (msgpack) w.field("enc", "msgpack");
-  if (state_delta) w.key("caps").begin_array().str("state_delta").end_array();
+  if (state_delta) {
+    w.key("caps").begin_array().str("state_delta");
+    if (state_delta_batch) w.str("state_delta_batch");
+    w.end_array();
+  }
   w.end_object();
 }
 

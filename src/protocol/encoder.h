@@ -56,10 +56,11 @@ void encode_direct(std::string& out, std::string_view body);
 
 // Replies. `rid` is ClientOp::rid (JSON text or empty: then no rid field).
 // `msgpack`: the connection speaks MessagePack from here on ("enc":"msgpack").
-// `state_delta`: the capability was granted ("caps":["state_delta"]).
+// `state_delta`: the capability was granted ("caps":["state_delta"]);
+// `state_delta_batch` too ("caps":["state_delta","state_delta_batch"]).
 void encode_welcome(std::string& out, std::string_view rid, std::string_view conn,
                     std::string_view user, std::string_view tenant, int heartbeat_ms,
-                    bool msgpack = false, bool state_delta = false);
+                    bool msgpack = false, bool state_delta = false, bool state_delta_batch = false);
 // `epoch` is written only when above 1 (docs/protocol-notes.md: an addition).
 void encode_joined(std::string& out, std::string_view rid, std::string_view ch, uint64_t seq,
                    bool recovered, const std::span<const std::string>* members,

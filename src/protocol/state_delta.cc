@@ -116,9 +116,9 @@ bool parse_body_fields(std::string_view body, BodyFields& out) {
   return std::adjacent_find(keys.begin(), keys.end()) == keys.end();
 }
 
-void append_state_delta(std::string& out, std::string_view base, const BodyFields& base_fields,
-                        std::string_view next, const BodyFields& next_fields) {
-  out += R"("body":{)";
+void append_changed_fields(std::string& out, std::string_view base, const BodyFields& base_fields,
+                           std::string_view next, const BodyFields& next_fields) {
+  out += '{';
   bool first = true;
   for (const auto& f : next_fields.fields) {
     const std::string_view key = next_fields.key(next, f);
@@ -132,15 +132,38 @@ void append_state_delta(std::string& out, std::string_view base, const BodyField
     out += value;
   }
   out += '}';
-  first = true;
+}
+
+bool has_removed_fields(std::string_view base, const BodyFields& base_fields, std::string_view next,
+                        const BodyFields& next_fields) {
+  for (const auto& f : base_fields.fields) {
+    if (!find_field(next, next_fields, base_fields.key(base, f))) return true;
+  }
+  return false;
+}
+
+void append_removed_keys(std::string& out, std::string_view base, const BodyFields& base_fields,
+                         std::string_view next, const BodyFields& next_fields) {
+  out += '[';
+  bool first = true;
   for (const auto& f : base_fields.fields) {
     const std::string_view key = base_fields.key(base, f);
     if (find_field(next, next_fields, key)) continue;
-    out += first ? R"(,"unset":[)" : ",";
+    if (!first) out += ',';
     first = false;
     append_quoted_key(out, key);
   }
-  if (!first) out += ']';
+  out += ']';
+}
+
+void append_state_delta(std::string& out, std::string_view base, const BodyFields& base_fields,
+                        std::string_view next, const BodyFields& next_fields) {
+  out += R"("body":)";
+  append_changed_fields(out, base, base_fields, next, next_fields);
+  if (has_removed_fields(base, base_fields, next, next_fields)) {
+    out += R"(,"unset":)";
+    append_removed_keys(out, base, base_fields, next, next_fields);
+  }
 }
 
 bool apply_state_delta(std::string_view base, std::string_view set,

@@ -50,6 +50,16 @@ bool parse_body_fields(std::string_view body, BodyFields& out);
 void append_state_delta(std::string& out, std::string_view base, const BodyFields& base_fields,
                         std::string_view next, const BodyFields& next_fields);
 
+// The parts of a delta, for the batched frame (PROTOCOL.md "Batched state
+// deltas"): `{<changed fields>}` as above, whether base has fields next lacks,
+// and `[<their keys>]`.
+void append_changed_fields(std::string& out, std::string_view base, const BodyFields& base_fields,
+                           std::string_view next, const BodyFields& next_fields);
+bool has_removed_fields(std::string_view base, const BodyFields& base_fields, std::string_view next,
+                        const BodyFields& next_fields);
+void append_removed_keys(std::string& out, std::string_view base, const BodyFields& base_fields,
+                         std::string_view next, const BodyFields& next_fields);
+
 // The client's rule: `base` with the keys of `unset` removed, then each field
 // of `set` (a JSON object) replacing the base's field of that key where it has
 // one (in place) or appended (in set's order). Writes minified JSON to `out`.

@@ -530,8 +530,10 @@ void ClientSession::admit(TenantRuntime* t, auth::Claims claims, const protocol:
   protocol::encode_welcome(out, op.rid, hub::connection_name(conn_id_), user_, t->id,
                            static_cast<int>(gw_.options().heartbeat_ms),
                            switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack,
-                           op.cap_state_delta);
+                           op.cap_state_delta, op.cap_state_delta && op.cap_state_delta_batch);
   state_deltas_ = op.cap_state_delta;
+  // PROTOCOL.md "Batched state deltas": granted only with state_delta.
+  state_delta_batch_ = op.cap_state_delta && op.cap_state_delta_batch;
   // Counted where the bytes leave (net::Connection), the welcome included.
   const bool mp = switch_to_msgpack || conn_->encoding() == protocol::Encoding::kMsgpack;
   conn_->set_account(gw_.metrics().traffic_table().of(t->id, "-"), metrics::wire_form(mp, state_deltas_));

@@ -55,6 +55,7 @@ class ClientSession final : public net::ConnectionHandler,
   bool gone() const override { return closed_ || conn_->closing(); }
   protocol::Encoding encoding() const override { return conn_->encoding(); }
   bool state_deltas() const override { return state_deltas_; }
+  bool state_delta_batch() const override { return state_delta_batch_; }
   void send(net::OutFrame&& frame) override;
   bool corked() const override { return conn_->corked(); }
 
@@ -221,6 +222,7 @@ class ClientSession final : public net::ConnectionHandler,
   bool hook_busy_ = false;  // a hook's verdict is awaited (ask_hook)
   bool closed_ = false;
   bool state_deltas_ = false;  // hello's caps held "state_delta"
+  bool state_delta_batch_ = false;  // and "state_delta_batch"
   bool moderator_ = false;     // the token's `mod` claim (or an api_key hello)
 };
 

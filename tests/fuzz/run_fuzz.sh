@@ -50,6 +50,16 @@ nice "$cxx" -std=c++17 -O1 -g -fno-omit-frame-pointer -DJSON_NOEXCEPTION \
   -I"$root/sdk/cpp/include" -I"$root/sdk/cpp/src" "$root/sdk/cpp/src/state_streams.cc" \
   "$root/tests/fuzz/fuzz_sdk_delta.cc" -o "$build/fuzz_sdk_delta"
 
+# parley-bench's delta reading (fuzz_bench_delta.cc): its frame readers and
+# audit, simdjson and msgpack-c (header-only) as the bench builds them.
+echo "building $build/fuzz_bench_delta"
+mkdir -p "$build/corpus_bench_delta"
+nice "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -I"$root/tools/bench" "$root/tools/bench/server_frame.cc" "$root/tools/bench/msgpack_frame.cc" \
+  "$root/tools/bench/delta_audit.cc" "$root/tests/fuzz/fuzz_bench_delta.cc" \
+  -lsimdjson -o "$build/fuzz_bench_delta"
+
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # fuzz TARGET ARTIFACT_PREFIX CORPUS SEEDS: one bounded run; new inputs go to
 # CORPUS (first dir), the committed SEEDS stay untouched.
@@ -66,3 +76,4 @@ fuzz() {
 }
 fuzz fuzz_decoder "" "$build/corpus" "$root/tests/fuzz/corpus"
 fuzz fuzz_sdk_delta sdk-delta- "$build/corpus_sdk_delta" "$root/tests/fuzz/corpus_sdk_delta"
+fuzz fuzz_bench_delta bench-delta- "$build/corpus_bench_delta" "$root/tests/fuzz/corpus_bench_delta"

@@ -135,10 +135,12 @@ TEST(NodeClient, StatesAndPongsCarryTheServerClockInBothEncodings) {
 // PROTOCOL.md "State deltas": one channel with plain JSON and MessagePack
 // members and delta members in both encodings, each applying deltas by the
 // page's rule, all seeing the same bodies in the same order; full bodies after
-// a re-join and after an interest-area move (tests/node/delta_test.mjs).
+// a re-join and after an interest-area move; "Batched state deltas" members
+// among them, the same bodies in the same order (tests/node/delta_test.mjs).
 TEST(NodeClient, StateDeltasGiveDeltaMembersTheSameBodiesAsFullOnes) {
   run_node_script("delta_test.mjs", {"sender", "plain-json", "plain-mp", "delta-mp-ws", "delta-json-tcp",
-                                     "delta-mp-tcp", "roamer"},
+                                     "delta-mp-tcp", "roamer", "batch-mp-ws", "batch-json-tcp", "batch-alone",
+                                     "sender-2"},
                   spec_with_tenants(default_tenants_toml(
                       "\n[tenants.demo.namespaces.dw]\nstate_delta = true\ntick_ms = 20\n"
                       "\n[tenants.demo.namespaces.dg]\nstate_delta = true\ntick_ms = 20\naoi_cell = 10\n")));

@@ -5,16 +5,20 @@
 // TCP, MessagePack over TCP). Every member must see the same bodies in the same
 // order as the plain ones, delta members must actually get `sd` frames, and a
 // full body must come first, after a re-join, and after an interest-area move.
-// Also: /metrics counts the bytes of each encoding.
+// Batched deltas ("Batched state deltas"): members with state_delta_batch
+// (MessagePack over WebSocket, JSON over TCP) get the same bodies in the same
+// order, their deltas as `sds` entries (several in one when two senders share
+// a tick); one asking for state_delta_batch without state_delta is granted
+// nothing and gets full bodies. Also: /metrics counts the bytes of each encoding.
 //
-//   node delta_test.mjs HTTP_PORT TCP_PORT TOKEN_SENDER TOKEN_A ... (7 tokens)
+//   node delta_test.mjs HTTP_PORT TCP_PORT TOKEN_SENDER TOKEN_A ... (11 tokens)
 // Exits 0 when everything holds, non-zero naming the first failure.
 import assert from 'node:assert/strict';
 import { asJson, fetchMetrics, makeClients } from './wire_clients.mjs';
 
 const [httpPort, tcpPort, ...tokens] = process.argv.slice(2);
-if (tokens.length !== 7) {
-  console.error('usage: node delta_test.mjs HTTP_PORT TCP_PORT TOKEN x 7');
+if (tokens.length !== 11) {
+  console.error('usage: node delta_test.mjs HTTP_PORT TCP_PORT TOKEN x 11');
   process.exit(2);
 }
 setTimeout(() => fail(new Error('gave up after 45000 ms')), 45000).unref();
@@ -38,6 +42,31 @@ class Applier {
     this.kinds = [];  // 'plain' | 'full' | 'sd', per delivery
   }
   take(o) {
+    if (o.op === 'sds') {
+      // Each entry is the sd of the frame's tick and ts and its own parts.
+      assert.ok(Array.isArray(o.d) && o.d.length > 0 && o.d.length % 2 === 0, `${this.name}: sds d`);
+      assert.ok(Number.isInteger(o.tick) && Number.isInteger(o.ts), `${this.name}: sds carries tick and ts`);
+      for (let i = 0; i < o.d.length; i += 2) {
+        const v = o.d[i + 1];
+        const sd = { op: 'sd', tick: o.tick, ts: o.ts, sid: o.d[i] };
+        if (Array.isArray(v)) {
+          assert.ok(v.length === 2 || v.length === 3, `${this.name}: entry ${JSON.stringify(v)}`);
+          if (v[0] !== null) sd.pos = v[0];
+          sd.body = v[1];
+          if (v.length === 3) {
+            assert.ok(v[2].length > 0, `${this.name}: an unset is never empty`);
+            sd.unset = v[2];
+          }
+        } else {
+          sd.body = v;
+        }
+        this.take(sd);
+        this.kinds[this.kinds.length - 1] = 'sds';
+      }
+      this.sdsFrames = (this.sdsFrames ?? 0) + 1;
+      this.sdsEntries = (this.sdsEntries ?? 0) + o.d.length / 2;
+      return;
+    }
     if (o.op === 'state') {
       if (o.sid !== undefined) {
         assert.ok(Number.isInteger(o.sid) && o.sid > 0, `${this.name}: sid ${o.sid}`);
@@ -61,9 +90,13 @@ class Applier {
   }
 }
 
-// Takes the client's next state or sd into its applier.
+// Takes the client's next state, sd or sds into its applier: at least one state.
 async function receive(cl, what) {
-  cl.applier.take(await cl.expect((o) => o.op === 'state' || o.op === 'sd', what));
+  cl.applier.take(await cl.expect((o) => o.op === 'state' || o.op === 'sd' || o.op === 'sds', what));
+}
+// Takes frames until the client has seen n states in all.
+async function receiveUntil(cl, n, what) {
+  while (cl.applier.seen.length < n) await receive(cl, what);
 }
 
 const metrics = () => fetchMetrics(httpPort);
@@ -76,7 +109,12 @@ async function main() {
   const deltaJsonTcp = new TcpClient('D (json tcp, deltas)');
   const deltaMpTcp = new TcpClient('E (msgpack tcp, deltas)');
   const roamer = new WsClient('R (msgpack ws, deltas, moves)', 'msgpack');
-  const all = [sender, plainJson, plainMp, deltaMpWs, deltaJsonTcp, deltaMpTcp, roamer];
+  const batchMpWs = new WsClient('F (msgpack ws, batched deltas)', 'msgpack');
+  const batchJsonTcp = new TcpClient('G (json tcp, batched deltas)');
+  const batchAlone = new WsClient('H (json ws, state_delta_batch alone)', 'json');
+  const sender2 = new WsClient('T (msgpack ws, second sender)', 'msgpack');
+  const all = [sender, plainJson, plainMp, deltaMpWs, deltaJsonTcp, deltaMpTcp, roamer, batchMpWs, batchJsonTcp,
+    batchAlone, sender2];
   await Promise.all(all.map((c) => c.open()));
 
   step = 'hello with caps';
@@ -88,18 +126,28 @@ async function main() {
   deltaJsonTcp.send({ op: 'hello', v: 1, token: tokens[4], rid: 1, caps });
   deltaMpTcp.send({ op: 'hello', v: 1, token: tokens[5], rid: 1, caps, enc: 'msgpack' });
   roamer.send({ op: 'hello', v: 1, token: tokens[6], rid: 1, caps });
+  const batchCaps = ['state_delta_batch', 'state_delta', 'another_future_cap'];
+  batchMpWs.send({ op: 'hello', v: 1, token: tokens[7], rid: 1, caps: batchCaps });
+  batchJsonTcp.send({ op: 'hello', v: 1, token: tokens[8], rid: 1, caps: batchCaps });
+  batchAlone.send({ op: 'hello', v: 1, token: tokens[9], rid: 1, caps: ['state_delta_batch'] });
+  sender2.send({ op: 'hello', v: 1, token: tokens[10], rid: 1 });
   const welcomes = await Promise.all(all.map((c) => c.expectOp('welcome', 1)));
   for (const [i, w] of welcomes.entries()) {
-    if (i >= 3) assert.deepEqual(w.caps, ['state_delta'], `${all[i].name}: granted caps`);
-    else assert.equal(w.caps, undefined, `${all[i].name}: no caps asked, none granted`);
+    if (all[i] === batchMpWs || all[i] === batchJsonTcp) {
+      assert.deepEqual(w.caps, ['state_delta', 'state_delta_batch'], `${all[i].name}: granted caps`);
+    } else if (i >= 3 && i <= 6) {
+      assert.deepEqual(w.caps, ['state_delta'], `${all[i].name}: granted caps`);
+    } else {
+      assert.equal(w.caps, undefined, `${all[i].name}: nothing granted`);
+    }
   }
-  const members = [plainJson, plainMp, deltaMpWs, deltaJsonTcp, deltaMpTcp];
+  const members = [plainJson, plainMp, deltaMpWs, deltaJsonTcp, deltaMpTcp, batchMpWs, batchJsonTcp, batchAlone];
   for (const cl of members) cl.applier = new Applier(cl.name);
 
   step = 'join';
   const ch = `dw:${process.pid}-${Date.now()}`;
-  for (const cl of [sender, ...members]) cl.send({ op: 'join', ch, rid: 2 });
-  await Promise.all([sender, ...members].map((c) => c.expectOp('joined', 2)));
+  for (const cl of [sender, sender2, ...members]) cl.send({ op: 'join', ch, rid: 2 });
+  await Promise.all([sender, sender2, ...members].map((c) => c.expectOp('joined', 2)));
 
   step = 'a sequence of bodies, one per tick';
   const bodies = [
@@ -149,6 +197,13 @@ async function main() {
   }
   assert.deepEqual(plainJson.applier.kinds, want.map(() => 'plain'));
   assert.deepEqual(plainMp.applier.kinds, want.map(() => 'plain'));
+  assert.deepEqual(batchAlone.applier.kinds, want.map(() => 'plain'), 'state_delta_batch alone: full bodies');
+  assert.equal(batchAlone.inbox.filter((o) => o.op === 'sd' || o.op === 'sds').length, 0);
+  for (const cl of [batchMpWs, batchJsonTcp]) {
+    assert.deepEqual(cl.applier.kinds, deltaMpTcp.applier.kinds.map((k) => (k === 'sd' ? 'sds' : k)),
+      `${cl.name}: the same frames whole, every delta an sds entry`);
+    assert.equal(cl.inbox.filter((o) => o.op === 'sd').length, 0, `${cl.name}: no sd frames`);
+  }
   for (const cl of [deltaMpWs, deltaJsonTcp, deltaMpTcp]) {
     const k = cl.applier.kinds;
     // first whole; a non-object plain and the next whole; the duplicate-key
@@ -156,6 +211,25 @@ async function main() {
     assert.deepEqual(k.slice(0, 10), ['full', 'sd', 'sd', 'sd', 'sd', 'plain', 'full', 'sd', 'plain', 'full'],
       `${cl.name}: which frames were deltas`);
     assert.ok(k.slice(10).every((x) => x === 'sd'), `${cl.name}: coalesced states are deltas: ${k}`);
+  }
+
+  step = 'two senders in one tick: one sds with both entries, the same order for everyone';
+  // Both senders' states are usually in one tick; either way every member
+  // sees the same bodies in the same order.
+  const before = plainJson.applier.seen.length;
+  for (let k = 0; k < 5; k++) {
+    sender.send({ op: 'state', ch, key: 'pos', body: { x: 30 + k, y: 9, t: 22 } });
+    sender2.send({ op: 'state', ch, key: 'pos', body: { x: 40 + k, y: 1, ...(k % 2 ? {} : { fx: k }) } });
+    for (const cl of members) await receiveUntil(cl, before + 2 * (k + 1), `the two senders' states ${k}`);
+    await sleep(45);
+  }
+  const want2 = plainJson.applier.seen.map((s) => [s.from, asJson(s.body)]);
+  for (const cl of members) {
+    assert.deepEqual(cl.applier.seen.map((s) => [s.from, asJson(s.body)]), want2, `${cl.name}: bodies and order`);
+  }
+  for (const cl of [batchMpWs, batchJsonTcp]) {
+    assert.ok(cl.applier.sdsEntries > cl.applier.sdsFrames,
+      `${cl.name}: some sds held more than one entry (${cl.applier.sdsEntries} in ${cl.applier.sdsFrames})`);
   }
 
   step = 're-join: the next body is whole';

@@ -112,7 +112,9 @@ void Connection::send_hello() {
   fmt::format_to(std::back_inserter(s), R"({{"op":"hello","v":1,"token":"{}","rid":0{}{}}})",
                  w_.token_for(gid_),
                  o.encoding == "msgpack" && o.transport == "tcp" ? R"(,"enc":"msgpack")" : "",
-                 o.deltas ? R"(,"caps":["state_delta"])" : "");
+                 o.batched_deltas ? R"(,"caps":["state_delta","state_delta_batch"])"
+                 : o.deltas       ? R"(,"caps":["state_delta"])"
+                                  : "");
   send_json(s);
 }
 

@@ -27,8 +27,12 @@ class MsgpackFrameReader {
  private:
   // The frame's root object, or null when it is not one MessagePack value.
   const msgpack::object* unpack(const char* data, size_t len);
-  // Reads one map into ev; its `msgs` (a history page) go to `page`.
-  bool read_map(const msgpack::object& m, Event& ev, const msgpack::object*& page);
+  // Reads one map into ev; its `msgs` (a history page) go to `page`, an
+  // sds's `d` (PROTOCOL.md "Batched state deltas") to `entries`.
+  bool read_map(const msgpack::object& m, Event& ev, const msgpack::object*& page,
+                const msgpack::object*& entries);
+  // One entry of `d` (its sid and value) as the `sd` it stands for.
+  static bool read_sds_entry(const msgpack::object& sid, const msgpack::object& value, Event& e);
 
   template <class Sink>
   bool read_object(const msgpack::object& m, Sink& sink, bool in_history);
@@ -53,7 +57,17 @@ template <class Sink>
 bool MsgpackFrameReader::read_object(const msgpack::object& m, Sink& sink, bool in_history) {
   Event ev;
   const msgpack::object* page = nullptr;
-  if (!read_map(m, ev, page)) return false;
+  const msgpack::object* entries = nullptr;
+  if (!read_map(m, ev, page, entries)) return false;
+  if (entries) {
+    const uint32_t n = entries->via.array.size;
+    if (n == 0 || n % 2 != 0) return false;
+    for (uint32_t i = 0; i < n; i += 2) {
+      Event e;
+      if (!read_sds_entry(entries->via.array.ptr[i], entries->via.array.ptr[i + 1], e)) return false;
+      sink(e);
+    }
+  }
   if (page) {
     for (uint32_t i = 0; i < page->via.array.size; ++i)
       if (!read_object(page->via.array.ptr[i], sink, true)) return false;

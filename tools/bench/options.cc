@@ -160,6 +160,8 @@ flags (defaults from the preset):
                        encoding; the audit reads both)
   --deltas             (hello caps ["state_delta"]: in a namespace with state_delta the
                        audit applies the deltas and checks each rebuilt body)
+  --batched-deltas     (--deltas, and caps "state_delta_batch": deltas as `sds` entries,
+                       each applied and checked the same)
   --ideal | --no-ideal (world: count what changed for each viewer, the fields of each
                        stream it got that changed, and report bytes received / that;
                        on in world-big)
@@ -276,6 +278,7 @@ Options parse_options(const std::vector<std::string>& args) {
     if (a == "--no-ids") { o.event_ids = false; continue; }
     if (a == "--ramp") { o.ramp_compare = true; continue; }
     if (a == "--deltas") { o.deltas = true; continue; }
+    if (a == "--batched-deltas") { o.deltas = o.batched_deltas = true; continue; }
     if (a == "--ideal") { o.ideal = true; continue; }
     if (a == "--no-ideal") { o.ideal = false; continue; }
     auto it = with_value.find(a);

@@ -18,6 +18,7 @@ struct Options {
   // parley.v1.msgpack subprotocol; TCP: hello "enc":"msgpack").
   std::string encoding = "json";
   bool deltas = false;            // hello caps ["state_delta"] (PROTOCOL.md "State deltas")
+  bool batched_deltas = false;    // and "state_delta_batch" ("Batched state deltas"); sets deltas
   bool ideal = false;             // count each state's ideal bytes (delta_audit.h; world-big)
   std::string ws_path = "/v1/ws";
   std::string target_name = "parley";  // label in reports (parley, node-ws, bun)

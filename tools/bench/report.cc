@@ -107,7 +107,7 @@ void print_table(const RunResult& r) {
   line("  {:<26}{:>14.1f}\n", "bytes out/s", r.per_s(&Counters::bytes_out));
   const auto wire = r.wire_cost();
   line("  {:<26}{:>14.1f}  ({}{}; per avatar-second {:.0f} B; state deltas {} of {} states)\n",
-       "bytes in per delivery", wire.bytes_per_delivery, r.o.encoding, r.o.deltas ? " + deltas" : "",
+       "bytes in per delivery", wire.bytes_per_delivery, r.o.encoding, r.o.batched_deltas ? " + batched deltas" : r.o.deltas ? " + deltas" : "",
        wire.bytes_per_avatar_s, c.sd_deliveries, c.state_deliveries);
   if (wire.over_ideal > 0)
     line("  {:<26}{:>14.2f}  (ideal {:.0f} B per avatar-second: the changed fields of the streams each viewer got; {} placements)\n",
@@ -221,9 +221,9 @@ std::string to_json(const RunResult& r) {
      r.per_s(&Counters::bytes_out), r.at_load_end.held(), r.own_cpu_s, r.own_cpu_in_load(), r.server_cpu_s,
      r.server_cpu_total_s, r.server_peak_rss, dpc);
   const auto wire = r.wire_cost();
-  kv(R"(  "wire": {{"encoding": "{}", "deltas": {}, "bytes_per_delivery": {:.2f}, "bytes_per_avatar_s": {:.1f}, "server_cpu_us_per_delivery": {:.4f}, "sd_deliveries": {}, "delta_errors": {}, "ideal_per_avatar_s": {:.1f}, "over_ideal": {:.3f}, "own_cpu_load_us_per_delivery": {:.4f}}},)"
+  kv(R"(  "wire": {{"encoding": "{}", "deltas": {}, "batched_deltas": {}, "bytes_per_delivery": {:.2f}, "bytes_per_avatar_s": {:.1f}, "server_cpu_us_per_delivery": {:.4f}, "sd_deliveries": {}, "delta_errors": {}, "ideal_per_avatar_s": {:.1f}, "over_ideal": {:.3f}, "own_cpu_load_us_per_delivery": {:.4f}}},)"
      "\n",
-     r.o.encoding, r.o.deltas, wire.bytes_per_delivery, wire.bytes_per_avatar_s,
+     r.o.encoding, r.o.deltas, r.o.batched_deltas, wire.bytes_per_delivery, wire.bytes_per_avatar_s,
      wire.server_cpu_us_per_delivery, c.sd_deliveries, c.delta_errors, wire.ideal_per_avatar_s,
      wire.over_ideal,
      r.all_deliveries_in_load() ? r.own_cpu_in_load() * 1e6 / double(r.all_deliveries_in_load()) : 0.0);

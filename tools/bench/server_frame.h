@@ -64,6 +64,10 @@ class FrameReader {
  private:
   template <class Sink>
   bool read_object(simdjson::ondemand::object obj, Sink& sink, bool in_history);
+  // An sds's `d`: sid, then {body} or [pos|null, {body}(, [unset])], repeated;
+  // each entry goes to the sink as an Op::kSd event. False when malformed.
+  template <class Sink>
+  static bool read_sds_entries(simdjson::ondemand::array arr, Sink& sink);
 
   simdjson::ondemand::parser parser_;
 };
@@ -157,11 +161,78 @@ bool FrameReader::read_object(simdjson::ondemand::object obj, Sink& sink, bool i
         if (item.get_object().get(m)) return false;
         if (!read_object(m, sink, true)) return false;
       }
+    } else if (key == "d") {
+      // An `sds` (PROTOCOL.md "Batched state deltas"): each entry is an `sd`.
+      ondemand::array arr;
+      if (v.get_array().get(arr) || !read_sds_entries(arr, sink)) return false;
     }
   }
   if (in_history && ev.op == Op::kMsg) ev.op = Op::kHistoryMsg;
   sink(ev);
   return true;
+}
+
+template <class Sink>
+bool FrameReader::read_sds_entries(simdjson::ondemand::array arr, Sink& sink) {
+  using namespace simdjson;
+  Event e;
+  bool want_sid = true;
+  size_t entries = 0;
+  for (auto item : arr) {
+    ondemand::value iv;
+    if (item.get(iv)) return false;
+    if (want_sid) {
+      e = Event{};
+      e.op = Op::kSd;
+      if (iv.get_uint64().get(e.sid) || e.sid == 0) return false;
+      want_sid = false;
+      continue;
+    }
+    ondemand::json_type t;
+    if (iv.type().get(t)) return false;
+    auto read_body = [&](ondemand::value bv) {
+      ondemand::object body;
+      std::string_view raw;
+      if (bv.get_object().get(body) || body.raw_json().get(raw)) return false;
+      e.body = raw;
+      e.sent_ns = body_t(raw);
+      return true;
+    };
+    if (t == ondemand::json_type::object) {
+      if (!read_body(iv)) return false;
+    } else if (t == ondemand::json_type::array) {
+      ondemand::array parts;
+      if (iv.get_array().get(parts)) return false;
+      int idx = 0;
+      for (auto part : parts) {
+        ondemand::value pv;
+        if (part.get(pv)) return false;
+        if (idx == 0) {
+          bool null = false;
+          if (pv.is_null().get(null)) return false;
+          if (!null) {
+            ondemand::array pos;
+            if (pv.get_array().get(pos) || pos.raw_json().get(e.pos)) return false;
+          }
+        } else if (idx == 1) {
+          if (!read_body(pv)) return false;
+        } else if (idx == 2) {
+          ondemand::array unset;
+          if (pv.get_array().get(unset) || unset.raw_json().get(e.unset)) return false;
+        } else {
+          return false;
+        }
+        ++idx;
+      }
+      if (idx < 2) return false;
+    } else {
+      return false;
+    }
+    sink(e);
+    ++entries;
+    want_sid = true;
+  }
+  return want_sid && entries > 0;
 }
 
 }  // namespace bench

@@ -95,6 +95,52 @@ TEST(MsgpackFrame, ReadsWhatTheJsonReaderReads) {
   read_mp(std::string("\x81\x01\x02", 3), false);  // a key that is not str
 }
 
+// PROTOCOL.md "Batched state deltas": each entry of an sds is read as the sd
+// it stands for, in order, in both encodings; a malformed `d` fails the frame.
+TEST(MsgpackFrame, AnSdsIsReadAsItsEntries) {
+  const std::string batch =
+      R"([{"op":"state","tick":9,"ts":1764460800123,"sid":7,"ch":"world:1","from":"u42","key":"pos","body":{"t":10,"x":-5,"y":42}},)"
+      R"({"op":"sds","tick":10,"ts":1764460800143,"d":[7,{"t":11,"x":2},9,[[2,-2],{"t":12}],12,[null,{"t":13},["name"]]]},)"
+      R"({"op":"msg","ch":"world:1","seq":12,"id":"99","from":"u1","body":{"t":77}}])";
+  const auto want = read_json(batch);
+  ASSERT_EQ(want.size(), 6u);
+  EXPECT_EQ(want[1].op, Op::kSd);
+  EXPECT_EQ(want[1].sid, 7u);
+  EXPECT_EQ(want[1].t, 11);
+  EXPECT_FALSE(want[1].has_pos);
+  EXPECT_EQ(want[2].sid, 9u);
+  EXPECT_TRUE(want[2].has_pos);
+  EXPECT_EQ(want[2].t, 12);
+  EXPECT_EQ(want[3].sid, 12u);
+  EXPECT_EQ(want[3].t, 13);
+  EXPECT_FALSE(want[3].has_pos);
+  EXPECT_EQ(want[4].op, Op::kOther) << "the sds itself, after its entries";
+  EXPECT_EQ(want[5].op, Op::kMsg);
+  expect_same(read_mp(packed(batch)), want);
+
+  // The unset of an entry reaches the audit, which rebuilds the body with it.
+  FrameReader r;
+  std::string one = R"({"op":"sds","ts":1,"d":[12,[null,{"t":13},["name"]]]})";
+  const size_t n = one.size();
+  one.resize(n + simdjson::SIMDJSON_PADDING);
+  std::string unset;
+  EXPECT_TRUE(r.read(one.data(), n, one.size(), [&](const Event& e) {
+    if (e.op == Op::kSd) unset = std::string(e.unset);
+  }));
+  EXPECT_EQ(unset, R"(["name"])");
+
+  for (const char* bad : {R"({"op":"sds","d":[7]})", R"({"op":"sds","d":[0,{}]})", R"({"op":"sds","d":[7,5]})",
+                          R"({"op":"sds","d":[]})", R"({"op":"sds","d":[7,[null]]})",
+                          R"({"op":"sds","d":[7,[5,{}]]})", R"({"op":"sds","d":[7,[null,{},"x"]]})",
+                          R"({"op":"sds","d":[7,[null,{},[],1]]})", R"({"op":"sds","d":[-1,{}]})"}) {
+    std::string j = bad;
+    const size_t len = j.size();
+    j.resize(len + simdjson::SIMDJSON_PADDING);
+    EXPECT_FALSE(r.read(j.data(), len, j.size(), [](const Event&) {})) << bad;
+    read_mp(packed(bad), false);
+  }
+}
+
 msgpack::object_handle mp_value(std::string_view json) {
   const std::string mp = packed(json);
   return msgpack::unpack(mp.data(), mp.size());

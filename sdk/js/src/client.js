@@ -12,7 +12,7 @@ import { backoffDelay, withJitter } from './backoff.js';
 import { Channel } from './channel.js';
 import { ParleyError, RETRYABLE_CODES } from './errors.js';
 import { codecFor } from './codec.js';
-import { StateStreams } from './state_streams.js';
+import { StateStreams, sdsEntries } from './state_streams.js';
 import { ServerClock } from './server_clock.js';
 
 const DEFAULTS = {
@@ -26,6 +26,7 @@ const DEFAULTS = {
   maxRetryAttempts: 50,
   maxRepairBuffer: 10000,
   stateDeltas: false,
+  stateDeltaBatch: false,
   clockSyncMs: 0,
 };
 
@@ -398,7 +399,10 @@ export class ParleyClient extends Emitter {
       this.#lastRx = Date.now();
       const hello = { op: 'hello', v: 1, token, rid: this.#helloRid };
       // PROTOCOL.md "State deltas": asked for per connection; a server without it sends full bodies.
-      if (this.#opts.stateDeltas) hello.caps = ['state_delta'];
+      if (this.#opts.stateDeltas) {
+        // "Batched state deltas": a tick's deltas in one `sds` frame.
+        hello.caps = this.#opts.stateDeltaBatch ? ['state_delta', 'state_delta_batch'] : ['state_delta'];
+      }
       ws.send(this.#codec.encode(hello));
     };
     ws.onmessage = (ev) => {
@@ -463,6 +467,8 @@ export class ParleyClient extends Emitter {
         return this.#channels.get(obj.ch)?._onEvent(obj);
       case 'sd':
         return this.#onStateDelta(obj);
+      case 'sds':
+        return this.#onStateDeltaBatch(obj);
       case 'msg':
       case 'edit':
       case 'delete':
@@ -521,6 +527,23 @@ export class ParleyClient extends Emitter {
     }
   }
 
+  // PROTOCOL.md "Batched state deltas": each entry is the `sd` it stands
+  // for, applied in order. A frame of the wrong shape is dropped whole (no
+  // entry applied) and every channel with delta streams re-joined, as for an
+  // sd of an unknown sid: the frame does not say whose streams it held.
+  #onStateDeltaBatch(obj) {
+    const r = sdsEntries(obj);
+    if (r.error) {
+      this.emit('error', new ParleyError('bad_frame', r.error));
+      for (const ch of this.#channels.keys()) {
+        this.#streams.forget(ch);
+        this.#channels.get(ch)?._resync();
+      }
+      return;
+    }
+    for (const sd of r.entries) this.#onStateDelta(sd);
+  }
+
   #onErrorFrame(obj) {
     if (obj.rid !== undefined && obj.rid === this.#helloRid) {
       // The close that follows decides; remember why.
@@ -545,7 +568,8 @@ export class ParleyClient extends Emitter {
     // A welcome without `caps` (an older server) grants nothing: full bodies.
     const caps = Array.isArray(obj.caps) ? obj.caps.filter((c) => typeof c === 'string') : [];
     this.#welcome = { conn: obj.conn, user: obj.user, tenant: obj.tenant, heartbeat_ms: obj.heartbeat_ms,
-      enc: this.#codec.name, caps, stateDeltas: caps.includes('state_delta') };
+      enc: this.#codec.name, caps, stateDeltas: caps.includes('state_delta'),
+      stateDeltaBatch: caps.includes('state_delta') && caps.includes('state_delta_batch') };
     this.#streams.clear(); // sids are the old connection's
     this.#pingSent.clear();
     this.#clock = new ServerClock(); // another server, maybe another path

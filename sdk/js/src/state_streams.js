@@ -39,6 +39,44 @@ export function applyStateDelta(base, set, unset) {
   return out;
 }
 
+/**
+ * PROTOCOL.md "Batched state deltas": the `sd` frames an `sds` stands for, in
+ * order ({ entries }), or { error } when the frame is not of that shape (then
+ * none of it is to be applied).
+ */
+export function sdsEntries(frame) {
+  const d = frame?.d;
+  if (!Array.isArray(d) || d.length === 0 || d.length % 2 !== 0) {
+    return { error: 'an sds frame whose d is not a non-empty array of sid, value pairs' };
+  }
+  const entries = [];
+  for (let i = 0; i < d.length; i += 2) {
+    const sid = d[i];
+    const v = d[i + 1];
+    if (!Number.isSafeInteger(sid) || sid <= 0) return { error: `an sds entry whose sid is ${JSON.stringify(sid)}` };
+    const sd = { op: 'sd', sid };
+    if (frame.tick !== undefined) sd.tick = frame.tick;
+    if (frame.ts !== undefined) sd.ts = frame.ts;
+    if (isPlainObject(v)) {
+      sd.body = v;
+    } else if (Array.isArray(v) && (v.length === 2 || v.length === 3)) {
+      const [pos, body, unset] = v;
+      if (pos !== null && !Array.isArray(pos)) return { error: `an sds entry of stream ${sid} whose pos is not an array or null` };
+      if (!isPlainObject(body)) return { error: `an sds entry of stream ${sid} whose body is not an object` };
+      if (v.length === 3 && !(Array.isArray(unset) && unset.every((k) => typeof k === 'string'))) {
+        return { error: `an sds entry of stream ${sid} whose unset is not an array of strings` };
+      }
+      if (pos !== null) sd.pos = pos;
+      sd.body = body;
+      if (v.length === 3) sd.unset = unset;
+    } else {
+      return { error: `an sds entry of stream ${sid} that is neither a body nor [pos, body(, unset)]` };
+    }
+    entries.push(sd);
+  }
+  return { entries };
+}
+
 export class StateStreams {
   #streams = new Map(); // sid -> { ch, from, key, base }, least recently used first
 

@@ -263,3 +263,87 @@ for (const encoding of ['json', 'msgpack']) {
     assert.ok(Math.abs(withDeltas.clock.offset) <= withDeltas.clock.rtt / 2 + 5, JSON.stringify(withDeltas.clock));
   });
 }
+
+// PROTOCOL.md "Batched state deltas": the page's two vectors through the
+// client (each entry the sd it stands for, in order, at the sds's place in
+// its batch), hostile sds frames refused whole, and the real server's.
+for (const encoding of ['json', 'msgpack']) {
+  test(`${encoding}: sds entries reach the application as the states they stand for, in order`, async () => {
+    const net = scriptedServer({ encoding, caps: ['state_delta', 'state_delta_batch'] });
+    const { client, got, errors } = await deltaClient(net, { encoding, stateDeltaBatch: true });
+    assert.deepEqual(net.hellos[0].caps, ['state_delta', 'state_delta_batch']);
+    assert.deepEqual([client.welcome.stateDeltas, client.welcome.stateDeltaBatch], [true, true]);
+    net.sock.push({ op: 'state', tick: 100, ts: 1764460800000, sid: 1, ch: CH, from: 'b', key: 'pos', body: { x: 1, y: 2 } });
+    net.sock.push({ op: 'sds', tick: 101, ts: 1764460800020, d: [1, { x: 2 }] });
+    net.sock.push([
+      { op: 'state', sid: 7, ch: CH, from: 'p', key: 'k', body: { x: 1, y: 2 } },
+      { op: 'state', sid: 9, ch: CH, from: 'q', key: 'k', body: { hp: 9, name: 'ann' } },
+      { op: 'state', sid: 12, ch: CH, from: 'r', key: 'k', body: { fx: null, hp: 3 } },
+    ]);
+    net.sock.push([
+      { op: 'sds', tick: 8823342, ts: 1764460800140, d: [7, { x: 1.5 }, 9, [[120.5, -3], { hp: 8 }], 12, [null, {}, ['fx']]] },
+      { op: 'state', sid: 20, ch: CH, from: 's', key: 'k', body: { after: true } },
+    ]);
+    await settle();
+    assert.deepEqual(errors, []);
+    assert.deepEqual(got[1].body, { x: 2, y: 2 });
+    assert.deepEqual([got[1].tick, got[1].ts, got[1].from, got[1].key], [101, 1764460800020, 'b', 'pos']);
+    const batch = got.slice(5);
+    assert.deepEqual(batch.map((s) => [s.from, s.body, s.pos, s.tick, s.ts]), [
+      ['p', { x: 1.5, y: 2 }, undefined, 8823342, 1764460800140],
+      ['q', { hp: 8, name: 'ann' }, [120.5, -3], 8823342, 1764460800140],
+      ['r', { hp: 3 }, undefined, 8823342, 1764460800140],
+      ['s', { after: true }, undefined, undefined, undefined],
+    ]);
+    client.close();
+  });
+}
+
+test('hostile sds frames are dropped whole, reported, and the channel re-joined', async () => {
+  const hostile = [
+    { op: 'sds', d: [1] }, { op: 'sds', d: [] }, { op: 'sds' }, { op: 'sds', d: {} }, { op: 'sds', d: [0, {}] },
+    { op: 'sds', d: ['1', {}] }, { op: 'sds', d: [1, 5] }, { op: 'sds', d: [1, [null]] }, { op: 'sds', d: [1, [5, {}]] },
+    { op: 'sds', d: [1, [null, 'x']] }, { op: 'sds', d: [1, [null, {}, 'x']] }, { op: 'sds', d: [1, [null, {}, [1]]] },
+    { op: 'sds', d: [1, [null, {}, [], 4]] },
+    // A good entry before a bad one is not applied either: the frame is one.
+    { op: 'sds', d: [1, { x: 2 }, 1, 'bad'] },
+  ];
+  for (const frame of hostile) {
+    const net = scriptedServer({ caps: ['state_delta', 'state_delta_batch'] });
+    const { client, got, errors } = await deltaClient(net, { stateDeltaBatch: true });
+    net.sock.push({ op: 'state', sid: 1, ch: CH, from: 'b', key: 'pos', body: { x: 1 } });
+    net.sock.push(frame);
+    await settle();
+    assert.equal(got.length, 1, JSON.stringify(frame));
+    assert.equal(errors[0]?.code, 'bad_frame', JSON.stringify(frame));
+    assert.equal(net.joins.length, 2, `${JSON.stringify(frame)}: re-joined`);
+    net.sock.push({ op: 'sds', d: [1, { x: 3 }] });
+    await settle();
+    assert.equal(got.length, 1, `${JSON.stringify(frame)}: no delta on a dropped base`);
+    client.close();
+  }
+});
+
+for (const encoding of ['json', 'msgpack']) {
+  test(`${encoding}: against the server, batched deltas are applied invisibly`, async () => {
+    const ch = `world:batch-${encoding}`;
+    const senders = [real(`bs1-${encoding}`, { encoding }), real(`bs2-${encoding}`, { encoding })];
+    const batched = real(`bb-${encoding}`, { encoding, stateDeltas: true, stateDeltaBatch: true });
+    const plain = real(`bp-${encoding}`, { encoding });
+    const seen = new Map([[batched, []], [plain, []]]);
+    const frames = [];
+    batched.on('frame', (f) => frames.push(f.op));
+    for (const c of [batched, plain]) c.channel(ch).on('state', (s) => seen.get(c).push(s));
+    await Promise.all([...senders, batched, plain].map((c) => c.channel(ch).join()));
+    assert.deepEqual([batched.welcome.stateDeltas, batched.welcome.stateDeltaBatch], [true, true]);
+    for (let k = 0; k < 10; k++) {
+      // Two senders in one tick: usually one sds of two entries.
+      for (const [i, s] of senders.entries()) s.channel(ch).setState('pos', { x: k, y: i, ...(k % 2 ? { fx: 1 } : {}) });
+      await until(() => seen.get(batched).length === 2 * (k + 1) && seen.get(plain).length === 2 * (k + 1), 5000, `states ${k}`);
+    }
+    const view = (got) => got.map((s) => [s.from, JSON.stringify(s.body)]);
+    assert.deepEqual(view(seen.get(batched)), view(seen.get(plain)), 'same bodies in the same order');
+    assert.ok(frames.filter((op) => op === 'sds').length >= 5, `sds frames: ${frames.join(',')}`);
+    assert.equal(frames.filter((op) => op === 'sd').length, 0, 'no sd to a batch client');
+  });
+}
