@@ -158,9 +158,12 @@ HttpClient::HttpClient(Endpoint ep, uint32_t timeout_ms, std::string ca_file)
 
 HttpClient::~HttpClient() = default;
 
-Result<HttpReply> HttpClient::post(const std::vector<std::pair<std::string, std::string>>& headers,
+Result<HttpReply> HttpClient::send(std::string_view method, std::string_view target,
+                                   const std::vector<std::pair<std::string, std::string>>& headers,
                                    std::string body) {
-  http::request<http::string_body> req{http::verb::post, "/", 11};
+  const http::verb verb = http::string_to_verb(method);
+  if (verb == http::verb::unknown) return Error{ErrorCode::kBadRequest, "http: unknown method"};
+  http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, ep_.host_header);
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = std::move(body);
