@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -104,9 +105,9 @@ Result<AwsCredentials> parse_shared_credentials(std::string_view text, std::stri
 Result<ExpiringCredentials> parse_container_credentials(std::string_view json) {
   simdjson::ondemand::parser parser;
   simdjson::padded_string padded(json);
-  simdjson::ondemand::document doc;
+  auto doc = parser.iterate(padded);
   simdjson::ondemand::object obj;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(obj)) {
+  if (doc.error() || doc.get_object().get(obj)) {
     return unavailable("the endpoint's answer is not a JSON object");
   }
   ExpiringCredentials out;

@@ -70,7 +70,9 @@ TEST(DynamoOptions, EnvironmentFillsWhatTheConfigLeavesOut) {
   EXPECT_FALSE(resolve_options({}));  // no region
   DynamoOptions r;
   r.region = "us-east-1";
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/parley-test-credentials", 1);  // not the machine's own
   EXPECT_FALSE(resolve_options(r));  // no credentials
+  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
 }
 
 TEST(DynamoReply, ThrottlingTypes) {

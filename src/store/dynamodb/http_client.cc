@@ -161,9 +161,10 @@ HttpClient::~HttpClient() = default;
 Result<HttpReply> HttpClient::send(std::string_view method, std::string_view target,
                                    const std::vector<std::pair<std::string, std::string>>& headers,
                                    std::string body) {
-  const http::verb verb = http::string_to_verb(method);
+  // Boost 1.74's beast::string_view is boost::string_view, not std's.
+  const http::verb verb = http::string_to_verb(beast::string_view(method.data(), method.size()));
   if (verb == http::verb::unknown) return Error{ErrorCode::kBadRequest, "http: unknown method"};
-  http::request<http::string_body> req{verb, target, 11};
+  http::request<http::string_body> req{verb, beast::string_view(target.data(), target.size()), 11};
   req.set(http::field::host, ep_.host_header);
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = std::move(body);
