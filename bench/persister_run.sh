@@ -142,7 +142,7 @@ check_pg() {
 # ($counters: "demo#<channel> <seq>" lines); prints the line, "ok" or "FAIL" last,
 # and leaves the item size figures in $work/run/dyn_size.
 check_dynamo() {
-  node "$dyndir/table_seqs.mjs" "http://127.0.0.1:$dynport" "$table" > "$work/run/dyn_seqs.tsv"
+  node "$dyndir/table_seqs.mjs" "http://127.0.0.1:$dynport" "$table" > "$work/run/dyn_seqs.tsv" 2> "$out/$run.scan.log"
   grep '^#size' "$work/run/dyn_seqs.tsv" > "$work/run/dyn_size" || true
   grep -v '^#size' "$work/run/dyn_seqs.tsv" | awk -F'\t' -v acked="$acked" '
     f == 1 { want[$1] = $2; next }
