@@ -16,8 +16,6 @@ constexpr uint32_t kMaxBackoffMs = 5000;
 constexpr uint32_t kMaxPaceMs = 1000;
 }  // namespace
 
-using store::dynamodb::Item;
-
 DynamoWriter::DynamoWriter(store::dynamodb::DynamoOptions resolved, PersisterStats& stats,
                            std::function<bool(uint32_t)> wait)
     : client_(std::move(resolved)), stats_(stats), wait_(std::move(wait)),
@@ -28,11 +26,11 @@ uint32_t DynamoWriter::backoff_ms(uint32_t attempt) {
   return std::uniform_int_distribution<uint32_t>(0, cap)(rng_);
 }
 
-bool DynamoWriter::pass(std::vector<const Item*>& left) {
+bool DynamoWriter::pass(std::vector<const ArchiveRow*>& left) {
   bool throttled = false;
-  std::vector<const Item*> still;
+  std::vector<const ArchiveRow*> still;
   for (size_t at = 0; at < left.size(); at += kMaxBatchItems) {
-    std::vector<const Item*> chunk(left.begin() + at, left.begin() + std::min(left.size(), at + kMaxBatchItems));
+    std::vector<const ArchiveRow*> chunk(left.begin() + at, left.begin() + std::min(left.size(), at + kMaxBatchItems));
     if (pace_ms_ > 0 && !wait_(pace_ms_)) {
       still.insert(still.end(), left.begin() + at, left.end());
       break;
@@ -76,14 +74,7 @@ bool DynamoWriter::pass(std::vector<const Item*>& left) {
 }
 
 bool DynamoWriter::write(const std::vector<const ArchiveRow*>& rows, const std::function<void()>& between) {
-  std::vector<Item> items;
-  items.reserve(rows.size());
-  for (const ArchiveRow* r : rows) {
-    items.push_back(Item{r->tenant, r->channel, r->seq, r->ts_ms, r->sender, r->msg_id, r->body});
-  }
-  std::vector<const Item*> left;
-  left.reserve(items.size());
-  for (const auto& it : items) left.push_back(&it);
+  std::vector<const ArchiveRow*> left = rows;
   for (uint32_t attempt = 0;; ++attempt) {
     if (!table_ready_) {
       if (Status s = client_.ensure_table(); s) {

@@ -41,7 +41,7 @@ class DynamoWriter {
  private:
   // One pass over `left`: what is still unwritten stays in it. True when a
   // request was throttled.
-  bool pass(std::vector<const store::dynamodb::Item*>& left);
+  bool pass(std::vector<const ArchiveRow*>& left);
   uint32_t backoff_ms(uint32_t attempt);
 
   store::dynamodb::DynamoClient client_;

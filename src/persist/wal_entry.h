@@ -17,20 +17,13 @@
 #include <vector>
 
 #include "common/status.h"
+#include "store/archive_row.h"
 
 struct redisReply;
 
 namespace parley::persist {
 
-struct ArchiveRow {
-  std::string tenant;
-  std::string channel;
-  uint64_t seq = 0;
-  int64_t ts_ms = 0;
-  std::string sender;
-  std::string msg_id;
-  std::string body;
-};
+using store::ArchiveRow;
 
 struct WalEntry {
   std::string id;                  // the stream entry id, "<ms>-<n>"

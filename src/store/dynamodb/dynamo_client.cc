@@ -50,14 +50,10 @@ Result<DynamoOptions> resolve_options(DynamoOptions o) {
   if (o.region.empty()) o.region = env("AWS_REGION");
   if (o.region.empty()) o.region = env("AWS_DEFAULT_REGION");
   if (o.region.empty()) return Error{ErrorCode::kBadRequest, "dynamodb.region is not set (nor AWS_REGION)"};
-  if (o.creds.access_key.empty()) {
-    o.creds = {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};
-  }
-  if (o.creds.access_key.empty() || o.creds.secret_key.empty()) {
-    return Error{ErrorCode::kBadRequest,
-                 "dynamodb: no credentials (dynamodb.access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID "
-                 "and AWS_SECRET_ACCESS_KEY)"};
-  }
+  auto source = find_credentials(o.creds);
+  if (!source) return source.error();
+  o.credentials = std::move(*source);
+  o.creds = o.credentials.fixed;
   if (o.endpoint.empty()) o.endpoint = "https://dynamodb." + o.region + ".amazonaws.com";
   if (auto ep = parse_endpoint(o.endpoint); !ep) return ep.error();
   if (o.table.empty()) return Error{ErrorCode::kBadRequest, "dynamodb.table is empty"};
@@ -76,7 +72,7 @@ std::string partition_key(const std::string& tenant, const std::string& channel,
   return pk;
 }
 
-std::string item_json(const Item& item, uint32_t spread) {
+std::string item_json(const ArchiveRow& item, uint32_t spread) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -90,13 +86,18 @@ std::string item_json(const Item& item, uint32_t spread) {
   return out;
 }
 
-DynamoClient::DynamoClient(DynamoOptions resolved) : o_(std::move(resolved)) {
+DynamoClient::DynamoClient(DynamoOptions resolved)
+    : o_(std::move(resolved)), creds_(o_.credentials.origin.empty() ? CredentialSource{"config", o_.creds}
+                                                                     : o_.credentials,
+                                      o_.timeout_ms) {
   http_ = std::make_unique<HttpClient>(*parse_endpoint(o_.endpoint), o_.timeout_ms, o_.ca_file);
 }
 
 DynamoClient::~DynamoClient() = default;
 
 Result<Reply> DynamoClient::call(const std::string& op, std::string body) {
+  auto creds = creds_.current();
+  if (!creds) return creds.error();
   const std::string date = amz_date(wall_ms() / 1000);
   std::vector<std::pair<std::string, std::string>> headers = {
       {"host", http_->endpoint().host_header},
@@ -104,9 +105,9 @@ Result<Reply> DynamoClient::call(const std::string& op, std::string body) {
       {"x-amz-date", date},
       {"x-amz-target", "DynamoDB_20120810." + op},
   };
-  if (!o_.creds.session_token.empty()) headers.emplace_back("x-amz-security-token", o_.creds.session_token);
+  if (!creds->session_token.empty()) headers.emplace_back("x-amz-security-token", creds->session_token);
   SignInput in{"POST", "/", {}, headers, body};
-  headers.emplace_back("authorization", sign(in, o_.creds, o_.region, "dynamodb", date).authorization);
+  headers.emplace_back("authorization", sign(in, *creds, o_.region, "dynamodb", date).authorization);
   headers.erase(headers.begin());  // Host: the client sets it (the same value)
   auto r = http_->post(headers, std::move(body));
   if (!r) return r.error();
@@ -173,13 +174,13 @@ Status DynamoClient::ensure_table(uint32_t wait_ms) {
   }
 }
 
-Result<DynamoClient::BatchResult> DynamoClient::batch_write(const std::vector<const Item*>& items) {
+Result<DynamoClient::BatchResult> DynamoClient::batch_write(const std::vector<const ArchiveRow*>& items) {
   BatchResult out;
   if (items.empty()) return out;
   std::string body;
   JsonWriter w(body);
   w.begin_object().key("RequestItems").begin_object().key(o_.table).begin_array();
-  for (const Item* it : items) {
+  for (const ArchiveRow* it : items) {
     w.begin_object().key("PutRequest").begin_object().field_raw("Item", item_json(*it, o_.spread)).end_object();
     w.end_object();
   }

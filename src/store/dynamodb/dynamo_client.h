@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "store/archive_row.h"
+#include "store/dynamodb/credentials.h"
 #include "store/dynamodb/http_client.h"
 #include "store/dynamodb/sigv4.h"
 #include "store/store.h"
@@ -36,7 +38,8 @@ struct DynamoOptions {
   std::string table = "parley_messages";
   std::string region;    // empty: AWS_REGION, then AWS_DEFAULT_REGION
   std::string endpoint;  // empty: https://dynamodb.<region>.amazonaws.com
-  AwsCredentials creds;  // empty fields: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+  AwsCredentials creds;  // empty: the rest of the chain of credentials.h
+  CredentialSource credentials;  // set by resolve_options (creds when they are given)
   uint32_t timeout_ms = 5000;
   uint32_t spread = 1;       // partition keys per channel (see above); fixed once data exists
   bool create_table = true;  // CreateTable (on-demand billing) when DescribeTable says missing
@@ -57,21 +60,10 @@ struct Reply {
   bool throttled() const;
 };
 
-// One item of the table (a message of the archive).
-struct Item {
-  std::string tenant;
-  std::string channel;
-  uint64_t seq = 0;
-  int64_t ts_ms = 0;
-  std::string sender;
-  std::string msg_id;
-  std::string body;
-};
-
 // The partition key of a channel's seq.
 std::string partition_key(const std::string& tenant, const std::string& channel, uint64_t seq, uint32_t spread);
 // {"channel":{"S":...},"seq":{"N":...},...}
-std::string item_json(const Item& item, uint32_t spread);
+std::string item_json(const ArchiveRow& item, uint32_t spread);
 
 class DynamoClient {
  public:
@@ -92,7 +84,7 @@ class DynamoClient {
     std::vector<size_t> unprocessed;
     std::optional<Reply> refused;
   };
-  Result<BatchResult> batch_write(const std::vector<const Item*>& items);
+  Result<BatchResult> batch_write(const std::vector<const ArchiveRow*>& items);
 
   // Messages of `id` with lo <= seq < hi, the `limit` oldest (or newest),
   // oldest first; consistent reads, every spread key merged.
@@ -106,6 +98,7 @@ class DynamoClient {
                                                bool newest);
   DynamoOptions o_;
   std::unique_ptr<HttpClient> http_;
+  CredentialProvider creds_;
 };
 
 }  // namespace parley::store::dynamodb

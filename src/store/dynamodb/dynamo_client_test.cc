@@ -32,12 +32,12 @@ TEST(DynamoItems, KeyAndAttributes) {
   EXPECT_EQ(partition_key("demo", "chat:a", 41, 1), "demo#chat:a");
   EXPECT_EQ(partition_key("demo", "chat:a", 41, 10), "demo#chat:a#1");
   EXPECT_EQ(partition_key("demo", "a#b", 5, 3), "demo#a#b#2");  // the suffix is always the last '#'
-  Item it{"demo", "chat:a", 7, 1764786615000, "alice", "m-7", "{\"t\":\"h\\u00e9\"}"};
+  ArchiveRow it{"demo", "chat:a", 7, 1764786615000, "alice", "m-7", "{\"t\":\"h\\u00e9\"}"};
   EXPECT_EQ(item_json(it, 1),
             "{\"channel\":{\"S\":\"demo#chat:a\"},\"seq\":{\"N\":\"7\"},\"ts\":{\"N\":\"1764786615000\"},"
             "\"sender\":{\"S\":\"alice\"},\"msg_id\":{\"S\":\"m-7\"},\"body\":{\"S\":\"{\\\"t\\\":\\\"h\\\\u00e9\\\"}\"}}");
   // Empty strings are left out (DynamoDB Local and older servers refuse them).
-  Item bare{"demo", "c", 1, 0, "", "", "null"};
+  ArchiveRow bare{"demo", "c", 1, 0, "", "", "null"};
   EXPECT_EQ(item_json(bare, 1),
             "{\"channel\":{\"S\":\"demo#c\"},\"seq\":{\"N\":\"1\"},\"ts\":{\"N\":\"0\"},\"body\":{\"S\":\"null\"}}");
 }
@@ -70,7 +70,9 @@ TEST(DynamoOptions, EnvironmentFillsWhatTheConfigLeavesOut) {
   EXPECT_FALSE(resolve_options({}));  // no region
   DynamoOptions r;
   r.region = "us-east-1";
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/parley-test-credentials", 1);  // not the machine's own
   EXPECT_FALSE(resolve_options(r));  // no credentials
+  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
 }
 
 TEST(DynamoReply, ThrottlingTypes) {

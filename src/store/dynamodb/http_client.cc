@@ -158,9 +158,13 @@ HttpClient::HttpClient(Endpoint ep, uint32_t timeout_ms, std::string ca_file)
 
 HttpClient::~HttpClient() = default;
 
-Result<HttpReply> HttpClient::post(const std::vector<std::pair<std::string, std::string>>& headers,
+Result<HttpReply> HttpClient::send(std::string_view method, std::string_view target,
+                                   const std::vector<std::pair<std::string, std::string>>& headers,
                                    std::string body) {
-  http::request<http::string_body> req{http::verb::post, "/", 11};
+  // Boost 1.74's beast::string_view is boost::string_view, not std's.
+  const http::verb verb = http::string_to_verb(beast::string_view(method.data(), method.size()));
+  if (verb == http::verb::unknown) return Error{ErrorCode::kBadRequest, "http: unknown method"};
+  http::request<http::string_body> req{verb, beast::string_view(target.data(), target.size()), 11};
   req.set(http::field::host, ep_.host_header);
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = std::move(body);

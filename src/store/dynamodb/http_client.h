@@ -44,7 +44,12 @@ class HttpClient {
 
   // POST / with these headers (Host and Content-Length are added); any status
   // is a reply, an error only when no complete reply came.
-  Result<HttpReply> post(const std::vector<std::pair<std::string, std::string>>& headers, std::string body);
+  Result<HttpReply> post(const std::vector<std::pair<std::string, std::string>>& headers, std::string body) {
+    return send("POST", "/", headers, std::move(body));
+  }
+  // The same for any method ("GET") and target (an encoded path and query).
+  Result<HttpReply> send(std::string_view method, std::string_view target,
+                         const std::vector<std::pair<std::string, std::string>>& headers, std::string body);
 
   const Endpoint& endpoint() const { return ep_; }
 
