@@ -322,7 +322,10 @@ void HookPool::on_error(const std::shared_ptr<Call>& c, const std::shared_ptr<Co
   const bool stale = conn->from_idle && !c->resent && !late && sent && !stopped_ &&
                      (ec == http::error::end_of_stream || ec == asio::error::eof ||
                       ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
-  if (!conn->used && !stale) connection_failed(now_ms());
+  // Refused, or closed by the app server before it answered anything: a
+  // connection that failed. One we closed at its grace reached a live (slow)
+  // app server, and pausing connects would fail the next calls at once.
+  if (!conn->used && !stale && !conn->expired) connection_failed(now_ms());
   if (stale) {
     c->resent = true;
     c->conn.reset();

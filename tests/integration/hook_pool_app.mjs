@@ -36,7 +36,7 @@ const app = http.createServer((req, res) => {
     const rec = { conn: req.socket.hookConn, id: String(ask.id ?? ''), at: now() };
     requests.push(rec);
     const socket = req.socket;
-    socket.pending = rec;
+    socket.hookAsked = rec;
     const answer = body.verdict === 'deny'
       ? { allow: false, code: 'forbidden', msg: 'denied late' }
       : { allow: true };
@@ -54,7 +54,7 @@ app.on('connection', (s) => {
   counts.connections++;
   s.on('close', () => {
     counts.closed++;
-    if (s.pending && s.pending.answered_at === undefined) s.pending.closed_at = now();
+    if (s.hookAsked && s.hookAsked.answered_at === undefined) s.hookAsked.closed_at = now();
   });
 });
 // The pool decides when its connections close; no timeout of Node's may.

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -279,8 +280,10 @@ TEST_F(HookConnections, NewConnectionsAreOpenedAtABoundedRate) {
   int64_t t0 = INT64_MAX;
   for (const auto& [conn, at] : first_use) t0 = std::min(t0, at);
   int early = 0;
-  for (const auto& [conn, at] : first_use) early += at - t0 <= 250;
-  EXPECT_LE(early, 16 + 8 + 1) << "connections in the first 250 ms";  // the burst, 32/s x 0.25 s
+  for (const auto& [conn, at] : first_use) early += at - t0 <= 100;
+  // The burst, 32/s x 0.1 s, and 2 for the clocks' rounding; unbounded, all 40
+  // came within a few ms.
+  EXPECT_LE(early, 16 + 4 + 2) << "connections in the first 100 ms";
   EXPECT_LE(int(first_use.size()), 40);
   EXPECT_GE(metric("parley_hook_connects_throttled_total", "burst"), 1);
   EXPECT_EQ(metric("parley_hook_connects_total", "burst"), int64_t(first_use.size()));
