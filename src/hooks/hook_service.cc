@@ -13,8 +13,8 @@ namespace parley::hooks {
 
 namespace {
 constexpr int64_t kWarnEveryMs = 10'000;
-// What a client is told to wait before trying again.
-constexpr int kBackpressureRetryMs = 100;
+// What a client is told to wait before trying again (a full hook's hint is the
+// pool's: HookPool::retry_hint).
 constexpr int kUnavailableRetryMs = 1000;
 
 // A hook's name in metrics and the log: tenant/namespace/kind, tenant/connect.
@@ -74,7 +74,7 @@ void HookService::ask(unsigned loop, session::HookAsk ask,
     }
     // A pool replaced by a reload finishes its calls in flight on its own.
     if (pool) pool->stop();
-    pool = std::make_shared<HookPool>(loops_.loop(loop), cfg.url, std::move(*target));
+    pool = std::make_shared<HookPool>(loops_.loop(loop), cfg.url, std::move(*target), &stats->pool);
   }
   std::string body = encode_hook_request(ask, wall_ms());
   const std::string api_key = ask.tenant ? ask.tenant->api_key : std::string();
@@ -96,7 +96,7 @@ void HookService::decide(HookStats& stats, const session::HookAsk& ask, int64_t 
     stats.backpressure.fetch_add(1, std::memory_order_relaxed);
     session::HookVerdict v;
     v.allow = false;
-    v.error = Error{ErrorCode::kBackpressure, "too many hook requests in flight", kBackpressureRetryMs};
+    v.error = Error{ErrorCode::kBackpressure, "too many hook requests in flight", r.retry_ms};
     return done(std::move(v));
   }
   stats.requests.fetch_add(1, std::memory_order_relaxed);
@@ -167,6 +167,19 @@ void HookService::register_metrics(metrics::Metrics& metrics) {
   metrics.set_source(Scraped::hook_answered, source(&HookStats::answered));
   metrics.set_source(Scraped::hook_latency_us, source(&HookStats::latency_us));
   metrics.set_source(Scraped::hook_inflight, source(&HookStats::inflight));
+  auto pool_source = [this](auto field) {
+    return [this, field](Samples& out) {
+      std::lock_guard lock(mu_);
+      for (const auto& [name, s] : stats_) {
+        out.push_back({name, static_cast<int64_t>((s->pool.*field).load(std::memory_order_relaxed))});
+      }
+    };
+  };
+  metrics.set_source(Scraped::hook_connects, pool_source(&PoolStats::connects));
+  metrics.set_source(Scraped::hook_connects_throttled, pool_source(&PoolStats::connects_throttled));
+  metrics.set_source(Scraped::hook_late_answers, pool_source(&PoolStats::late_answers));
+  metrics.set_source(Scraped::hook_late_closed, pool_source(&PoolStats::late_closed));
+  metrics.set_source(Scraped::hook_connections, pool_source(&PoolStats::connections));
 }
 
 void HookService::stop() {

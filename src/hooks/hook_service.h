@@ -38,6 +38,7 @@ struct HookStats {
   std::atomic<uint64_t> answered{0};
   std::atomic<int64_t> inflight{0};       // asked and not yet decided, every loop
   std::atomic<int64_t> warned_ms{0};      // last warning in the log (one per 10 s)
+  PoolStats pool;                         // connections, late answers: the pools' own
 };
 
 class HookService final : public session::HookGate {

@@ -151,6 +151,20 @@
     "Sum of the time from ask to answer of answered hook requests, queueing included.")   \
   X(hook_inflight, kGauge, "parley_hook_inflight", "hook",                                 \
     "Hook asks waiting for a decision (on the wire or queued).")                           \
+  X(hook_connects, kCounter, "parley_hook_connects_total", "hook",                         \
+    "New connections to the hook's app server attempted (bounded per loop: a bucket of "   \
+    "16 refilled at 32/s, paused after failed ones).")                                     \
+  X(hook_connects_throttled, kCounter, "parley_hook_connects_throttled_total", "hook",     \
+    "Hook calls that needed a new connection while new ones were at their bound: "         \
+    "they waited for one, or failed at once while connects were paused and none was open.") \
+  X(hook_late_answers, kCounter, "parley_hook_late_answers_total", "hook",                 \
+    "Answers read after their call's deadline (the client already had its outcome): "      \
+    "dropped, the connection kept.")                                                       \
+  X(hook_late_closed, kCounter, "parley_hook_late_closed_total", "hook",                   \
+    "Connections closed because a timed-out call's answer did not come within the grace "  \
+    "(10 x timeout_ms, 1..60 s) or came broken.")                                          \
+  X(hook_connections, kGauge, "parley_hook_connections", "hook",                           \
+    "Connections open to the hook's app server (connecting, carrying a request or idle).") \
   X(mutes_active, kGauge, "parley_mutes_active", "tenant",                                 \
     "Mutes in force that this node knows of, by tenant.")                                 \
   X(bans_active, kGauge, "parley_bans_active", "tenant",                                   \
