@@ -357,11 +357,15 @@ class PartitionHoldTest : private SegmentDir, public PartitionDedupeTest {
   // As a process restarts: the server stops, the store closes (the read it
   // never answered goes with it) and opens again from its files.
   void restart(std::chrono::milliseconds d) {
+    reopen();
+    start_with_deadline(d);
+  }
+  // The server stopped and the store opened again from its files, not started.
+  void reopen() {
     stop();
     store_->drop_reads();
     store_->replace(nullptr);
     store_->replace(open_segments(dir.sub("store")));
-    start_with_deadline(d);
   }
   int64_t held_gauge() const { return metrics_.total(&metrics::ThreadMetrics::event_dedupe_held); }
   uint64_t overflows() const {
@@ -474,9 +478,7 @@ TEST_F(PartitionHoldTest, ARestartHandsTheWindowOverAsFingerprintsOfTheWindowsOw
   // mark under the default hash would not be) and each candidate is read.
   start(one_fingerprint);
   ASSERT_EQ(offs(emit({ev("id-1"), ev("id-2"), ev(""), ev("id-3")})), (Offs{1, 2, 3, 4}));
-  stop();
-  store_->replace(nullptr);
-  store_->replace(open_segments(dir.sub("store")));
+  reopen();
   const int recoveries = store_->mark_recoveries.load();
   start(one_fingerprint);
   auto again = emit({ev("id-2"), ev("id-4"), ev("id-1")});
