@@ -94,8 +94,7 @@ Partition::~Partition() {
 void Partition::recover(std::function<void()> then) {
   PARLEY_CHECK(runtime::LoopGroup::current() == static_cast<int>(loop_));
   log_.begin_recovery();
-  store_.recover(id_, log_.dedupe_cutoff(wall_ms()),
-                 [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
+  auto recovered = [this, then = std::move(then)](Result<store::ChannelRecovery> rec) mutable {
     loops_.run_on(loop_, [this, then = std::move(then), rec = std::move(rec)]() mutable {
       if (!rec) {
         log_.recovery_failed();
@@ -104,14 +103,19 @@ void Partition::recover(std::function<void()> then) {
       recent_.clear();
       recent_bytes_ = 0;
       // The log's own window stays empty: this partition keeps its ids in window_.
-      std::vector<store::DedupeEntry> ids;
-      if (!log_.store_numbers()) ids.swap(rec->dedupe);
+      std::vector<store::DedupeMark> ids;
+      ids.swap(rec->marks);
       // What the feed brought while the recovery read goes out after the cut.
       recovered_cut_ = log_.recovered(*rec);
       refill_window(ids);
       then();
     });
-  });
+  };
+  const int64_t cutoff = log_.dedupe_cutoff(wall_ms());
+  // The store numbering the log dedupes itself: no ids to hand over.
+  if (log_.store_numbers()) return store_.recover(id_, cutoff, std::move(recovered));
+  // Fingerprints, not strings: the window keeps nothing else (store.h).
+  store_.recover_marks(id_, cutoff, window_.hash(), std::move(recovered));
 }
 
 uint64_t Partition::earliest() const {
@@ -195,7 +199,9 @@ bool Partition::place(const std::string& from, protocol::EmitEvent& e, int64_t n
     for (const uint64_t off : candidates_) {
       if (std::find(ruled_out.begin(), ruled_out.end(), off) != ruled_out.end()) continue;
       if (off <= log_.committed()) {
-        if (committed_candidate == 0) committed_candidate = off;
+        // The newest first: an id reused after its window (a recovery may hand
+        // both offsets back) answers with its latest offset.
+        committed_candidate = std::max(committed_candidate, off);
         continue;
       }
       const Pending* original = log_.inflight_at(off);
@@ -306,15 +312,11 @@ void Partition::drain_held() {
   if (!batch.empty()) store_.append_many(std::move(batch));
 }
 
-void Partition::refill_window(std::vector<store::DedupeEntry>& ids) {
+void Partition::refill_window(std::vector<store::DedupeMark>& ids) {
   window_.clear();
   std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
-  std::string key;
-  for (const auto& e : ids) {
-    key.clear();
-    store::DedupeKey::append(key, e.from, e.id);
-    window_.insert(window_.fingerprint(key), e.seq, e.ts_ms);
-  }
+  for (const auto& e : ids) window_.insert(e.fp, e.seq, e.ts_ms);
+  std::vector<store::DedupeMark>().swap(ids);
 }
 
 void Partition::on_appended(store::AppendOutcome out) {

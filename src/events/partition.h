@@ -189,7 +189,7 @@ class Partition {
   void drain_held();
   void submit(store::AppendRequest req, StoreBatch& batch);
   // The window from a recovery's entries (in offset order).
-  void refill_window(std::vector<store::DedupeEntry>& ids);
+  void refill_window(std::vector<store::DedupeMark>& ids);
   // A committed event into the ring of recent ones.
   void push_recent(uint64_t off, std::string item);
   // Shared store: an event committed by any node, in offset order.

@@ -37,6 +37,13 @@ class ReadCountingStore final : public store::Store {
   void recover(const store::ChannelKey& key, int64_t cutoff, store::RecoverDone done) override {
     inner_->recover(key, cutoff, std::move(done));
   }
+  // The partition's recovery: what the inner store does with a hash (the segment
+  // log hashes while it reads), counted.
+  void recover_marks(const store::ChannelKey& key, int64_t cutoff, store::KeyHashFn hash,
+                     store::RecoverDone done) override {
+    ++mark_recoveries;
+    inner_->recover_marks(key, cutoff, hash, std::move(done));
+  }
   void append(store::AppendRequest req, store::AppendDone done) override {
     inner_->append(std::move(req), std::move(done));
   }
@@ -103,6 +110,7 @@ class ReadCountingStore final : public store::Store {
   }
 
   std::atomic<int> reads{0};
+  std::atomic<int> mark_recoveries{0};
   std::atomic<bool> fail_reads{false};
   std::atomic<bool> hang_reads{false};
 
@@ -349,11 +357,15 @@ class PartitionHoldTest : private SegmentDir, public PartitionDedupeTest {
   // As a process restarts: the server stops, the store closes (the read it
   // never answered goes with it) and opens again from its files.
   void restart(std::chrono::milliseconds d) {
+    reopen();
+    start_with_deadline(d);
+  }
+  // The server stopped and the store opened again from its files, not started.
+  void reopen() {
     stop();
     store_->drop_reads();
     store_->replace(nullptr);
     store_->replace(open_segments(dir.sub("store")));
-    start_with_deadline(d);
   }
   int64_t held_gauge() const { return metrics_.total(&metrics::ThreadMetrics::event_dedupe_held); }
   uint64_t overflows() const {
@@ -458,6 +470,23 @@ TEST_F(PartitionHoldTest, ARestartAfterATimedOutConfirmationIsClean) {
   EXPECT_EQ(offs(again), (Offs{2, 3}));
   EXPECT_EQ(again.dup, (Dups{true, false}));
   EXPECT_EQ(held(), (Held{{1, "id-1"}, {2, "id-2"}, {3, "id-3"}}));
+}
+
+TEST_F(PartitionHoldTest, ARestartHandsTheWindowOverAsFingerprintsOfTheWindowsOwnHash) {
+  // Every id under one fingerprint: the segment log hashes the ids it reads
+  // with the partition's function, so the retry after the restart is found (a
+  // mark under the default hash would not be) and each candidate is read.
+  start(one_fingerprint);
+  ASSERT_EQ(offs(emit({ev("id-1"), ev("id-2"), ev(""), ev("id-3")})), (Offs{1, 2, 3, 4}));
+  reopen();
+  const int recoveries = store_->mark_recoveries.load();
+  start(one_fingerprint);
+  auto again = emit({ev("id-2"), ev("id-4"), ev("id-1")});
+  ASSERT_TRUE(again.status);
+  EXPECT_EQ(offs(again), (Offs{2, 5, 1}));
+  EXPECT_EQ(again.dup, (Dups{true, false, true}));
+  EXPECT_GT(store_->mark_recoveries.load(), recoveries) << "recovered through recover_marks";
+  EXPECT_EQ(held(), (Held{{1, "id-1"}, {2, "id-2"}, {3, ""}, {4, "id-3"}, {5, "id-4"}}));
 }
 
 }  // namespace

@@ -17,10 +17,9 @@ void DedupeIndex::set_hash(HashFn hash) { hash_ = hash ? hash : &DedupeTable::se
 void DedupeIndex::find(uint64_t fp, std::vector<uint64_t>& out) const {
   out.clear();
   if (slots_.empty()) return;
-  const size_t mask = slots_.size() - 1;
   const uint32_t tag = tag_of(fp);
   // The load bound leaves a never-used slot in every chain.
-  for (size_t pos = tag & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
+  for (size_t pos = home(tag); slots_[pos].rel != 0; pos = next(pos)) {
     const Slot& s = slots_[pos];
     if (live(s) && s.tag == tag) out.push_back(seq_of(s));
   }
@@ -57,13 +56,12 @@ void DedupeIndex::insert(uint64_t fp, uint64_t seq, int64_t ts_ms) {
   ++b.count;
   last_seq_ = std::max(last_seq_, seq);
 
-  if ((used_ + 1) * 5 > slots_.size() * 4) rehash(live_ + 1, base_);
-  const size_t mask = slots_.size() - 1;
+  if ((used_ + 1) * kMaxLoadDen > slots_.size() * kMaxLoadNum) rehash(live_ + 1, base_);
   const uint32_t tag = tag_of(fp);
-  size_t pos = tag & mask;
+  size_t pos = home(tag);
   // Entries are never replaced (one tag may be several ids): the first slot
   // that holds nothing live takes it.
-  while (live(slots_[pos])) pos = (pos + 1) & mask;
+  while (live(slots_[pos])) pos = next(pos);
   if (slots_[pos].rel == 0) ++used_;
   slots_[pos] = Slot{tag, static_cast<uint32_t>(seq - base_ + 1)};
   ++live_;
@@ -71,9 +69,8 @@ void DedupeIndex::insert(uint64_t fp, uint64_t seq, int64_t ts_ms) {
 
 bool DedupeIndex::erase(uint64_t fp, uint64_t seq) {
   if (slots_.empty()) return false;
-  const size_t mask = slots_.size() - 1;
   const uint32_t tag = tag_of(fp);
-  for (size_t pos = tag & mask; slots_[pos].rel != 0; pos = (pos + 1) & mask) {
+  for (size_t pos = home(tag); slots_[pos].rel != 0; pos = next(pos)) {
     Slot& s = slots_[pos];
     if (!live(s) || s.tag != tag || seq_of(s) != seq) continue;
     s.rel = kErased;
@@ -99,23 +96,26 @@ void DedupeIndex::expire(int64_t now_ms, uint64_t keep_seq) {
   buckets_.erase(buckets_.begin(), buckets_.begin() + static_cast<std::ptrdiff_t>(drop));
   if (live_ == 0) {
     clear();
-  } else if (slots_.size() > 64 && live_ * 8 < slots_.size()) {
+  } else if (slots_.size() > 64 && live_ * 4 < slots_.size()) {
     rehash(live_, base_);
   }
 }
 
 void DedupeIndex::rehash(size_t live_entries, uint64_t base) {
-  size_t cap = 8;
-  while (cap < live_entries * 2) cap *= 2;  // load <= 0.5 after the rehash, 0.8 before the next
+  // Sized to the entries, not to a power of two: a load of 0.65 after the
+  // rehash, 0.85 before the next, whether the window grows (x1.3 each time) or
+  // is full and expiring (the same size again: the dead slots go, the live fit).
+  // Doubling left it anywhere in 0.4-0.8 growing, and 0.25-0.5 once full (a
+  // rehash met as many dead slots as live ones and doubled anyway).
+  const size_t cap = std::max<size_t>(8, (live_entries * kRehashLoadDen / kRehashLoadNum + 7) & ~size_t{7});
   std::vector<Slot> old;
   old.swap(slots_);
   slots_.assign(cap, Slot{});
-  const size_t mask = cap - 1;
   used_ = 0;
   for (const Slot& s : old) {
     if (!live(s)) continue;
-    size_t pos = s.tag & mask;
-    while (slots_[pos].rel != 0) pos = (pos + 1) & mask;
+    size_t pos = home(s.tag);
+    while (slots_[pos].rel != 0) pos = next(pos);
     slots_[pos] = Slot{s.tag, static_cast<uint32_t>(seq_of(s) - base + 1)};
     ++used_;
   }

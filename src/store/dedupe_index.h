@@ -14,12 +14,13 @@
 // duplicate: a collision can cost a read, never a distinct event.
 //
 // Layout: an open-addressing array of 8-byte slots (linear probing, load
-// 0.25-0.8): the tag (the 64-bit fingerprint folded to 32 bits) and the offset as
-// 32 bits above a base (`base_`, moved when a rehash meets an offset 2^32 above
-// it). The tag also places the slot (its low bits are the home position, so a
-// rehash needs nothing else), so two ids of one home are told apart by the tag's
-// other 32 - log2(slots) bits only: ~load / 2^14 false candidates per lookup at
-// 2^18 slots (dedupe_index_test, dedupe_table_bench BM_DedupeIndexFalseHits). A
+// 0.65-0.85, any multiple of 8 slots): the tag (the 64-bit fingerprint folded to
+// 32 bits) and the offset as 32 bits above a base (`base_`, moved when a rehash
+// meets an offset 2^32 above it). The tag also places the slot (scaled to the
+// array's size it is the home position, so a rehash needs nothing else), so two
+// ids of one home are told apart by the tag's other 32 - log2(slots) bits only:
+// ids held / 2^32 false candidates per lookup, ~load / 2^14 at 2^18 slots
+// (dedupe_index_test, dedupe_table_bench BM_DedupeIndexFalseHits). A
 // false candidate costs its owner one read, never an event; the 4 bytes saved per
 // slot are a third of the window (12-byte slots with the whole fingerprint were
 // 21 B per id with the load, these 14). Expiry by time as
@@ -28,7 +29,9 @@
 // entry is older than the window, which raises the floor below which slots are
 // dead (probes step over them, inserts reuse them, a rehash leaves them out).
 //
-// Cost: 8 B of slot at a load of 0.4-0.8 (10-20 B per id), whatever the key.
+// Cost: 8 B of slot at a load of 0.65-0.85 (9.4-12.3 B per id), whatever the
+// key, growing or full: a rehash sizes the array to the live entries (dead ones
+// are left out), it does not double it.
 // Measured in dedupe_table_bench (BM_DedupeIndex).
 //
 // Owned by one partition's loop; not thread-safe.
@@ -54,6 +57,8 @@ class DedupeIndex {
   // The same, of a key's bytes (DedupeKey::append).
   uint64_t fingerprint(std::string_view key_bytes) const { return hash_(key_bytes); }
   void set_hash(HashFn hash);
+  // The function fingerprint() applies (a recovery hashes ids with it: Store::recover_marks).
+  HashFn hash() const { return hash_; }
 
   // The offset of every entry whose fingerprint has `fp`'s tag in the window,
   // into `out` (cleared first): candidates to confirm (each entry of `fp`, and
@@ -91,10 +96,19 @@ class DedupeIndex {
     uint64_t count = 0;  // live entries in it
   };
   static constexpr uint32_t kErased = UINT32_MAX;
+  // Load bounds (used slots / slots): a rehash above kMaxLoad, to kRehashLoad.
+  static constexpr size_t kMaxLoadNum = 17, kMaxLoadDen = 20;     // 0.85
+  static constexpr size_t kRehashLoadNum = 13, kRehashLoadDen = 20;  // 0.65
 
   // Both halves of the fingerprint feed the tag (a test's small fingerprints stay apart).
   static uint32_t tag_of(uint64_t fp) { return static_cast<uint32_t>(fp ^ (fp >> 32)); }
   uint64_t seq_of(const Slot& s) const { return base_ + s.rel - 1; }
+  // A tag's home slot: the tag scaled to the array's size (any size, not only a
+  // power of two), after a multiply that spreads small tags (tests') apart.
+  size_t home(uint32_t tag) const {
+    return static_cast<size_t>((uint64_t{tag * 0x9e3779b1u} * slots_.size()) >> 32);
+  }
+  size_t next(size_t pos) const { return pos + 1 == slots_.size() ? 0 : pos + 1; }
   bool live(const Slot& s) const { return s.rel != 0 && s.rel != kErased && seq_of(s) >= floor_; }
   // The bucket holding `seq` (buckets_ not empty, seq >= its first).
   Bucket& bucket_of(uint64_t seq);
@@ -104,7 +118,7 @@ class DedupeIndex {
   HashFn hash_;
   int64_t window_ms_;
   int64_t bucket_ms_;
-  std::vector<Slot> slots_;  // size 0 or a power of two
+  std::vector<Slot> slots_;  // size 0 or a multiple of 8
   size_t used_ = 0;          // slots ever written since the last rehash (live + dead)
   size_t live_ = 0;
   uint64_t base_ = 0;

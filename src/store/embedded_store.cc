@@ -672,6 +672,13 @@ void EmbeddedStore::recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, Rec
   });
 }
 
+void EmbeddedStore::recover_marks(const ChannelKey& key, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                                  RecoverDone done) {
+  readers_->post([this, key, dedupe_cutoff_ms, hash, done = std::move(done)] {
+    done(recover_now(key, dedupe_cutoff_ms, hash));
+  });
+}
+
 void EmbeddedStore::read_after(const ChannelKey& key, uint64_t after, uint32_t limit,
                                ReadDone done) {
   readers_->post([this, key, after, limit, done = std::move(done)] {
@@ -697,7 +704,7 @@ Error damaged_channel() {
 }  // namespace
 
 Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
-                                                   int64_t dedupe_cutoff_ms) {
+                                                   int64_t dedupe_cutoff_ms, KeyHashFn hash) {
   check_may_block();
   if (unavailable(key)) return damaged_channel();
   ChannelRecovery out;
@@ -745,9 +752,22 @@ Result<ChannelRecovery> EmbeddedStore::recover_now(const ChannelKey& key,
     if (!it->status().ok()) return read_failed(key, it->status().ToString());
   }
   if (log_) {
-    if (Status s = recover_from_log(key, dedupe_cutoff_ms, out); !s) return read_failed(key, s.error().msg);
+    if (Status s = recover_from_log(key, dedupe_cutoff_ms, hash, out); !s) {
+      return read_failed(key, s.error().msg);
+    }
   }
   keep_newest_per_id(out.dedupe);
+  if (hash != nullptr) {
+    // RocksDB's entries (a partition kept there, or written there before a
+    // switch to the segment log): few beside the log's, which came as marks.
+    std::string bytes;
+    for (const DedupeEntry& e : out.dedupe) {
+      bytes.clear();
+      DedupeKey::append(bytes, e.from, e.id);
+      out.marks.push_back(DedupeMark{hash(bytes), e.seq, e.ts_ms});
+    }
+    std::vector<DedupeEntry>().swap(out.dedupe);
+  }
   // Best effort: the compaction filter drops whatever this misses. A stopped or
   // read-only database refuses the write without touching its files.
   if (expired.Count() > 0 && !read_only_) db_->Write(rocksdb::WriteOptions(), &expired);

@@ -66,6 +66,9 @@ class EmbeddedStore final : public Store {
   // Contract beyond store.h: appends of `key` submitted before recover() must have
   // completed (it reads what is written, and deletes expired dedupe records).
   void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) override;
+  // A partition in the segment log: its ids hashed as they are read.
+  void recover_marks(const ChannelKey& key, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                     RecoverDone done) override;
   void append(AppendRequest req, AppendDone done) override;
   void append_many(std::vector<std::pair<AppendRequest, AppendDone>> reqs) override;
   void read_after(const ChannelKey& key, uint64_t after, uint32_t limit, ReadDone done) override;
@@ -77,7 +80,9 @@ class EmbeddedStore final : public Store {
 
   // The blocking halves, run by the reader pool (and by tests). Each checks that
   // it is not on an event loop (blocking_check.h).
-  Result<ChannelRecovery> recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms);
+  // With `hash`: the ids as ChannelRecovery::marks (Store::recover_marks).
+  Result<ChannelRecovery> recover_now(const ChannelKey& key, int64_t dedupe_cutoff_ms,
+                                      KeyHashFn hash = nullptr);
   Result<std::vector<StoredMessage>> read_after_now(const ChannelKey& key, uint64_t after,
                                                     uint32_t limit);
   Result<std::vector<StoredMessage>> read_before_now(const ChannelKey& key, uint64_t before,
@@ -145,8 +150,10 @@ class EmbeddedStore final : public Store {
   Status open_log();
   bool in_log(const ChannelKey& key) const;
   // recover_now's part for the segment log: `out` (RocksDB's answer) gets the log's
-  // last offset (the higher one wins) and, for a partition kept there, its dedupe ids.
-  Status recover_from_log(const ChannelKey& key, int64_t dedupe_cutoff_ms, ChannelRecovery& out);
+  // last offset (the higher one wins) and, for a partition kept there, its dedupe ids
+  // (as marks, with `hash`).
+  Status recover_from_log(const ChannelKey& key, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                          ChannelRecovery& out);
 
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ReaderPool> readers_;  // stopped first: its tasks read db_

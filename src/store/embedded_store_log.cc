@@ -31,16 +31,21 @@ bool EmbeddedStore::in_log(const ChannelKey& key) const {
 }
 
 Status EmbeddedStore::recover_from_log(const ChannelKey& key, int64_t dedupe_cutoff_ms,
-                                       ChannelRecovery& out) {
+                                       KeyHashFn hash, ChannelRecovery& out) {
   const bool kept_here = in_log(key);
   if (!kept_here && !(opts_.is_partition && opts_.is_partition(key))) return Status::ok();
   // A partition kept in RocksDB only asks the log what it last held (the cutoff
   // past every record reads no segment).
-  auto r = log_->recover(key, kept_here ? dedupe_cutoff_ms : INT64_MAX);
+  auto r = log_->recover(key, kept_here ? dedupe_cutoff_ms : INT64_MAX, hash);
   if (!r) return r.error();
   out.last_seq = std::max(out.last_seq, r->last_seq);
   if (kept_here) {
     for (auto& e : r->dedupe) out.dedupe.push_back(std::move(e));
+    if (out.marks.empty()) {
+      out.marks.swap(r->marks);
+    } else {
+      out.marks.insert(out.marks.end(), r->marks.begin(), r->marks.end());
+    }
   }
   return Status::ok();
 }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,18 @@ struct DedupeEntry {
   int64_t ts_ms = 0;
 };
 
+// A remembered id as a topic partition's window keeps it (store/dedupe_index.h):
+// the fingerprint of its DedupeKey's bytes, no key. 24 bytes where a DedupeEntry
+// is 80 plus whatever its strings take beyond their inline capacity.
+struct DedupeMark {
+  uint64_t fp = 0;
+  uint64_t seq = 0;
+  int64_t ts_ms = 0;
+};
+// The fingerprint of a DedupeKey's bytes (DedupeKey::append): the window's own
+// function, so that a recovered mark matches what a retry hashes to.
+using KeyHashFn = uint64_t (*)(std::string_view key_bytes);
+
 // What a hub shard needs to take ownership of a channel after a restart.
 struct ChannelRecovery {
   // 0: channel never written. After a start that accepted data loss this is at least
@@ -75,6 +88,9 @@ struct ChannelRecovery {
   uint32_t epoch = 1;                // bumped by each start that accepted data loss
   // Entries with ts_ms >= the asked cutoff, one per (from, id): its newest seq.
   std::vector<DedupeEntry> dedupe;
+  // recover_marks() only: the same entries as fingerprints, `dedupe` left empty
+  // (oldest first is not promised; several marks of one id may come back).
+  std::vector<DedupeMark> marks;
 };
 
 struct AppendRequest {
@@ -137,6 +153,13 @@ class Store {
   // entries with ts_ms >= dedupe_cutoff_ms. Call before the channel's first
   // append (and again after a failed one, with nothing in flight).
   virtual void recover(const ChannelKey& key, int64_t dedupe_cutoff_ms, RecoverDone done) = 0;
+  // The same, with the dedupe entries handed over as ChannelRecovery::marks
+  // (fingerprints by `hash`) instead of strings: a topic partition keeps no keys,
+  // and a window of 12 M ids as DedupeEntry strings is a gigabyte for the moment
+  // of the hand-over. A store that can hash while it reads (the segment log)
+  // never holds the strings; this default converts what recover() returned.
+  virtual void recover_marks(const ChannelKey& key, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                             RecoverDone done);
 
   // Persists msg and its (from, id) dedupe entry atomically. `done` runs once the
   // write is durable (per the store's durability setting) or has failed. Appends

@@ -86,8 +86,10 @@ class SegmentLog {
   void evict_idle(int64_t now_ms);
 
   // --- Any thread (blocking) ---------------------------------------------
-  // last_seq and the dedupe entries from the cutoff (not collapsed per id).
-  Result<ChannelRecovery> recover(const ChannelId& key, int64_t dedupe_cutoff_ms);
+  // last_seq and the dedupe entries from the cutoff (not collapsed per id); with
+  // `hash`, as ChannelRecovery::marks (read record by record: no strings kept).
+  Result<ChannelRecovery> recover(const ChannelId& key, int64_t dedupe_cutoff_ms,
+                                  KeyHashFn hash = nullptr);
   Result<std::vector<StoredMessage>> read_after(const ChannelId& key, uint64_t after,
                                                 uint32_t limit);
   Result<std::vector<StoredMessage>> read_before(const ChannelId& key, uint64_t before,
@@ -118,6 +120,10 @@ class SegmentLog {
   // of segment file `fd` (`path`), at most `max`, into `out`.
   Status scan_range(int fd, uint64_t pos, uint64_t end, uint64_t from, uint64_t until, size_t max,
                     std::vector<StoredMessage>& out, const std::string& path);
+  // recover()'s reading with a hash: the marks of one segment file's records
+  // (up to `end`) with an id and ts_ms >= the cutoff, appended to `out`.
+  Status mark_range(int fd, uint64_t end, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                    std::vector<DedupeMark>& out, const std::string& path);
   void mark_damaged(Part& p, const std::string& what);
 
   const SegmentLogOptions opts_;

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "store/dedupe_key.h"
 #include "store/segment/segment_log.h"
 #include "store/store_policy.h"
 #include "store/store_test_util.h"
@@ -200,6 +202,40 @@ TEST_F(SegmentLogTest, RecoverFindsTheDedupeIdsOfTheWindowAcrossARestart) {
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->last_seq, 902u);
   EXPECT_TRUE(rec->dedupe.empty());
+}
+
+// A fingerprint a test can check: the key's bytes folded, nothing seeded.
+uint64_t test_hash(std::string_view key) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+TEST_F(SegmentLogTest, RecoverWithAHashHandsTheSameIdsAsFingerprints) {
+  const int64_t cutoff = now_ - 60'000;
+  for (uint64_t b = 1; b <= 300; b += 100) append(kPart, b, b + 99, 100000, cutoff - 1000);
+  for (uint64_t b = 301; b <= 700; b += 100) append(kPart, b, b + 99, 100000, cutoff + 5);
+  Status why;
+  StoredMessage no_id = msg(701, cutoff + 6);
+  no_id.id.clear();
+  ASSERT_EQ(log_->stage(AppendRequest{kPart, no_id, 100000, 120}, 0, why), SegmentLog::Staged::kOk);
+  ASSERT_TRUE(log_->commit(0));
+  reopen();
+  auto strings = log_->recover(kPart, cutoff);
+  auto marks = log_->recover(kPart, cutoff, &test_hash);
+  ASSERT_TRUE(strings);
+  ASSERT_TRUE(marks);
+  EXPECT_EQ(marks->last_seq, 701u);
+  EXPECT_TRUE(marks->dedupe.empty()) << "no strings beside the marks";
+  ASSERT_EQ(marks->marks.size(), strings->dedupe.size());
+  std::vector<std::tuple<uint64_t, uint64_t, int64_t>> want, got;
+  for (const auto& e : strings->dedupe) want.emplace_back(e.seq, test_hash(DedupeKey(e.from, e.id).bytes()), e.ts_ms);
+  for (const auto& m : marks->marks) got.emplace_back(m.seq, m.fp, m.ts_ms);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(std::get<0>(got.front()), 301u);
+  EXPECT_EQ(std::get<0>(got.back()), 700u);
 }
 
 TEST_F(SegmentLogTest, ATruncatedTailIsCutAtTheLastWholeRecord) {

@@ -173,7 +173,35 @@ Status SegmentLog::scan_segment(const std::string& path, SegmentMeta& m, bool ne
   return Status::ok();
 }
 
-Result<ChannelRecovery> SegmentLog::recover(const ChannelId& key, int64_t dedupe_cutoff_ms) {
+Status SegmentLog::mark_range(int fd, uint64_t end, int64_t dedupe_cutoff_ms, KeyHashFn hash,
+                              std::vector<DedupeMark>& out, const std::string& path) {
+  // One record at a time into reused strings: what stays is 24 bytes per id.
+  RecordReader reader(fd, kSegmentHeaderBytes, end);
+  RecordView r;
+  StoredMessage m;
+  std::string key;
+  for (;;) {
+    const auto step = reader.next(r);
+    if (step == RecordReader::Step::kEnd) break;
+    if (step == RecordReader::Step::kIoError) return io_error("cannot read", path, reader.error());
+    if (step != RecordReader::Step::kRecord) {
+      spdlog::error("store: segment {}: the record at byte {} fails its checksum", path, reader.pos());
+      return unreadable();
+    }
+    if (!decode_message_value(r.payload, m)) {
+      spdlog::error("store: segment {}: the record of offset {} does not decode", path, r.offset);
+      return unreadable();
+    }
+    if (m.id.empty() || m.ts_ms < dedupe_cutoff_ms) continue;
+    key.clear();
+    DedupeKey::append(key, m.from, m.id);
+    out.push_back(DedupeMark{hash(key), r.offset, m.ts_ms});
+  }
+  return Status::ok();
+}
+
+Result<ChannelRecovery> SegmentLog::recover(const ChannelId& key, int64_t dedupe_cutoff_ms,
+                                            KeyHashFn hash) {
   check_may_block();
   Part& p = part(key);
   if (Status s = ensure_loaded(p); !s) return s.error();
@@ -202,6 +230,10 @@ Result<ChannelRecovery> SegmentLog::recover(const ChannelId& key, int64_t dedupe
       if (fd < 0) return io_error("cannot open", path, errno);
     }
     const Fd hold(fd);
+    if (hash != nullptr) {
+      if (Status s = mark_range(fd, end, dedupe_cutoff_ms, hash, out.marks, path); !s) return s.error();
+      continue;
+    }
     msgs.clear();
     if (Status s = scan_range(fd, kSegmentHeaderBytes, end, 0, UINT64_MAX, SIZE_MAX, msgs, path); !s) {
       return s.error();
