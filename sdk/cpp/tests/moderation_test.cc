@@ -5,6 +5,8 @@
 // history's current versions, and `kicked` ending the membership for good.
 #include <gtest/gtest.h>
 
+#include <parley/message_log.h>
+
 #include "fake_transport.h"
 
 namespace parley::testing {
@@ -244,6 +246,73 @@ TEST_F(ModerationTest, AKickDuringAJoinFailsTheJoin) {
   ASSERT_EQ(kicks.size(), 1u);
   EXPECT_EQ(kicks[0].reason, "");
   EXPECT_FALSE(ch.joined());
+}
+
+Message entry(EntryKind kind, int64_t seq, int64_t target, Json body = nullptr, int64_t ts = 0) {
+  Message m;
+  m.ch = "chat:a";
+  m.seq = seq;
+  m.kind = kind;
+  m.target = target;
+  m.body = std::move(body);
+  m.ts = ts;
+  return m;
+}
+
+// What a log must hold after m1 edited and m2 deleted, fed live or from history.
+void expect_current(const MessageLog& log) {
+  ASSERT_EQ(log.size(), 2u);
+  auto ms = log.messages();
+  EXPECT_EQ(ms[0].body, (Json{{"t", "fixed"}}));
+  EXPECT_EQ(ms[0].edited, 60);
+  EXPECT_TRUE(ms[1].deleted);
+  EXPECT_TRUE(ms[1].body.is_null());
+}
+
+TEST(MessageLog, AppliesEditsAndDeletesLiveAndFromHistoryAlike) {
+  Message m1 = entry(EntryKind::msg, 1, 0, {{"t", "tpyo"}});
+  Message m2 = entry(EntryKind::msg, 2, 0, {{"t", "oops"}});
+  Message e = entry(EntryKind::edit, 3, 1, {{"t", "fixed"}}, 60);
+  Message d = entry(EntryKind::deletion, 4, 2);
+  MessageLog live;
+  for (auto* x : {&m1, &m2, &e, &d}) live.apply(*x);
+  expect_current(live);
+  // History: current versions and then the entries; applying them again changes nothing.
+  Message c1 = m1;
+  c1.body = {{"t", "fixed"}};
+  c1.edited = 60;
+  Message c2 = m2;
+  c2.body = nullptr;
+  c2.deleted = true;
+  MessageLog paged;
+  paged.apply_all({c1, c2, e, d});
+  expect_current(paged);
+  // Pages again, in another order, and the original versions read late: no change.
+  paged.apply_all({d, e, m1, m2, c2, c1});
+  expect_current(paged);
+  live.apply_all({m1, m2});
+  expect_current(live);
+}
+
+TEST(MessageLog, ADeleteIsFinalAndEntriesForUnheldMessagesChangeNothing) {
+  MessageLog log;
+  log.apply(entry(EntryKind::msg, 5, 0, 1));
+  EXPECT_EQ(log.apply(entry(EntryKind::edit, 6, 4, 2)), nullptr);
+  ASSERT_NE(log.apply(entry(EntryKind::deletion, 7, 5)), nullptr);
+  EXPECT_EQ(log.apply(entry(EntryKind::edit, 8, 5, 3, 99)), nullptr) << "an edit after a delete (two game servers racing)";
+  EXPECT_EQ(log.apply(entry(EntryKind::deletion, 9, 5)), nullptr);
+  EXPECT_TRUE(log.get(5)->deleted);
+  EXPECT_EQ(log.get(4), nullptr);
+}
+
+TEST(MessageLog, KeepsTheNewestSeqsUpToItsMax) {
+  MessageLog log(2);
+  for (int64_t s = 1; s <= 4; s++) log.apply(entry(EntryKind::msg, s, 0, s));
+  EXPECT_EQ(log.size(), 2u);
+  EXPECT_EQ(log.get(2), nullptr);
+  EXPECT_NE(log.get(3), nullptr);
+  EXPECT_EQ(log.apply(entry(EntryKind::msg, 1, 0, 1)), nullptr) << "older than what is kept";
+  EXPECT_EQ(log.size(), 2u);
 }
 
 }  // namespace
