@@ -17,6 +17,17 @@ Error error_from(const Json& obj) {
 bool to_message(Json& obj, const std::string& ch, Message& out) {
   int64_t seq = 0;
   if (!get_int(obj, "seq", seq) || seq < 1) return false;
+  const std::string* op = str_ptr(obj, "op");
+  if (op && (*op == "edit" || *op == "delete")) {
+    // An entry changing another message: without a target it says nothing.
+    if (!get_int(obj, "target", out.target) || out.target < 1 || out.target >= seq) return false;
+    out.kind = *op == "edit" ? EntryKind::edit : EntryKind::deletion;
+  } else {
+    out.kind = EntryKind::msg;
+    out.target = 0;
+    out.edited = int_or(obj, "edited", -1);
+    out.deleted = bool_or(obj, "deleted", false);
+  }
   out.ch = ch;
   out.seq = seq;
   out.from = str_or(obj, "from");
@@ -210,7 +221,8 @@ void ChannelCore::on_client_closed(const Error& err) {
 void ChannelCore::on_event(Json& obj) {
   if (status_ != Status::joined) return;
   const std::string& op = *str_ptr(obj, "op");
-  if (op == "msg") return on_msg_frame(obj);
+  // Edits and deletes are entries of the log: in the same seq stream.
+  if (op == "msg" || op == "edit" || op == "delete") return on_msg_frame(obj);
   if (op == "state") {
     State s{name_, str_or(obj, "from"), str_or(obj, "key"), take(obj, "body"), take(obj, "pos")};
     s.tick = int_or(obj, "tick", -1);
@@ -229,6 +241,29 @@ void ChannelCore::on_event(Json& obj) {
       if (on_presence) on_presence(p);
     });
   }
+}
+
+// PROTOCOL.md "Moderation: mute, kick, ban": the server removed this
+// connection from the channel. No rejoin (a moderator's decision, maybe a ban
+// behind it): what waits on the channel fails with `kicked`, on_kicked says
+// why. A `joined` of a join in flight comes after it and is ignored (join_gen_).
+void ChannelCore::on_kicked_frame(const Json& obj) {
+  if (!want_ && status_ == Status::idle) return;
+  Kicked k{name_, str_or(obj, "reason")};
+  want_ = false;
+  status_ = Status::idle;
+  join_gen_++;
+  repair_gen_++;
+  repairing_ = false;
+  fail_everything(Error{"kicked", k.reason.empty() ? "kicked from " + name_ : k.reason});
+  client_.forget_streams(name_);
+  ups_.clear();
+  buffer_.clear();
+  dropped_high_ = -1;
+  failed_pages_ = 0;
+  client_.emit([this, k = std::move(k)] {
+    if (on_kicked) on_kicked(k);
+  });
 }
 
 void ChannelCore::on_delta_state(State s) {
@@ -296,7 +331,8 @@ void ChannelCore::on_msg_frame(Json& obj) {
 void ChannelCore::deliver(Message& m) {
   last_seq_ = m.seq;
   client_.emit([this, m = std::move(m)] {
-    if (on_msg) on_msg(m);
+    auto& fn = m.kind == EntryKind::edit ? on_edit : m.kind == EntryKind::deletion ? on_delete : on_msg;
+    if (fn) fn(m);
   });
 }
 
@@ -426,6 +462,28 @@ void ChannelCore::history(const HistoryQuery& q, std::function<void(Result<std::
     }
     std::sort(msgs.begin(), msgs.end(), [](const Message& a, const Message& b) { return a.seq < b.seq; });
     done(std::move(msgs));
+  });
+}
+
+void ChannelCore::moderate(const char* op, int64_t target, Json body,
+                           std::function<void(const Result<Moderated>&)> done) {
+  auto finish = [this, done = std::move(done)](Result<Moderated> r) {
+    if (done) client_.emit([done, r = std::move(r)] { done(r); });
+  };
+  if (target < 1) return finish(Error{"bad_request", "target must be a seq (an integer >= 1)"});
+  if (client_.is_closed()) return finish(Error{"closed", "client is closed"});
+  Json frame = {{"op", op}, {"ch", name_}, {"target", target}};
+  if (std::string_view(op) == "edit") frame["body"] = std::move(body);
+  if (client_.state() == ClientState::idle) client_.connect();
+  // Runs from within the request's own (already deferred) completion.
+  client_.request(std::move(frame), true, [this, finish = std::move(finish)](Result<Json> r) {
+    if (!r.ok()) return finish(r.error());
+    int64_t seq = 0;
+    int64_t target = 0;
+    if (!get_int(r.value(), "seq", seq) || seq < 1 || !get_int(r.value(), "target", target)) {
+      return finish(Error{"bad_frame", "an edited / deleted reply without an integer seq and target"});
+    }
+    finish(Moderated{name_, seq, target});
   });
 }
 

@@ -77,6 +77,8 @@ class ChannelCore {
   void clear_state(const std::string& key);
   void up(Json body);
   void history(const HistoryQuery& q, std::function<void(Result<std::vector<Message>>)> done);
+  /// `op` "edit" (with `body`) or "delete" of message `target`.
+  void moderate(const char* op, int64_t target, Json body, std::function<void(const Result<Moderated>&)> done);
 
   std::function<void(const Message&)> on_msg;
   std::function<void(const State&)> on_state;
@@ -85,12 +87,17 @@ class ChannelCore {
   std::function<void(const Gap&)> on_gap;
   std::function<void(const Reset&)> on_reset;
   std::function<void(const Error&)> on_error;
+  std::function<void(const Message&)> on_edit;
+  std::function<void(const Message&)> on_delete;
+  std::function<void(const Kicked&)> on_kicked;
 
   // ---- driven by ClientCore ----
   void on_open();
   void on_drop();
   void on_client_closed(const Error& err);
-  void on_event(Json& obj);  // msg, state, presence of this channel
+  void on_event(Json& obj);  // msg, edit, delete, state, presence of this channel
+  /// A `kicked` frame: no longer a member, and no rejoin.
+  void on_kicked_frame(const Json& obj);
   /// A state that arrived as an `sd` and was applied (ClientCore::on_state_delta).
   void on_delta_state(State s);
   /// The client lost track of a stream's base: leave and join again (with since).
@@ -157,7 +164,8 @@ class ChannelCore {
   int failed_pages_ = 0;  // repair reads failed in a row  // the newest seq dropped from a full buffer_, read from history later
 };
 
-/// A history / msg object into a Message; false when its seq is not an integer.
+/// A history / msg / edit / delete object into a Message; false when its seq
+/// (or an edit's / delete's target) is not a positive integer.
 bool to_message(Json& obj, const std::string& ch, Message& out);
 
 }  // namespace parley::detail

@@ -69,6 +69,15 @@ void Channel::history(const HistoryQuery& query,
     if (done) done(r);
   });
 }
+void Channel::edit(int64_t target, Json body, std::function<void(const Result<Moderated>&)> done) {
+  core_->moderate("edit", target, std::move(body), std::move(done));
+}
+void Channel::delete_message(int64_t target, std::function<void(const Result<Moderated>&)> done) {
+  core_->moderate("delete", target, nullptr, std::move(done));
+}
+void Channel::on_edit(std::function<void(const Message&)> fn) { core_->on_edit = std::move(fn); }
+void Channel::on_delete(std::function<void(const Message&)> fn) { core_->on_delete = std::move(fn); }
+void Channel::on_kicked(std::function<void(const Kicked&)> fn) { core_->on_kicked = std::move(fn); }
 void Channel::on_msg(std::function<void(const Message&)> fn) { core_->on_msg = std::move(fn); }
 void Channel::on_state(std::function<void(const State&)> fn) { core_->on_state = std::move(fn); }
 void Channel::on_presence(std::function<void(const Presence&)> fn) { core_->on_presence = std::move(fn); }

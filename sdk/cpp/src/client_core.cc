@@ -319,11 +319,14 @@ void ClientCore::dispatch(Json& obj) {
   if (!op) return;
   if (*op == "sd") return on_state_delta(obj);
   if (*op == "state" && field(obj, "sid")) streams_.full(obj);  // before the channel moves its body out
-  if (*op == "msg" || *op == "state" || *op == "presence") {
+  if (*op == "msg" || *op == "edit" || *op == "delete" || *op == "state" || *op == "presence" ||
+      *op == "kicked") {
     const std::string* ch = str_ptr(obj, "ch");
     if (!ch) return;
     auto it = channels_.find(*ch);
-    if (it != channels_.end()) it->second->on_event(obj);
+    if (it == channels_.end()) return;
+    if (*op == "kicked") it->second->on_kicked_frame(obj);
+    else it->second->on_event(obj);
     return;
   }
   if (*op == "welcome") {

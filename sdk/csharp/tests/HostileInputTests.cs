@@ -20,8 +20,12 @@ namespace Parley.Tests
             ch.MessageReceived += m => delivered++;
             ch.Join();
             ch.Publish(1);
+            ch.MessageEdited += m => delivered++;
+            ch.MessageDeleted += m => delivered++;
             rig.Welcome();
             rig.Joined("chat:a", 0);
+            ch.Edit(1, 2);
+            ch.Delete(1);
             var values = new[]
             {
                 "null", "true", "-1", "0", "1", "2", "9223372036854775807", "1.5", "\"x\"", "\"chat:a\"",
@@ -29,9 +33,9 @@ namespace Parley.Tests
             };
             var keys = new[] { "op", "ch", "seq", "rid", "from", "id", "body", "code", "retry_ms", "reconnect_ms",
                                "msgs", "members", "join", "leave", "recovered", "epoch", "dup", "key",
-                               "sid", "unset", "tick", "ts", "pos", "caps" };
+                               "sid", "unset", "tick", "ts", "pos", "caps", "target", "reason", "edited", "deleted" };
             var ops = new[] { "msg", "state", "presence", "joined", "ack", "history", "error", "bye", "direct",
-                              "welcome", "pong", "left", "sd", "nope" };
+                              "welcome", "pong", "left", "sd", "nope", "edit", "delete", "kicked", "edited", "deleted" };
             var r = new Random(99);
             for (int i = 0; i < 5000; i++)
             {

@@ -3,7 +3,8 @@
 // It delivers one gap-free, ordered stream of `msg` per channel across
 // reconnects: a rejoin asks for what was missed (`since`), messages already
 // delivered are dropped, a hole is filled from history before anything newer,
-// and what history no longer has is reported once as a gap.
+// and what history no longer has is reported once as a gap. Edits and deletes
+// are entries of that stream (on_edit / on_delete), with seqs of their own.
 //
 // Thread: the client's poll() thread, like the Client.
 #pragma once
@@ -62,7 +63,17 @@ class Channel {
   /// Sends `body` to the namespace's app server; held while not joined (at
   /// most 10,000: the oldest is dropped with a `queue_full` error).
   void up(Json body);
-  /// Reads stored messages, oldest first.
+  /// Edits message `target` (its seq) to `body`; `done` gets the edit's own
+  /// seq once written. The author within the namespace's edit_window_s, a
+  /// moderator (token claim "mod") or the game server may; else `forbidden`,
+  /// `not_found` for no such message (or a deleted one). Joining is not needed.
+  /// Resent after a drop and after rate_limited / backpressure / unavailable
+  /// (no dedupe: a resend writes a second edit with the same effect).
+  void edit(int64_t target, Json body, std::function<void(const Result<Moderated>&)> done = nullptr);
+  /// Deletes message `target`, as edit(); a delete is final.
+  void delete_message(int64_t target, std::function<void(const Result<Moderated>&)> done = nullptr);
+  /// Reads stored entries, oldest first: msgs in their current version
+  /// (`edited`, or `deleted` tombstones) and the edit / delete entries.
   void history(const HistoryQuery& query, std::function<void(const Result<std::vector<Message>>&)> done);
 
   // Events; one handler each.
@@ -72,6 +83,12 @@ class Channel {
   void on_joined(std::function<void(const Joined&)> fn);
   void on_gap(std::function<void(const Gap&)> fn);
   void on_reset(std::function<void(const Reset&)> fn);
+  /// Edit and delete entries, in seq order with on_msg (MessageLog applies them).
+  void on_edit(std::function<void(const Message&)> fn);
+  void on_delete(std::function<void(const Message&)> fn);
+  /// Removed by the server (a moderator's kick, a ban): no rejoin; what
+  /// waited on the channel failed with `kicked`. join() again to try anyway.
+  void on_kicked(std::function<void(const Kicked&)> fn);
   /// Errors of state / up, a refused rejoin, a full queue.
   void on_error(std::function<void(const Error&)> fn);
 

@@ -56,14 +56,41 @@ struct Retry {
   int64_t retry_ms = -1;
 };
 
-/// A `msg`, delivered once, in seq order.
+/// What an entry of a channel's log is (PROTOCOL.md "Moderation: delete and edit").
+enum class EntryKind {
+  msg,       ///< a message
+  edit,      ///< an edit of message `target`: `body` is its new body
+  deletion,  ///< a delete of message `target` (no body)
+};
+
+/// An entry of a channel's log, delivered once, in seq order: a `msg`, or an
+/// `edit` / `delete` of an earlier message, which takes a seq of its own.
 struct Message {
   std::string ch;
   int64_t seq = 0;
   std::string from;
-  std::string id;
+  std::string id;  ///< a msg's client id; empty for an edit / delete
   int64_t ts = 0;
   Json body;
+  EntryKind kind = EntryKind::msg;
+  int64_t target = 0;    ///< edit / delete: the seq of the message changed
+  /// A msg from history or a join's backfill in its current version: the ts
+  /// of its latest edit, -1 when never edited (a live msg is always the original).
+  int64_t edited = -1;
+  bool deleted = false;  ///< a msg from history / backfill that was deleted: a tombstone without body
+};
+
+/// An `edit` or `delete` written (the `edited` / `deleted` reply).
+struct Moderated {
+  std::string ch;
+  int64_t seq = 0;     ///< the seq the edit or delete itself took
+  int64_t target = 0;  ///< the message changed
+};
+
+/// The server removed this connection from a channel (a `kicked` frame).
+struct Kicked {
+  std::string ch;
+  std::string reason;  ///< "" when none was given
 };
 
 /// A `state` of another member.

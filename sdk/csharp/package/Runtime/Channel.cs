@@ -99,6 +99,15 @@ namespace Parley
         public event Action<ResetInfo> Reset;
         /// <summary>Errors of state and up, a refused join, a full up queue.</summary>
         public event Action<ParleyException> Error;
+        /// <summary>An edit entry (Kind Edit: Target, the new Body), in seq order with the messages.</summary>
+        public event Action<Message> MessageEdited;
+        /// <summary>A delete entry (Kind Delete: Target), in seq order with the messages.</summary>
+        public event Action<Message> MessageDeleted;
+        /// <summary>
+        /// Removed by the server (a moderator's kick, a ban): no rejoin, and what waited on the
+        /// channel failed with <c>kicked</c>. <see cref="Join"/> again to try anyway.
+        /// </summary>
+        public event Action<KickedInfo> Kicked;
 
         /// <summary>
         /// Joins (and keeps rejoining after drops until <see cref="Leave"/>); completes with the
@@ -213,14 +222,57 @@ namespace Parley
             }
         }
 
-        /// <summary>Reads stored messages: exactly one of after / before, limit at most 1000.</summary>
+        /// <summary>
+        /// Edits message <paramref name="target"/> (its seq) to <paramref name="body"/>; completes
+        /// with the edit's own seq once written. The author within the namespace's edit_window_s,
+        /// a moderator (token claim "mod") or the game server may; else <c>forbidden</c>, and
+        /// <c>not_found</c> for no such message or a deleted one. Joining is not needed. Resent
+        /// after a drop and after retryable errors (no dedupe: a second edit, same effect).
+        /// </summary>
+        public Task<Moderated> Edit(long target, JsonValue body)
+        {
+            return Moderate(JsonValue.Object().Set("op", "edit").Set("ch", _name).Set("target", target)
+                .Set("body", body ?? JsonValue.Null), target);
+        }
+
+        /// <summary>Deletes message <paramref name="target"/>, as <see cref="Edit"/>; a delete is final.</summary>
+        public Task<Moderated> Delete(long target)
+        {
+            return Moderate(JsonValue.Object().Set("op", "delete").Set("ch", _name).Set("target", target), target);
+        }
+
+        private Task<Moderated> Moderate(JsonValue frame, long target)
+        {
+            if (target < 1) return ParleyClient.Failed<Moderated>(ErrorCodes.BadRequest, "target must be a seq (an integer >= 1)");
+            if (_client.State == ClientState.Closed) return ParleyClient.Failed<Moderated>(ErrorCodes.Closed, "client is closed");
+            var tcs = new TaskCompletionSource<Moderated>();
+            if (_client.State == ClientState.Idle) _client.Connect();
+            _client.StartRequest(frame, true, _client.Options.RequestTimeoutMs, reply =>
+            {
+                long seq, t;
+                if (!reply.TryGetLong("seq", out seq) || seq < 1 || !reply.TryGetLong("target", out t))
+                    tcs.TrySetException(new ParleyException(ErrorCodes.BadFrame,
+                        "an edited / deleted reply without an integer seq and target"));
+                else tcs.TrySetResult(new Moderated { Channel = _name, Seq = seq, Target = t });
+            }, e => tcs.TrySetException(e));
+            return tcs.Task;
+        }
+
+        /// <summary>
+        /// Reads stored entries, oldest first: messages in their current version (Edited, or
+        /// Deleted tombstones) and the edit / delete entries (Kind), each at its seq; at most
+        /// 1000, exactly one of after / before.
+        /// </summary>
         public Task<IList<Message>> History(long? after = null, long? before = null, int? limit = null)
         {
             var tcs = new TaskCompletionSource<IList<Message>>();
             RequestHistory(after, before, limit, msgs =>
             {
                 var list = new List<Message>();
-                foreach (var m in msgs.Items) list.Add(Message.FromFrame(m));
+                foreach (var m in msgs.Items)
+                {
+                    if (Message.IsEntry(m)) list.Add(Message.FromFrame(m));
+                }
                 tcs.TrySetResult(list);
             }, e => tcs.TrySetException(e));
             return tcs.Task;
@@ -272,6 +324,8 @@ namespace Parley
             switch (obj.GetString("op"))
             {
                 case "msg":
+                case "edit": // edits and deletes are entries of the log: in the same seq stream
+                case "delete":
                     OnMsg(obj);
                     return;
                 case "state": // an `sd` arrives here applied (ParleyClient.OnStateDelta)
@@ -292,6 +346,27 @@ namespace Parley
                     return;
                 }
             }
+        }
+
+        // PROTOCOL.md "Moderation: mute, kick, ban": the server removed this connection from
+        // the channel. No rejoin (a moderator's decision, maybe a ban behind it): what waits
+        // on the channel fails with `kicked`, Kicked says why. A `joined` of a join in flight
+        // comes after it and is ignored (_joinGen).
+        internal void OnKicked(JsonValue obj)
+        {
+            if (!_want && _status == Status.Idle) return;
+            var reason = obj.GetString("reason") ?? "";
+            _want = false;
+            _status = Status.Idle;
+            _joinGen++;
+            var err = new ParleyException(ErrorCodes.Kicked, reason.Length > 0 ? reason : "kicked from " + _name);
+            FailJoinWaiters(err);
+            foreach (var e in new List<PublishEntry>(_publishes)) Settle(e, null, err);
+            ClearStates();
+            _ups.Clear();
+            ForgetRepair();
+            _client.ForgetStreams(_name);
+            _client.Emit(Kicked, new KickedInfo { Channel = _name, Reason = reason });
         }
 
         // PROTOCOL.md "State deltas": the client lost track of a stream's base (an
@@ -456,7 +531,7 @@ namespace Parley
         private void OnMsg(JsonValue m)
         {
             long seq;
-            if (!m.TryGetLong("seq", out seq)) return;
+            if (!Message.IsEntry(m) || !m.TryGetLong("seq", out seq)) return;
             if (_repairing) { Hold(m); return; }
             long last = _lastSeq ?? 0;
             if (seq <= last) return; // delivered before (a resume resends)
@@ -472,7 +547,8 @@ namespace Parley
         private void Deliver(JsonValue m, long seq)
         {
             _lastSeq = seq;
-            var handler = MessageReceived;
+            var op = m.GetString("op");
+            var handler = op == "edit" ? MessageEdited : op == "delete" ? MessageDeleted : MessageReceived;
             if (handler != null) _client.Emit(handler, Message.FromFrame(m));
         }
 
@@ -590,7 +666,7 @@ namespace Parley
                 long s;
                 // Only what is past what was delivered: a page of seqs already delivered is
                 // history having nothing after ours (asking again would loop).
-                if (h != null && h.Type == JsonType.Object && h.TryGetLong("seq", out s) && s > (_lastSeq ?? 0))
+                if (Message.IsEntry(h) && h.TryGetLong("seq", out s) && s > (_lastSeq ?? 0))
                     page.Add(new KeyValuePair<long, JsonValue>(s, h));
             }
             page.Sort((a, b) => a.Key.CompareTo(b.Key));

@@ -68,6 +68,20 @@ namespace Parley
     /// <summary>A channel message, delivered once and in seq order.</summary>
     public sealed class Message
     {
+        /// <summary>
+        /// What the entry is (PROTOCOL.md "Moderation: delete and edit"): a message, or an
+        /// edit / delete of message <see cref="Target"/>, which takes a seq of its own.
+        /// </summary>
+        public MessageKind Kind { get; internal set; }
+        /// <summary>An edit's or delete's message (its seq); null for a message.</summary>
+        public long? Target { get; internal set; }
+        /// <summary>
+        /// A message from history or a join's backfill in its current version: the ts of its
+        /// latest edit; null when never edited (a live message is always the original).
+        /// </summary>
+        public long? Edited { get; internal set; }
+        /// <summary>A message from history or a backfill that was deleted: a tombstone, Body null.</summary>
+        public bool Deleted { get; internal set; }
         /// <summary>The channel.</summary>
         public string Channel { get; internal set; }
         /// <summary>Its seq (1, 2, 3, ... per channel).</summary>
@@ -83,15 +97,63 @@ namespace Parley
 
         internal static Message FromFrame(JsonValue f)
         {
-            long seq, ts;
+            long seq, ts, target, edited;
             f.TryGetLong("seq", out seq);
             f.TryGetLong("ts", out ts);
+            var op = f.GetString("op");
+            var kind = op == "edit" ? MessageKind.Edit : op == "delete" ? MessageKind.Delete : MessageKind.Msg;
+            var deleted = f["deleted"];
             return new Message
             {
                 Channel = f.GetString("ch"), Seq = seq, From = f.GetString("from"),
-                Id = f.GetString("id"), Ts = ts, Body = f["body"] ?? JsonValue.Null,
+                Id = f.GetString("id"), Ts = ts, Body = f["body"] ?? JsonValue.Null, Kind = kind,
+                Target = kind != MessageKind.Msg && f.TryGetLong("target", out target) ? target : (long?)null,
+                Edited = kind == MessageKind.Msg && f.TryGetLong("edited", out edited) ? edited : (long?)null,
+                Deleted = kind == MessageKind.Msg && deleted != null && deleted.AsBool,
             };
         }
+
+        // A log entry the client can use: an integer seq >= 1, and for an edit or delete an
+        // integer target below it (an entry changing nothing it names says nothing).
+        internal static bool IsEntry(JsonValue f)
+        {
+            long seq, target;
+            if (f == null || f.Type != JsonType.Object || !f.TryGetLong("seq", out seq) || seq < 1) return false;
+            var op = f.GetString("op");
+            if (op != "edit" && op != "delete") return true;
+            return f.TryGetLong("target", out target) && target >= 1 && target < seq;
+        }
+    }
+
+    /// <summary>What an entry of a channel's log is.</summary>
+    public enum MessageKind
+    {
+        /// <summary>A message.</summary>
+        Msg,
+        /// <summary>An edit of message Target: Body is its new body.</summary>
+        Edit,
+        /// <summary>A delete of message Target (no body).</summary>
+        Delete,
+    }
+
+    /// <summary>An edit or delete written (the <c>edited</c> / <c>deleted</c> reply).</summary>
+    public sealed class Moderated
+    {
+        /// <summary>The channel.</summary>
+        public string Channel { get; internal set; }
+        /// <summary>The seq the edit or delete itself took.</summary>
+        public long Seq { get; internal set; }
+        /// <summary>The message changed.</summary>
+        public long Target { get; internal set; }
+    }
+
+    /// <summary>The server removed this connection from a channel (a <c>kicked</c> frame).</summary>
+    public sealed class KickedInfo
+    {
+        /// <summary>The channel.</summary>
+        public string Channel { get; internal set; }
+        /// <summary>Why ("" when no reason was given).</summary>
+        public string Reason { get; internal set; }
     }
 
     /// <summary>Another member's ephemeral state (latest wins per sender and key).</summary>

@@ -615,11 +615,20 @@ namespace Parley
                     OnStateDelta(obj);
                     return;
                 case "msg":
+                case "edit":
+                case "delete":
                 case "presence":
                 {
                     Channel ch;
                     var name = obj.GetString("ch");
                     if (name != null && _channels.TryGetValue(name, out ch)) ch.OnEvent(obj);
+                    return;
+                }
+                case "kicked":
+                {
+                    Channel ch;
+                    var name = obj.GetString("ch");
+                    if (name != null && _channels.TryGetValue(name, out ch)) ch.OnKicked(obj);
                     return;
                 }
                 case "direct":

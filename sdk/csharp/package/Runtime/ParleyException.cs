@@ -30,6 +30,8 @@ namespace Parley
         public const string BadFrame = "bad_frame";
         /// <summary>A bounded queue of the SDK overflowed (its oldest entry was dropped).</summary>
         public const string QueueFull = "queue_full";
+        /// <summary>The server removed this connection from the channel (a <c>kicked</c> frame).</summary>
+        public const string Kicked = "kicked";
 
         /// <summary>Codes after which the same request may succeed after <c>retry_ms</c>.</summary>
         public static bool IsRetryable(string code)
