@@ -10,47 +10,19 @@
 #include <gtest/gtest.h>
 #include <parley/client.h>
 #include <parley/default_transport.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <functional>
-#include <regex>
-#include <sstream>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-extern char** environ;
+#include "server_process.h"
 
 namespace parley::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string run(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "";
-  char buf[4096];
-  std::string out;
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
 
 // One server for the suite: a fresh folder, the embedded store, ports from the ready line.
 class Server {
@@ -60,88 +32,31 @@ class Server {
     static Server s;
     return s;
   }
-  bool ok() const { return why_.empty() && port_ > 0; }
-  const std::string& why() const { return why_; }
-  std::string url() const { return "ws://127.0.0.1:" + std::to_string(port_) + "/v1/ws"; }
-  std::string token(const std::string& user) const {
-    return run(bin_ + " token --config " + dir_ + "/parley.toml --tenant demo --user " + user + " --ttl 3600");
-  }
+  bool ok() const { return proc_.ok(); }
+  const std::string& why() const { return proc_.why(); }
+  std::string url() const { return "ws://127.0.0.1:" + std::to_string(proc_.port()) + "/v1/ws"; }
+  std::string token(const std::string& user) const { return proc_.token(user); }
   /// POSTs `body` to the HTTP API as the game server; the answer's body.
   std::string post(const std::string& path, const std::string& body) const {
-    std::ofstream(dir_ + "/req.json") << body;
+    std::ofstream(proc_.dir() + "/req.json") << body;
     return run("curl -s -X POST -H 'Authorization: Bearer " + std::string(kApiKey) +
-               "' -H 'Content-Type: application/json' --data-binary @" + dir_ + "/req.json http://127.0.0.1:" +
-               std::to_string(port_) + path);
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+               "' -H 'Content-Type: application/json' --data-binary @" + proc_.dir() + "/req.json http://127.0.0.1:" +
+               std::to_string(proc_.port()) + path);
   }
 
  private:
-  Server() {
-    const char* bin = std::getenv("PARLEY_SERVER_BIN");
-    if (!bin || !*bin || access(bin, X_OK) != 0) {
-      why_ = "no server binary (PARLEY_SERVER_BIN)";
-      return;
-    }
-    bin_ = bin;
-    char tmpl[] = "/tmp/parley-cpp-mod-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      why_ = "mkdtemp failed";
-      return;
-    }
-    dir_ = tmpl;
-    std::ofstream(dir_ + "/parley.toml") << "[server]\n"
-                                         << "listen = \"127.0.0.1:0\"\n"
-                                         << "data_dir = \"" << dir_ << "/data\"\n"
-                                         << "log_level = \"warn\"\n\n"
-                                         << "[tenants.demo]\n"
-                                         << "secret = \"sdk-cpp-mod-secret-0123456789abcdef\"\n"
-                                         << "api_key = \"" << kApiKey << "\"\n";
-    const std::string log = dir_ + "/server.log";
-    const std::string config = dir_ + "/parley.toml";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<std::string> args = {bin_, "serve", "--config", config};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, bin_.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      why_ = "cannot start " + bin_;
-      pid_ = -1;
-      return;
-    }
-    const std::regex ready("parley ready http=([0-9]+)");
-    for (int i = 0; i < 400; i++) {
-      std::smatch m;
-      const std::string text = slurp(log);
-      if (std::regex_search(text, m, ready)) {
-        port_ = std::stoi(m[1]);
-        return;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        why_ = "the server exited before it was ready: " + text;
-        return;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    why_ = "the server was not ready within 10 s: " + slurp(log);
+  Server() : proc_("parley-cpp-mod", config) {}
+  static std::string config(const std::string& dir, std::string&) {
+    return "[server]\n"
+           "listen = \"127.0.0.1:0\"\n"
+           "data_dir = \"" + dir + "/data\"\n"
+           "log_level = \"warn\"\n\n"
+           "[tenants.demo]\n"
+           "secret = \"sdk-cpp-mod-secret-0123456789abcdef\"\n"
+           "api_key = \"" + std::string(kApiKey) + "\"\n";
   }
 
-  std::string bin_;
-  std::string dir_;
-  std::string why_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  ServerProcess proc_;
 };
 
 std::unique_ptr<Client> make_client(const std::string& user, const std::string& enc) {

@@ -9,37 +9,19 @@
 #include <gtest/gtest.h>
 #include <parley/client.h>
 #include <parley/default_transport.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <functional>
-#include <regex>
-#include <sstream>
+#include <iostream>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-extern char** environ;
+#include "server_process.h"
 
 namespace parley::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One TLS server for the whole suite: a fresh folder, a self-signed
 // certificate for localhost, `parley serve` with its ports from the ready line.
@@ -49,106 +31,41 @@ class TlsServer {
     static TlsServer s;
     return s;
   }
-  bool ok() const { return !why_.empty() ? false : port_ > 0; }
-  const std::string& why() const { return why_; }
-  int port() const { return port_; }
-  std::string cert() const { return dir_ + "/cert.pem"; }
-  const std::string& dir() const { return dir_; }
-
+  bool ok() const { return proc_.ok(); }
+  const std::string& why() const { return proc_.why(); }
+  int port() const { return proc_.port(); }
+  std::string cert() const { return proc_.dir() + "/cert.pem"; }
+  const std::string& dir() const { return proc_.dir(); }
   /// A client token minted by the server binary (`parley token`).
-  std::string token(const std::string& user) const {
-    const std::string cmd = bin_ + " token --config " + dir_ + "/parley.toml --tenant demo --user " + user +
-                            " --ttl 3600";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return "";
-    char buf[4096];
-    std::string out;
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    return out;
-  }
-
-  ~TlsServer() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
-  }
+  std::string token(const std::string& user) const { return proc_.token(user); }
 
  private:
-  TlsServer() {
-    const char* bin = std::getenv("PARLEY_SERVER_BIN");
-    if (!bin || !*bin || access(bin, X_OK) != 0) {
-      why_ = "no server binary (PARLEY_SERVER_BIN)";
-      return;
-    }
-    bin_ = bin;
-    char tmpl[] = "/tmp/parley-cpp-wss-XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      why_ = "mkdtemp failed";
-      return;
-    }
-    dir_ = tmpl;
+  TlsServer() : proc_("parley-cpp-wss", config) {}
+  static std::string config(const std::string& dir, std::string& why) {
+    const std::string cert = dir + "/cert.pem";
     const std::string gen = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
                             "-subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout " +
-                            dir_ + "/key.pem -out " + cert() + " >" + dir_ + "/openssl.log 2>&1";
+                            dir + "/key.pem -out " + cert + " >" + dir + "/openssl.log 2>&1";
     if (std::system(gen.c_str()) != 0) {
-      why_ = "openssl req failed: " + slurp(dir_ + "/openssl.log");
-      return;
+      why = "openssl req failed: " + slurp(dir + "/openssl.log");
+      return "";
     }
-    std::ofstream(dir_ + "/parley.toml") << "[server]\n"
-                                         << "listen = \"127.0.0.1:0\"\n"
-                                         << "tcp_listen = \"127.0.0.1:0\"\n"
-                                         << "listen_tls = true\n"
-                                         << "tls_cert = \"" << cert() << "\"\n"
-                                         << "tls_key = \"" << dir_ << "/key.pem\"\n"
-                                         << "data_dir = \"" << dir_ << "/data\"\n"
-                                         << "log_level = \"warn\"\n\n"
-                                         << "[tenants.demo]\n"
-                                         << "secret = \"sdk-cpp-wss-secret-0123456789abcdef\"\n"
-                                         << "api_key = \"sdk-cpp-wss-key\"\n";
-    const std::string log = dir_ + "/server.log";
-    const std::string config = dir_ + "/parley.toml";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<std::string> args = {bin_, "serve", "--config", config};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, bin_.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      why_ = "cannot start " + bin_;
-      pid_ = -1;
-      return;
-    }
-    const std::regex ready("parley ready http=([0-9]+)");
-    for (int i = 0; i < 400; i++) {
-      std::smatch m;
-      const std::string text = slurp(log);
-      if (std::regex_search(text, m, ready)) {
-        port_ = std::stoi(m[1]);
-        return;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        why_ = "the server exited before it was ready: " + text;
-        return;
-      }
-      std::this_thread::sleep_for(25ms);
-    }
-    why_ = "the server was not ready within 10 s: " + slurp(log);
+    std::ostringstream c;
+    c << "[server]\n"
+      << "listen = \"127.0.0.1:0\"\n"
+      << "tcp_listen = \"127.0.0.1:0\"\n"
+      << "listen_tls = true\n"
+      << "tls_cert = \"" << cert << "\"\n"
+      << "tls_key = \"" << dir << "/key.pem\"\n"
+      << "data_dir = \"" << dir << "/data\"\n"
+      << "log_level = \"warn\"\n\n"
+      << "[tenants.demo]\n"
+      << "secret = \"sdk-cpp-wss-secret-0123456789abcdef\"\n"
+      << "api_key = \"sdk-cpp-wss-key\"\n";
+    return c.str();
   }
 
-  std::string bin_;
-  std::string dir_;
-  std::string why_;
-  pid_t pid_ = -1;
-  int port_ = 0;
+  ServerProcess proc_;
 };
 
 // A client on the default transport made with `tls`, polled until `done` or 10 s.
