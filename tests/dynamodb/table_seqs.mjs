@@ -9,11 +9,9 @@
 // put costs in write units (1 per KiB, rounded up) is measured, not guessed.
 // "no table" and exit 0 when the table is missing.
 // Usage: node table_seqs.mjs ENDPOINT TABLE
-import { DynamoDBClient, ScanCommand } from "@aws-sdk/client-dynamodb";
+import { scanTable } from "./scan_table.mjs";
 
 const [endpoint, table] = [process.argv[2], process.argv[3]];
-const client = new DynamoDBClient({ endpoint, region: "us-east-1", maxAttempts: 3,
-  credentials: { accessKeyId: "test", secretAccessKey: "test" } });
 
 function attrSize(name, v) {
   let n = Buffer.byteLength(name);
@@ -24,30 +22,20 @@ function attrSize(name, v) {
 }
 
 const keys = new Map();  // pk -> { n, seqs: Set }
-let items = 0, bytes = 0, maxBytes = 0, over1k = 0, start;
-try {
-  do {
-    const page = await client.send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }));
-    for (const it of page.Items ?? []) {
-      const pk = it.channel?.S ?? "";
-      let k = keys.get(pk);
-      if (!k) keys.set(pk, (k = { n: 0, seqs: new Set() }));
-      k.n++;
-      k.seqs.add(Number(it.seq?.N));
-      let size = 0;
-      for (const [name, v] of Object.entries(it)) size += attrSize(name, v);
-      items++;
-      bytes += size;
-      if (size > maxBytes) maxBytes = size;
-      if (size > 1024) over1k++;
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
-} catch (e) {
-  if (e.name === "ResourceNotFoundException") { console.log("no table"); process.exit(0); }
-  console.error(String(e));
-  process.exit(1);
-}
+let items = 0, bytes = 0, maxBytes = 0, over1k = 0;
+await scanTable(endpoint, table, 3, (it) => {
+  const pk = it.channel?.S ?? "";
+  let k = keys.get(pk);
+  if (!k) keys.set(pk, (k = { n: 0, seqs: new Set() }));
+  k.n++;
+  k.seqs.add(Number(it.seq?.N));
+  let size = 0;
+  for (const [name, v] of Object.entries(it)) size += attrSize(name, v);
+  items++;
+  bytes += size;
+  if (size > maxBytes) maxBytes = size;
+  if (size > 1024) over1k++;
+});
 const out = [];
 for (const [pk, k] of keys) {
   let lo = Infinity, hi = -Infinity;
